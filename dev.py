@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Set-up-free entry points: ``python3 dev.py demo|test|lint``.
+
+Each command makes ``.venv`` beside this file on first use and installs haytham into it
+(with the test and lint tools for ``test`` and ``lint``), so a machine with only Python 3
+and pip needs nothing else, and no system packages are touched.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+
+
+def _install(extra: str) -> None:
+    if not PYTHON.exists():
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    marker = VENV / f".installed-{extra or 'runtime'}"
+    stamp = str((ROOT / "pyproject.toml").stat().st_mtime_ns)
+    if marker.exists() and marker.read_text() == stamp:
+        return
+    target = f".[{extra}]" if extra else "."
+    subprocess.run(
+        [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target],
+        cwd=ROOT,
+        check=True,
+    )
+    marker.write_text(stamp)
+
+
+def _run(*args: str) -> int:
+    return subprocess.run([str(PYTHON), *args], cwd=ROOT).returncode
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else "help"
+    rest = argv[1:]
+    if command == "demo":
+        _install("")
+        return _run("examples/checkpoint_manager_example.py", *rest)
+    if command == "test":
+        _install("dev")
+        return _run("-m", "pytest", *rest)
+    if command == "lint":
+        _install("dev")
+        return (
+            _run("-m", "ruff", "check", "haytham", "tests", "examples", "benchmarks", "dev.py")
+            or _run("-m", "ruff", "format", "--check", "haytham", "tests", "examples", "benchmarks", "dev.py")
+            or _run("-m", "mypy", "haytham")
+        )
+    print("usage: python3 dev.py demo|test|lint [args...]", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

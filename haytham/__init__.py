@@ -1,0 +1,62 @@
+"""haytham: the sessions of phased multi-agent workflows, kept as plain markdown files."""
+
+from haytham.checkpoint.checkpoint_manager import CheckpointManager
+from haytham.errors import (
+    AlreadyExistsError,
+    DocumentError,
+    HaythamError,
+    InvalidArgumentError,
+    Issue,
+    LockTimeout,
+    NotFoundError,
+    PhaseNotFoundError,
+    ProjectExistsError,
+    ProjectNotFoundError,
+    SessionExistsError,
+    SessionNotFoundError,
+    UnknownPhaseError,
+    UnsafeNameError,
+)
+from haytham.records import (
+    AgentOutput,
+    AgentRun,
+    CurrentPhase,
+    PhaseCheckpoint,
+    PhaseRow,
+    SessionManifest,
+    SessionMetrics,
+    UserFeedback,
+)
+from haytham.workflow import IDEA_VALIDATION, PhaseDefinition, Workflow
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "IDEA_VALIDATION",
+    "AgentOutput",
+    "AgentRun",
+    "AlreadyExistsError",
+    "CheckpointManager",
+    "CurrentPhase",
+    "DocumentError",
+    "HaythamError",
+    "InvalidArgumentError",
+    "Issue",
+    "LockTimeout",
+    "NotFoundError",
+    "PhaseCheckpoint",
+    "PhaseDefinition",
+    "PhaseNotFoundError",
+    "PhaseRow",
+    "ProjectExistsError",
+    "ProjectNotFoundError",
+    "SessionExistsError",
+    "SessionManifest",
+    "SessionMetrics",
+    "SessionNotFoundError",
+    "UnknownPhaseError",
+    "UnsafeNameError",
+    "UserFeedback",
+    "Workflow",
+    "__version__",
+]

@@ -1,0 +1,201 @@
+"""A markdown section parser on mistune: top-level headings split a document into sections.
+
+mistune decides what is a heading (so a ``## Output`` line inside a fenced block, a block
+quote or an HTML block is not one); this module records where each top-level heading starts,
+which mistune's tokens do not carry, and turns the result into frozen dataclasses with
+1-based line numbers. Section bodies are slices of the source, never re-rendered text.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import mistune
+from mistune.block_parser import BlockParser
+from mistune.core import BlockState
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading and the source lines up to the next heading of the same or a higher level."""
+
+    title: str
+    """The heading's text, stripped of its markers (``Metadata``)."""
+    level: int
+    """1 for ``#``, 2 for ``##``."""
+    line: int
+    """The 1-based line of the heading."""
+    body: str
+    """The source after the heading line, up to the next section's heading."""
+    body_line: int
+    """The 1-based line where ``body`` starts."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed markdown file: its title heading and its sections, in order."""
+
+    title: Section | None
+    """The first level-1 heading, if the document starts with one."""
+    sections: tuple[Section, ...]
+    """Every other top-level heading of level 1 or 2, in order."""
+    preamble: str
+    """Source before the first heading (usually empty)."""
+
+    def find(self, title: str) -> Section | None:
+        """The first section whose title matches ``title`` ignoring case and spacing."""
+        key = normalise_label(title)
+        for section in self.sections:
+            if normalise_label(section.title) == key:
+                return section
+        return None
+
+
+class _LocatingState(BlockState):
+    """A BlockState that remembers where its newest paragraph began."""
+
+    paragraph_start: int = 0
+
+    def add_paragraph(self, text: str) -> None:
+        last = self.last_token()
+        if not (last and last["type"] == "paragraph"):
+            self.paragraph_start = self.cursor
+        super().add_paragraph(text)
+
+
+class _LocatingBlockParser(BlockParser):
+    """Records ``(offset, token)`` for every top-level heading as mistune finds it."""
+
+    state_cls = _LocatingState
+
+    def parse_method(self, m: re.Match[str], state: BlockState) -> int | None:
+        last_before = state.last_token()
+        end = super().parse_method(m, state)
+        if state.parent is None and m.lastgroup in ("atx_heading", "setex_heading"):
+            token = state.last_token()
+            if token is not None and token["type"] == "heading" and token is not last_before:
+                start = m.start()
+                headings: list[tuple[int, dict[str, Any]]] = state.env.setdefault("headings", [])
+                headings.append((start, token))
+            elif (
+                m.lastgroup == "setex_heading"
+                and last_before is not None
+                and last_before["type"] == "heading"
+                and isinstance(state, _LocatingState)
+            ):
+                # A setext underline turns the paragraph above it into the heading.
+                headings = state.env.setdefault("headings", [])
+                headings.append((state.paragraph_start, last_before))
+        return end
+
+
+def _make_parser() -> mistune.Markdown:
+    return mistune.Markdown(renderer=None, block=_LocatingBlockParser(), plugins=[])
+
+
+_PARSER = _make_parser()
+_WS = re.compile(r"\s+")
+
+
+def normalise_label(label: str) -> str:
+    """Labels compare without regard to case or runs of white space."""
+    return _WS.sub(" ", label).strip().casefold()
+
+
+def _inline_text(children: list[dict[str, Any]]) -> str:
+    parts: list[str] = []
+    for child in children:
+        if "raw" in child:
+            parts.append(child["raw"])
+        elif "children" in child:
+            parts.append(_inline_text(child["children"]))
+        elif child.get("type") in ("softbreak", "linebreak"):
+            parts.append(" ")
+    return "".join(parts)
+
+
+def parse_document(text: str) -> Document:
+    """Split ``text`` (LF line endings) into its title and its level-1/2 sections."""
+    state = _LocatingState()
+    _PARSER.parse(text, state)
+    found: list[tuple[int, dict[str, Any]]] = state.env.get("headings", [])
+    line_starts = line_offsets(text)
+    heads = sorted(
+        ((start, token) for start, token in found if token["attrs"]["level"] <= 2),
+        key=lambda item: item[0],
+    )
+    sections: list[Section] = []
+    for index, (start, token) in enumerate(heads):
+        end = heads[index + 1][0] if index + 1 < len(heads) else len(text)
+        heading_end = _heading_end(text, start, token)
+        line = bisect.bisect_right(line_starts, start)
+        sections.append(
+            Section(
+                title=_inline_text(token.get("children", [])).strip(),
+                level=token["attrs"]["level"],
+                line=line,
+                body=text[heading_end:end],
+                body_line=bisect.bisect_right(line_starts, heading_end),
+            )
+        )
+    preamble_end = heads[0][0] if heads else len(text)
+    title = sections[0] if sections and sections[0].level == 1 else None
+    rest = tuple(sections[1:] if title else sections)
+    return Document(title=title, sections=rest, preamble=text[:preamble_end])
+
+
+def _heading_end(text: str, start: int, token: dict[str, Any]) -> int:
+    """Offset just after the heading's last line (two lines for a setext heading)."""
+    lines = 2 if token.get("style") == "setext" else 1
+    position = start
+    for _ in range(lines):
+        newline = text.find("\n", position)
+        position = len(text) if newline < 0 else newline + 1
+    return position
+
+
+def line_offsets(text: str) -> list[int]:
+    """The offset where each line of ``text`` starts."""
+    offsets = [0]
+    find = text.find
+    position = find("\n")
+    while position >= 0:
+        offsets.append(position + 1)
+        position = find("\n", position + 1)
+    return offsets
+
+
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})([^\n]*)")
+
+
+def iter_unfenced_lines(body: str, first_line: int) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, line)`` for the lines of ``body`` outside fenced code blocks."""
+    fence: str | None = None
+    for offset, line in enumerate(_lazy_lines(body)):
+        if fence is None:
+            opened = _FENCE_OPEN.match(line)
+            if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+                fence = opened.group(1)
+                continue
+            yield first_line + offset, line
+        else:
+            stripped = line.strip()
+            closes = stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence)
+            if closes and len(line) - len(line.lstrip(" ")) <= 3:
+                fence = None
+
+
+def _lazy_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` split on LF only, without copying the whole text at once."""
+    position = 0
+    while True:
+        newline = text.find("\n", position)
+        if newline < 0:
+            yield text[position:]
+            return
+        yield text[position:newline]
+        position = newline + 1

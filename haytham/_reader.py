@@ -1,0 +1,173 @@
+"""Shared reading machinery: decode a file, find its sections, read ``- Label: value`` lines.
+
+A ``Reader`` collects every problem as a located ``Issue`` instead of stopping at the first,
+so ``validate_session`` can list them all and the parse functions can raise the first one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from haytham._markdown import Document, Section, iter_unfenced_lines, normalise_label, parse_document
+from haytham._schema import describe, schema_errors
+from haytham.errors import DocumentError, Issue
+
+_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
+_CHECKBOX = re.compile(r"\[([ xX]?)\][ \t]*(.*)")
+
+
+def decode(data: bytes, path: Path | None) -> str:
+    """UTF-8 text with any BOM removed, and CRLF turned to LF when every line uses CRLF."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise DocumentError(
+            f"byte {data[error.start]:#04x} is not UTF-8 (save the file as UTF-8)",
+            path=path,
+            line=line,
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    crlf = text.count("\r\n")
+    if crlf and crlf == text.count("\n"):
+        text = text.replace("\r\n", "\n")
+    return text
+
+
+@dataclass(frozen=True)
+class Field:
+    """One ``- Label: value`` line of a section."""
+
+    label: str
+    value: str
+    line: int
+
+
+class Reader:
+    """Reads one document leniently, recording issues and where each value came from."""
+
+    def __init__(
+        self, text: str, path: Path | None, labels: Mapping[str, str], *, sections_text: str | None = None
+    ) -> None:
+        self.text = text
+        self.path = path
+        self.labels = labels
+        """Maps record attribute names to the labels people see in the file."""
+        self.issues: list[Issue] = []
+        self.lines: dict[tuple[Any, ...], int] = {}
+        """Line of each value, keyed by its path in the record (``("phases", 0)``)."""
+        source = text if sections_text is None else sections_text
+        self.document: Document = parse_document(source.replace("\r", " "))
+
+    def error(self, line: int | None, field: str | None, message: str) -> None:
+        self.issues.append(Issue(self.path, line, field, message))
+
+    def expect_title(self, prefix: str) -> str:
+        """The text after ``prefix`` in the level-1 title (``# Phase Checkpoint: X``)."""
+        title = self.document.title
+        if title is None:
+            self.error(1, None, f"the file does not start with a '# {prefix}...' title")
+            return ""
+        if not normalise_label(title.title).startswith(normalise_label(prefix)):
+            self.error(title.line, None, f"title {title.title!r} does not start with {prefix!r}")
+            return ""
+        return title.title[len(prefix) :].strip()
+
+    def section(self, title: str, *, required: bool = True) -> Section | None:
+        found = self.document.find(title)
+        if found is None and required:
+            self.error(None, None, f"section '## {title}' is missing")
+        return found
+
+    def fields(self, section: Section | None) -> dict[str, Field]:
+        """The ``- Label: value`` items of ``section`` keyed by normalised label."""
+        found: dict[str, Field] = {}
+        if section is None:
+            return found
+        for line_number, line in iter_unfenced_lines(section.body, section.body_line):
+            item = _ITEM.match(line.rstrip("\r"))
+            if item is None:
+                continue
+            content = (item.group(1) or "").strip()
+            checkbox = _CHECKBOX.fullmatch(content)
+            if checkbox:
+                label, colon, value = checkbox.group(2).partition(":")
+                if not colon:
+                    value = checkbox.group(1)
+            else:
+                label, colon, value = content.partition(":")
+                if not colon:
+                    continue
+            key = normalise_label(label)
+            if key in found:
+                self.error(line_number, label.strip(), f"appears again (first at line {found[key].line})")
+                continue
+            found[key] = Field(label.strip(), value.strip(), line_number)
+        return found
+
+    def take(
+        self,
+        fields: Mapping[str, Field],
+        attr: str,
+        convert: Callable[[str], Any],
+        *,
+        default: Any = None,
+        required: bool = True,
+        section: Section | None = None,
+    ) -> Any:
+        """Convert the field labelled for ``attr``; a missing required field is an issue."""
+        label = self.labels[attr]
+        field = fields.get(normalise_label(label))
+        if field is None:
+            if required:
+                where = section.line if section is not None else None
+                self.error(where, label, "is missing")
+            return default
+        self.lines[(attr,)] = field.line
+        return convert(field.value)
+
+    def check_schema(self, kind: str, data: Mapping[str, Any]) -> None:
+        """Report every schema violation at the line and label of the offending value."""
+        for error in schema_errors(kind, data):
+            path = tuple(error.absolute_path)
+            line = None
+            for size in range(len(path), 0, -1):
+                if path[:size] in self.lines:
+                    line = self.lines[path[:size]]
+                    break
+            names = [p for p in path if isinstance(p, str)]
+            label = self.labels.get(names[-1], names[-1]) if names else None
+            self.error(line, label, describe(error))
+
+    def raise_first(self) -> None:
+        """Raise the first issue, in file order, as a DocumentError."""
+        if self.issues:
+            first = min(self.issues, key=lambda i: (i.line is None, i.line or 0))
+            raise DocumentError(first.message, path=first.path, line=first.line, field=first.field)
+
+
+def find_fence(section: Section, after_line: int) -> tuple[str, list[str], int] | None:
+    """The first fenced block in ``section`` after ``after_line``: info, lines, end line."""
+    lines = section.body.split("\n")
+    opener = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+    for index, line in enumerate(lines):
+        number = section.body_line + index
+        if number <= after_line:
+            continue
+        opened = opener.fullmatch(line)
+        if opened is None:
+            continue
+        fence = opened.group(1)
+        content: list[str] = []
+        for close_index in range(index + 1, len(lines)):
+            candidate = lines[close_index].strip()
+            if candidate and set(candidate) == {fence[0]} and len(candidate) >= len(fence):
+                return opened.group(2).strip(), content, section.body_line + close_index
+            content.append(lines[close_index])
+        return opened.group(2).strip(), content, section.body_line + len(lines) - 1
+    return None

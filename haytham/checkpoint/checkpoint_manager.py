@@ -1,0 +1,731 @@
+"""``CheckpointManager``: create sessions, save phases, agent outputs and feedback, read back.
+
+Every write is validated against its schema first, written atomically and durably, and done
+under the session's OS lock, so a failed call changes nothing and concurrent savers never
+lose each other's manifest rows. The manifest's progress is always recomputed from the
+phase checkpoints, never patched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from haytham import _progress, _storage
+from haytham._clock import Clock, format_timestamp, parse_timestamp, utc_now
+from haytham._names import check_agent_name, check_name
+from haytham._reader import decode
+from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST, DocumentFormat
+from haytham.errors import (
+    HaythamError,
+    InvalidArgumentError,
+    Issue,
+    NotFoundError,
+    PhaseNotFoundError,
+    ProjectNotFoundError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
+from haytham.records import (
+    FEEDBACK_ACTIONS,
+    PHASE_STATUSES,
+    RUN_STYLES,
+    AgentOutput,
+    AgentRun,
+    PhaseCheckpoint,
+    SessionManifest,
+    UserFeedback,
+)
+from haytham.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow
+
+MANIFEST_FILE = "session_manifest.md"
+CHECKPOINT_FILE = "checkpoint.md"
+FEEDBACK_FILE = "user_feedback.md"
+AGENT_KEYS = frozenset(
+    {"agent_name", "status", "output_file", "tokens", "input_tokens", "output_tokens", "cost", "duration"}
+)
+R = TypeVar("R")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Session:
+    """A session as the manager works on it: where it is and which phases it runs."""
+
+    directory: Path
+    manifest: SessionManifest
+    workflow: Workflow
+    phases: tuple[PhaseDefinition, ...]
+
+    def phase(self, number: object) -> PhaseDefinition:
+        return self.workflow.phase_in_mode(number, self.manifest.execution_mode)
+
+    def phase_dir(self, number: object) -> Path:
+        return self.directory / self.phase(number).directory
+
+
+class CheckpointManager:
+    """Keeps the sessions of phased workflows as markdown files under ``base_dir``."""
+
+    def __init__(
+        self,
+        base_dir: str | os.PathLike[str] = "projects",
+        *,
+        clock: Clock | None = None,
+        lock_timeout: float = _storage.DEFAULT_LOCK_TIMEOUT,
+        workflows: Iterable[Workflow] = (),
+    ) -> None:
+        self.base_dir = Path(base_dir)
+        self.clock: Clock = clock or utc_now
+        self.lock_timeout = lock_timeout
+        self.workflows: dict[str, Workflow] = dict(BUILTIN_WORKFLOWS)
+        self.workflows.update((w.name, w) for w in workflows)
+
+    # ------------------------------------------------------------------ paths
+
+    def project_dir(self, project_id: str) -> Path:
+        return self.base_dir / check_name("project_id", project_id)
+
+    def session_dir(self, project_id: str, session_id: str) -> Path:
+        """Where a session lives: ``{base_dir}/{project_id}/sessions/{session_id}``."""
+        return self.project_dir(project_id) / "sessions" / check_name("session_id", session_id)
+
+    def phase_dir(self, project_id: str, session_id: str, phase_num: int) -> Path:
+        """The directory of one phase of an existing session."""
+        return self._open(project_id, session_id).phase_dir(phase_num)
+
+    # --------------------------------------------------------------- creating
+
+    def create_session(
+        self,
+        project_id: str,
+        session_id: str,
+        user_id: str,
+        workflow_type: str | Workflow = "idea_validation",
+        execution_mode: str = "mvp",
+        *,
+        exist_ok: bool = False,
+    ) -> Path:
+        """Create the manifest and the phase directories of the mode; return the session dir.
+
+        An existing session is never reset: it raises SessionExistsError, or with
+        ``exist_ok=True`` is returned unchanged (if it has the same user, workflow and mode).
+        """
+        directory = self.session_dir(project_id, session_id)
+        check_name("user_id", user_id)
+        workflow = self._workflow(workflow_type)
+        phases = workflow.phases_for(execution_mode)
+        _storage.make_dirs(directory)
+        _storage.ensure_gitignore(self.base_dir)
+        with self._lock(directory, project_id, session_id):
+            manifest_path = directory / MANIFEST_FILE
+            if manifest_path.exists():
+                existing = MANIFEST.load(manifest_path)
+                wanted = (user_id, workflow.name, execution_mode)
+                found = (existing.user_id, existing.workflow_type, existing.execution_mode)
+                if not exist_ok or wanted != found:
+                    differs = "" if wanted == found else f" with user, workflow and mode {found}"
+                    raise SessionExistsError(
+                        f"session {project_id}/{session_id} already exists{differs} at "
+                        f"{directory}; it was left untouched (pass exist_ok=True to reuse it)",
+                        path=directory,
+                    )
+                return directory
+            for phase in phases:
+                _storage.make_dirs(directory / phase.directory)
+            now = self._now()
+            manifest = SessionManifest(
+                session_id=session_id,
+                project_id=project_id,
+                user_id=user_id,
+                workflow_type=workflow.name,
+                execution_mode=execution_mode,
+                created=now,
+                last_updated=now,
+                status="in_progress",
+                phases=_progress.phase_rows(phases, {}),
+                current=_progress.NOT_STARTED,
+                metrics=_progress.metrics({}),
+            )
+            self._write(MANIFEST, manifest_path, manifest)
+        return directory
+
+    # ----------------------------------------------------------------- saving
+
+    def save_checkpoint(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        status: str,
+        agents: Sequence[Mapping[str, Any]],
+        started: str | None = None,
+        completed: str | None = None,
+        duration: float | None = None,
+        retry_count: int = 0,
+        execution_mode: str = "single",
+        errors: Sequence[str] | None = None,
+    ) -> Path:
+        """Write the phase's checkpoint.md and bring the manifest up to date.
+
+        Missing times are filled in sensibly: ``started`` keeps the previous checkpoint's,
+        ``completed`` is now for a finished phase, and ``duration`` is the difference.
+        """
+        _check_choice("status", status, PHASE_STATUSES)
+        _check_choice("execution_mode", execution_mode, RUN_STYLES)
+        _check_count("retry_count", retry_count)
+        runs = tuple(_agent_run(index, agent) for index, agent in enumerate(agents))
+        names = [run.agent_name for run in runs]
+        if len(set(names)) != len(names):
+            raise InvalidArgumentError(f"agents lists an agent twice: {names}", field="agents")
+        error_list = tuple(_check_text_list("errors", errors or ()))
+        started = _check_timestamp("started", started)
+        completed = _check_timestamp("completed", completed)
+        duration = _check_seconds("duration", duration)
+        session = self._open(project_id, session_id)
+        phase = session.phase(phase_num)
+        with self._lock(session.directory, project_id, session_id):
+            session = self._open(project_id, session_id)
+            directory = session.phase_dir(phase_num)
+            path = directory / CHECKPOINT_FILE
+            previous = self._load_optional(CHECKPOINT, path)
+            now = self._now()
+            if started is None and status != "pending":
+                started = previous.started if previous and previous.started else now
+            if completed is None and status in ("completed", "failed", "skipped"):
+                completed = now
+            if duration is None and started and completed:
+                duration = _seconds_between(started, completed)
+            position = session.phases.index(phase)
+            before = session.phases[position - 1] if position > 0 else None
+            after = session.phases[position + 1] if position + 1 < len(session.phases) else None
+            record = PhaseCheckpoint(
+                phase_number=phase.number,
+                phase_name=phase.name,
+                status=status,  # type: ignore[arg-type]
+                started=started,
+                completed=completed,
+                duration=duration,
+                retry_count=retry_count,
+                execution_mode=execution_mode,  # type: ignore[arg-type]
+                agents=runs,
+                previous_phase=before.name if before else None,
+                next_phase=after.number if after else None,
+                next_phase_name=after.name if after else None,
+                total_tokens=_sum(run.tokens for run in runs),
+                input_tokens=_sum(_int_or_none(a.get("input_tokens")) for a in agents),
+                output_tokens=_sum(_int_or_none(a.get("output_tokens")) for a in agents),
+                cost=_round(_sum(run.cost for run in runs), 4),
+                errors=error_list,
+            )
+            _storage.make_dirs(directory)
+            _storage.remove_leftovers(directory)
+            self._write(CHECKPOINT, path, record)
+            self._sync_manifest(session)
+        return path
+
+    def save_agent_output(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        agent_name: str,
+        output_content: str,
+        status: str = "completed",
+        duration: float | None = None,
+        model: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        tools_used: Sequence[str] | None = None,
+        error_type: str | None = None,
+        error_message: str | None = None,
+        stack_trace: str | None = None,
+    ) -> Path:
+        """Write ``{agent_name}.md`` with the output exactly as given."""
+        check_agent_name(agent_name)
+        _check_choice("status", status, PHASE_STATUSES)
+        if not isinstance(output_content, str):
+            raise InvalidArgumentError(
+                f"output_content must be a string, got {type(output_content).__name__}",
+                field="output_content",
+            )
+        for key, value in (
+            ("model", model),
+            ("error_type", error_type),
+            ("error_message", error_message),
+            ("stack_trace", stack_trace),
+        ):
+            if value is not None and not isinstance(value, str):
+                raise InvalidArgumentError(f"{key} must be a string or None, got {value!r}", field=key)
+        _check_count("input_tokens", input_tokens, optional=True)
+        _check_count("output_tokens", output_tokens, optional=True)
+        session = self._open(project_id, session_id)
+        phase = session.phase(phase_num)
+        with self._lock(session.directory, project_id, session_id):
+            directory = session.phase_dir(phase_num)
+            record = AgentOutput(
+                agent_name=agent_name,
+                phase_number=phase.number,
+                phase_name=phase.name,
+                executed=self._now(),
+                duration=_check_seconds("duration", duration),
+                status=status,  # type: ignore[arg-type]
+                model=model,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                tools_used=tuple(_check_text_list("tools_used", tools_used or ())),
+                content=output_content,
+                error_type=error_type,
+                error_message=error_message,
+                stack_trace=stack_trace,
+            )
+            _storage.make_dirs(directory)
+            _storage.remove_leftovers(directory)
+            path = directory / f"{agent_name}.md"
+            self._write(AGENT_OUTPUT, path, record)
+        return path
+
+    def save_user_feedback(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        reviewed: bool,
+        approved: bool,
+        comments: str = "",
+        requested_changes: Sequence[str] | None = None,
+        action: str = "approved",
+        retry_count: int = 0,
+    ) -> Path:
+        """Write the phase's user_feedback.md (the file people also edit by hand)."""
+        _check_choice("action", action, FEEDBACK_ACTIONS)
+        _check_count("retry_count", retry_count)
+        for key, flag in (("reviewed", reviewed), ("approved", approved)):
+            if not isinstance(flag, bool):
+                raise InvalidArgumentError(f"{key} must be True or False, got {flag!r}", field=key)
+        if not isinstance(comments, str):
+            raise InvalidArgumentError(f"comments must be a string, got {comments!r}", field="comments")
+        changes = tuple(_check_text_list("requested_changes", requested_changes or ()))
+        session = self._open(project_id, session_id)
+        phase = session.phase(phase_num)
+        with self._lock(session.directory, project_id, session_id):
+            directory = session.phase_dir(phase_num)
+            record = UserFeedback(
+                phase_name=phase.name,
+                reviewed=reviewed,
+                approved=approved,
+                timestamp=self._now(),
+                comments=comments,
+                requested_changes=changes,
+                action=action,  # type: ignore[arg-type]
+                retry_count=retry_count,
+            )
+            _storage.make_dirs(directory)
+            _storage.remove_leftovers(directory)
+            path = directory / FEEDBACK_FILE
+            self._write(FEEDBACK, path, record)
+        return path
+
+    # ---------------------------------------------------------------- reading
+
+    def load_manifest(self, project_id: str, session_id: str) -> SessionManifest:
+        """The manifest as written on disk (see ``load_session`` for the checked state)."""
+        return self._open(project_id, session_id).manifest
+
+    def load_checkpoint(self, project_id: str, session_id: str, phase_num: int) -> PhaseCheckpoint:
+        """The phase's checkpoint; PhaseNotFoundError if the phase was never saved."""
+        path = self.phase_dir(project_id, session_id, phase_num) / CHECKPOINT_FILE
+        return self._load(CHECKPOINT, path, PhaseNotFoundError, f"phase {phase_num} has no checkpoint")
+
+    def load_agent_output(
+        self, project_id: str, session_id: str, phase_num: int, agent_name: str
+    ) -> AgentOutput:
+        """One agent's output record, content included."""
+        check_agent_name(agent_name)
+        path = self.phase_dir(project_id, session_id, phase_num) / f"{agent_name}.md"
+        return self._load(AGENT_OUTPUT, path, NotFoundError, f"agent {agent_name!r} has no output")
+
+    def load_feedback(self, project_id: str, session_id: str, phase_num: int) -> UserFeedback | None:
+        """The phase's feedback, or None when nobody has written any yet."""
+        path = self.phase_dir(project_id, session_id, phase_num) / FEEDBACK_FILE
+        return self._load_optional(FEEDBACK, path)
+
+    def load_checkpoints(self, project_id: str, session_id: str) -> dict[int, PhaseCheckpoint]:
+        """Every saved checkpoint of the session, by phase number."""
+        return self._checkpoints(self._open(project_id, session_id))
+
+    def load_session(self, project_id: str, session_id: str) -> dict[str, Any]:
+        """The session's state as a dict, with what a resume needs.
+
+        The progress comes from the phase checkpoints. If the manifest disagrees (a process
+        died between writing a checkpoint and the manifest), the manifest is repaired.
+        """
+        session = self._open(project_id, session_id)
+        manifest = self._sync_manifest(session, repair_only=True)
+        rows = manifest.phases
+        return {
+            "session_id": manifest.session_id,
+            "project_id": manifest.project_id,
+            "user_id": manifest.user_id,
+            "workflow_type": manifest.workflow_type,
+            "execution_mode": manifest.execution_mode,
+            "created": manifest.created,
+            "last_updated": manifest.last_updated,
+            "status": manifest.status,
+            "current_phase": manifest.current.number,
+            "current_phase_name": manifest.current.name,
+            "can_resume": manifest.current.can_resume,
+            "next_phase": _progress.next_phase(rows),
+            "completed_phases": [r.number for r in rows if r.status == "completed"],
+            "phase_statuses": {r.number: r.status for r in rows},
+            "phases": [dataclasses.asdict(r) for r in rows],
+            "metrics": dataclasses.asdict(manifest.metrics),
+            "session_dir": str(session.directory),
+        }
+
+    def get_phase_outputs(
+        self, project_id: str, session_id: str, phase_nums: Iterable[int] | None = None
+    ) -> dict[int, dict[str, str]]:
+        """``{phase: {agent: content}}``, each content exactly as it was saved.
+
+        ``phase_nums=None`` means the completed phases.
+        """
+        session = self._open(project_id, session_id)
+        if phase_nums is None:
+            checkpoints = self._checkpoints(session)
+            numbers = [n for n, c in checkpoints.items() if c.status == "completed"]
+        else:
+            numbers = [session.phase(n).number for n in phase_nums]
+        outputs: dict[int, dict[str, str]] = {}
+        for number in numbers:
+            directory = session.phase_dir(number)
+            if not directory.is_dir():
+                raise PhaseNotFoundError(
+                    f"phase {number} of {project_id}/{session_id} has no directory {directory}",
+                    path=directory,
+                )
+            outputs[number] = {path.stem: AGENT_OUTPUT.load(path).content for path in _agent_files(directory)}
+        return outputs
+
+    def get_approved_phases(self, project_id: str, session_id: str) -> list[int]:
+        """Phases whose feedback says reviewed and approved."""
+        session = self._open(project_id, session_id)
+        approved = []
+        for phase in session.phases:
+            feedback = self._load_optional(FEEDBACK, session.directory / phase.directory / FEEDBACK_FILE)
+            if feedback is not None and feedback.reviewed and feedback.approved:
+                approved.append(phase.number)
+        return approved
+
+    # ------------------------------------------------------------- validating
+
+    def validate_checkpoint(self, project_id: str, session_id: str, phase_num: int) -> tuple[bool, list[str]]:
+        """Check the phase's checkpoint, agent outputs and feedback: ``(ok, messages)``."""
+        session = self._open(project_id, session_id)
+        issues = self._phase_issues(session, session.phase(phase_num), require_checkpoint=True)
+        return not issues, [str(issue) for issue in issues]
+
+    def validate_session(self, project_id: str, session_id: str) -> list[Issue]:
+        """Every problem in every file of the session; an empty list means it is valid."""
+        directory = self.session_dir(project_id, session_id)
+        manifest_path = directory / MANIFEST_FILE
+        if not manifest_path.is_file():
+            self._open(project_id, session_id)
+        manifest, issues = MANIFEST.read_path(manifest_path)
+        if manifest is None:
+            return issues
+        session = _Session(
+            directory,
+            manifest,
+            self._workflow(manifest.workflow_type),
+            self._workflow(manifest.workflow_type).phases_for(manifest.execution_mode),
+        )
+        checkpoints: dict[int, PhaseCheckpoint] = {}
+        for phase in session.phases:
+            issues += self._phase_issues(session, phase, require_checkpoint=False)
+            found, _ = CHECKPOINT.read_path(directory / phase.directory / CHECKPOINT_FILE)
+            if found is not None:
+                checkpoints[phase.number] = found
+        derived = _progress.derive(manifest, session.phases, checkpoints)
+        issues += _disagreements(manifest_path, manifest, derived)
+        return issues
+
+    # ---------------------------------------------------------------- helpers
+
+    def _now(self) -> str:
+        return format_timestamp(self.clock())
+
+    def _workflow(self, workflow: str | Workflow) -> Workflow:
+        if isinstance(workflow, Workflow):
+            return workflow
+        found = self.workflows.get(workflow)
+        if found is None:
+            raise InvalidArgumentError(
+                f"workflow_type {workflow!r} is not a known workflow "
+                f"(expected one of {', '.join(sorted(self.workflows))})",
+                field="workflow_type",
+            )
+        return found
+
+    def _lock(self, directory: Path, project_id: str, session_id: str) -> Any:
+        return _storage.locked(directory, self.lock_timeout, f"session {project_id}/{session_id}")
+
+    def _open(self, project_id: str, session_id: str) -> _Session:
+        directory = self.session_dir(project_id, session_id)
+        path = directory / MANIFEST_FILE
+        if not path.is_file():
+            if not self.project_dir(project_id).is_dir():
+                raise ProjectNotFoundError(
+                    f"project {project_id!r} does not exist under {self.base_dir}",
+                    path=self.project_dir(project_id),
+                )
+            raise SessionNotFoundError(
+                f"session {project_id}/{session_id} does not exist (no {path})", path=path
+            )
+        manifest = MANIFEST.load(path)
+        workflow = self._workflow(manifest.workflow_type)
+        return _Session(directory, manifest, workflow, workflow.phases_for(manifest.execution_mode))
+
+    def _checkpoints(self, session: _Session) -> dict[int, PhaseCheckpoint]:
+        found = {}
+        for phase in session.phases:
+            record = self._load_optional(CHECKPOINT, session.directory / phase.directory / CHECKPOINT_FILE)
+            if record is not None:
+                found[phase.number] = record
+        return found
+
+    def _sync_manifest(self, session: _Session, *, repair_only: bool = False) -> SessionManifest:
+        """Recompute the manifest's progress from the checkpoints; write it if it changed.
+
+        ``repair_only`` is the read path: it takes the lock only when a repair is needed.
+        """
+        derived = _progress.derive(session.manifest, session.phases, self._checkpoints(session))
+        if repair_only:
+            if _progress.same_progress(session.manifest, derived):
+                return session.manifest
+            try:
+                with self._lock(session.directory, session.manifest.project_id, session.manifest.session_id):
+                    fresh = self._open(session.manifest.project_id, session.manifest.session_id)
+                    return self._sync_manifest(fresh)
+            except PermissionError:
+                return derived
+        if _progress.same_progress(session.manifest, derived):
+            return session.manifest
+        updated = dataclasses.replace(derived, last_updated=self._now())
+        self._write(MANIFEST, session.directory / MANIFEST_FILE, updated)
+        return updated
+
+    def _write(self, kind: DocumentFormat[R], path: Path, record: R) -> None:
+        kind.check_record(record, path)
+        text = kind.render(record)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise InvalidArgumentError(
+                f"text for {path.name} holds {error.object[error.start : error.end]!r}, "
+                "which UTF-8 cannot store (a lone surrogate)"
+            ) from None
+        _storage.atomic_write(path, text)
+
+    def _load(self, kind: DocumentFormat[R], path: Path, missing: type[NotFoundError], what: str) -> R:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise missing(f"{what}: {path} does not exist", path=path) from None
+        return kind.parse(decode(data, path), path)
+
+    def _load_optional(self, kind: DocumentFormat[R], path: Path) -> R | None:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        return kind.parse(decode(data, path), path)
+
+    def _phase_issues(
+        self, session: _Session, phase: PhaseDefinition, *, require_checkpoint: bool
+    ) -> list[Issue]:
+        directory = session.directory / phase.directory
+        issues: list[Issue] = []
+        checkpoint_path = directory / CHECKPOINT_FILE
+        if checkpoint_path.exists():
+            checkpoint, found = CHECKPOINT.read_path(checkpoint_path)
+            issues += found
+            if checkpoint is not None and checkpoint.phase_number != phase.number:
+                issues.append(
+                    Issue(
+                        checkpoint_path,
+                        None,
+                        "Phase Number",
+                        f"{checkpoint.phase_number} is not this directory's phase {phase.number}",
+                    )
+                )
+        elif require_checkpoint:
+            issues.append(Issue(checkpoint_path, None, None, "checkpoint.md is missing"))
+        if directory.is_dir():
+            for path in _agent_files(directory):
+                output, found = AGENT_OUTPUT.read_path(path)
+                issues += found
+                if output is not None and output.agent_name != path.stem:
+                    issues.append(
+                        Issue(
+                            path,
+                            None,
+                            "Agent",
+                            f"{output.agent_name!r} does not match the file name {path.name!r}",
+                        )
+                    )
+        feedback_path = directory / FEEDBACK_FILE
+        if feedback_path.exists():
+            issues += FEEDBACK.read_path(feedback_path)[1]
+        return issues
+
+
+def _disagreements(path: Path, written: SessionManifest, derived: SessionManifest) -> list[Issue]:
+    issues = []
+    for old, new in zip(written.phases, derived.phases, strict=False):
+        if old != new:
+            issues.append(
+                Issue(
+                    path,
+                    None,
+                    "Phase Status",
+                    f"row for phase {old.number} says {old.status!r} but its checkpoint "
+                    f"says {new.status!r} (load the session to repair the manifest)",
+                )
+            )
+    if len(written.phases) != len(derived.phases):
+        issues.append(
+            Issue(
+                path,
+                None,
+                "Phase Status",
+                f"has {len(written.phases)} rows but the mode runs {len(derived.phases)} phases",
+            )
+        )
+    for label, old_value, new_value in (
+        ("Status", written.status, derived.status),
+        ("Current Phase", written.current, derived.current),
+        ("Metrics", written.metrics, derived.metrics),
+    ):
+        if old_value != new_value and not (label != "Status" and written.phases != derived.phases):
+            issues.append(
+                Issue(path, None, label, f"{old_value!r} disagrees with the checkpoints ({new_value!r})")
+            )
+    return issues
+
+
+def _agent_files(directory: Path) -> list[Path]:
+    """Agent output files: ``*.md`` except the phase's own files and hidden files."""
+    own = {CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE}
+    return sorted(
+        p
+        for p in directory.iterdir()
+        if p.suffix == ".md" and p.name not in own and not p.name.startswith(".") and p.is_file()
+    )
+
+
+def _check_choice(field: str, value: object, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise InvalidArgumentError(
+            f"{field} {value!r} is not valid (expected one of {', '.join(choices)})", field=field
+        )
+
+
+def _check_count(field: str, value: object, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidArgumentError(f"{field} {value!r} is not a whole number >= 0", field=field)
+
+
+def _check_seconds(field: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+        raise InvalidArgumentError(f"{field} {value!r} is not a number of seconds >= 0", field=field)
+    if value == float("inf"):
+        raise InvalidArgumentError(f"{field} {value!r} is not a finite number of seconds", field=field)
+    return round(float(value), 1)
+
+
+def _check_timestamp(field: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{field} {value!r} is not an ISO 8601 string", field=field)
+    try:
+        return format_timestamp(parse_timestamp(value))
+    except ValueError:
+        raise InvalidArgumentError(
+            f"{field} {value!r} is not an ISO 8601 UTC timestamp (expected like 2024-11-24T10:00:00Z)",
+            field=field,
+        ) from None
+
+
+def _check_text_list(field: str, items: Iterable[object]) -> list[str]:
+    if isinstance(items, str):
+        raise InvalidArgumentError(f"{field} must be a list of strings, not one string", field=field)
+    result = []
+    for item in items:
+        if not isinstance(item, str):
+            raise InvalidArgumentError(f"{field} holds {item!r}, which is not a string", field=field)
+        result.append(item)
+    return result
+
+
+def _agent_run(index: int, agent: Mapping[str, Any]) -> AgentRun:
+    where = f"agents[{index}]"
+    if not isinstance(agent, Mapping):
+        raise InvalidArgumentError(f"{where} must be a dict, got {agent!r}", field="agents")
+    unknown = set(agent) - AGENT_KEYS
+    if unknown:
+        raise InvalidArgumentError(
+            f"{where} has unknown keys {sorted(unknown)} (expected {', '.join(sorted(AGENT_KEYS))})",
+            field="agents",
+        )
+    if "agent_name" not in agent:
+        raise InvalidArgumentError(f"{where} has no 'agent_name'", field="agents")
+    name = check_agent_name(agent["agent_name"])
+    status = agent.get("status", "completed")
+    _check_choice(f"{where}.status", status, PHASE_STATUSES)
+    for key in ("tokens", "input_tokens", "output_tokens"):
+        _check_count(f"{where}.{key}", agent.get(key), optional=True)
+    tokens = agent.get("tokens")
+    if tokens is None and agent.get("input_tokens") is not None and agent.get("output_tokens") is not None:
+        tokens = agent["input_tokens"] + agent["output_tokens"]
+    cost = agent.get("cost")
+    if cost is not None and (not isinstance(cost, (int, float)) or isinstance(cost, bool) or not cost >= 0):
+        raise InvalidArgumentError(f"{where}.cost {cost!r} is not an amount >= 0", field="agents")
+    output_file = agent.get("output_file") or f"{name}.md"
+    check_name(f"{where}.output_file", output_file)
+    return AgentRun(
+        agent_name=name,
+        status=status,
+        output_file=output_file,
+        duration=_check_seconds(f"{where}.duration", agent.get("duration")),
+        tokens=tokens,
+        cost=_round(cost, 4),
+    )
+
+
+def _sum(values: Iterable[int | float | None]) -> Any:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def _seconds_between(started: str, completed: str) -> float | None:
+    seconds = (parse_timestamp(completed) - parse_timestamp(started)).total_seconds()
+    return round(seconds, 1) if seconds >= 0 else None
+
+
+__all__ = ["CheckpointManager", "HaythamError"]

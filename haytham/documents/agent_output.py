@@ -1,0 +1,227 @@
+"""``{agent_name}.md``: one agent's output, kept verbatim from ``## Output`` to the end.
+
+The header is parsed with the section parser; the output is found by a fence-aware scan for
+the first top-level ``## Output`` line and sliced from the source, so a megabyte of output
+never goes through mistune. Two optional Metadata fields make the slice exact: ``Final
+Newlines`` (how many line breaks ended the text) and ``Line Endings: crlf``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from haytham import _values as v
+from haytham._markdown import iter_unfenced_lines
+from haytham._reader import Reader, find_fence
+from haytham.documents.base import DocumentFormat
+from haytham.records import AgentOutput
+
+TITLE = "Agent Output: "
+_OUTPUT_HEADING = re.compile(r" {0,3}##[ \t]+output[ \t]*#*[ \t]*\r?", re.IGNORECASE)
+_ERROR_HEADING = re.compile(r" {0,3}##[ \t]+error details[ \t]*#*[ \t]*", re.IGNORECASE)
+
+
+def split_output(text: str) -> tuple[str, str, int] | None:
+    """``(header, raw_output, output_line)`` split at the first top-level ``## Output``."""
+    for number, line in iter_unfenced_lines(text, 1):
+        if _OUTPUT_HEADING.fullmatch(line):
+            start = _offset_of_line(text, number)
+            end = text.find("\n", start)
+            body = "" if end < 0 else text[end + 1 :]
+            return text[:start], body, number + 1
+    return None
+
+
+def _offset_of_line(text: str, number: int) -> int:
+    position = 0
+    for _ in range(number - 1):
+        position = text.index("\n", position) + 1
+    return position
+
+
+def encode_content(content: str) -> tuple[str, int, bool]:
+    """The body to write after ``## Output``, its final newline count and CRLF flag."""
+    crlf = "\r" in content and content.count("\r\n") == content.count("\n") == content.count("\r")
+    text = content.replace("\r\n", "\n") if crlf else content
+    stripped = text.rstrip("\n")
+    body = "" if not stripped else "\n" + stripped + "\n"
+    return body, len(text) - len(stripped), crlf
+
+
+def decode_content(body: str, final_newlines: int, crlf: bool) -> str:
+    """The inverse of encode_content, lenient about blank lines an editor adds at the end."""
+    if body.startswith("\n"):
+        body = body[1:]
+    text = body.rstrip("\n") + "\n" * final_newlines
+    return text.replace("\n", "\r\n") if crlf else text
+
+
+class AgentOutputFormat(DocumentFormat[AgentOutput]):
+    kind = "agent_output"
+    labels: ClassVar[Mapping[str, str]] = {
+        "agent_name": "Agent",
+        "phase_number": "Phase",
+        "phase_name": "Phase",
+        "executed": "Executed",
+        "duration": "Duration",
+        "status": "Status",
+        "final_newlines": "Final Newlines",
+        "line_endings": "Line Endings",
+        "model": "Model",
+        "input_tokens": "Input Tokens",
+        "output_tokens": "Output Tokens",
+        "tools_used": "Tools Used",
+        "error_type": "Error Type",
+        "error_message": "Error Message",
+        "stack_trace": "Stack Trace",
+        "content": "Output",
+    }
+
+    def _reader(self, text: str, path: Path | None) -> Reader:
+        split = split_output(text)
+        header = text if split is None else split[0]
+        return Reader(text, path, self.labels, sections_text=header)
+
+    def _collect(self, reader: Reader) -> dict[str, Any]:
+        title_name = reader.expect_title(TITLE)
+        meta_section = reader.section("Metadata")
+        meta = reader.fields(meta_section)
+        take = reader.take
+        phase = take(meta, "phase_number", str, default="", section=meta_section)
+        number, _, name = phase.partition(" - ")
+        data: dict[str, Any] = {
+            "agent_name": take(meta, "agent_name", v.read_text, default=title_name, required=False),
+            "phase_number": v.read_int(number),
+            "phase_name": v.read_text(name) or "",
+            "executed": take(meta, "executed", v.read_text, required=False),
+            "duration": take(meta, "duration", v.read_seconds, required=False),
+            "status": take(meta, "status", v.read_text, section=meta_section),
+        }
+        final_newlines = take(meta, "final_newlines", v.read_int, default=0, required=False)
+        if not isinstance(final_newlines, int) or final_newlines < 0:
+            reader.error(
+                reader.lines.get(("final_newlines",)),
+                "Final Newlines",
+                f"{final_newlines!r} is not a whole number of line breaks",
+            )
+            final_newlines = 0
+        line_endings = take(meta, "line_endings", str, default="lf", required=False).casefold()
+        if line_endings not in ("lf", "crlf"):
+            reader.error(
+                reader.lines.get(("line_endings",)),
+                "Line Endings",
+                f"{line_endings!r} is not a line ending (expected lf or crlf)",
+            )
+
+        details = reader.fields(reader.section("Execution Details", required=False))
+        data["model"] = take(details, "model", v.read_text, required=False)
+        data["input_tokens"] = take(details, "input_tokens", v.read_int, required=False)
+        data["output_tokens"] = take(details, "output_tokens", v.read_int, required=False)
+        data["tools_used"] = take(details, "tools_used", _read_tools, default=[], required=False)
+        data.update(_error_details(reader))
+
+        split = split_output(reader.text)
+        if split is None:
+            reader.error(None, None, "section '## Output' is missing")
+            data["content"] = ""
+            return data
+        _, raw_output, output_line = split
+        reader.lines[("content",)] = output_line - 1
+        if data["status"] == "failed" and reader.section("Error Details", required=False) is None:
+            raw_output, legacy = _split_legacy_error_details(raw_output, reader, output_line)
+            data.update(legacy)
+        data["content"] = decode_content(raw_output, final_newlines, line_endings == "crlf")
+        return data
+
+    def _build(self, data: dict[str, Any]) -> AgentOutput:
+        return AgentOutput(**{**data, "tools_used": tuple(data["tools_used"])})
+
+    def render(self, record: AgentOutput) -> str:
+        body, final_newlines, crlf = encode_content(record.content)
+        lines = [
+            f"# {TITLE}{record.agent_name}",
+            "",
+            "## Metadata",
+            f"- Agent: {record.agent_name}",
+            f"- Phase: {record.phase_number} - {v.write_text(record.phase_name)}",
+            f"- Executed: {v.write_text(record.executed)}",
+            f"- Duration: {v.write_seconds(record.duration)}",
+            f"- Status: {record.status}",
+        ]
+        if final_newlines:
+            lines.append(f"- Final Newlines: {final_newlines}")
+        if crlf:
+            lines.append("- Line Endings: crlf")
+        lines += [
+            "",
+            "## Execution Details",
+            f"- Model: {v.write_text(record.model)}",
+            f"- Input Tokens: {v.write_int(record.input_tokens)}",
+            f"- Output Tokens: {v.write_int(record.output_tokens)}",
+            f"- Tools Used: {v.write_list(record.tools_used, empty='none')}",
+        ]
+        if record.status == "failed" or record.error_type or record.error_message:
+            lines += [
+                "",
+                "## Error Details",
+                f"- Error Type: {v.write_text(record.error_type)}",
+                f"- Error Message: {v.write_text(record.error_message)}",
+            ]
+            if record.stack_trace is None:
+                lines.append("- Stack Trace: -")
+            else:
+                lines += ["- Stack Trace:", v.write_fenced(record.stack_trace)]
+        lines += ["", "## Output"]
+        return "\n".join(lines) + "\n" + body
+
+
+def _read_tools(raw: str) -> list[str] | str:
+    return v.read_list(raw, empty="none")
+
+
+def _error_details(reader: Reader) -> dict[str, Any]:
+    """Error Details written before ``## Output`` (haytham's order)."""
+    section = reader.section("Error Details", required=False)
+    fields = reader.fields(section)
+    data: dict[str, Any] = {
+        "error_type": reader.take(fields, "error_type", v.read_text, required=False),
+        "error_message": reader.take(fields, "error_message", v.read_text, required=False),
+        "stack_trace": None,
+    }
+    trace = fields.get("stack trace")
+    if section is not None and trace is not None and trace.value.strip() != v.UNKNOWN:
+        fence = find_fence(section, trace.line)
+        data["stack_trace"] = v.read_fenced(fence[0], fence[1]) if fence else trace.value
+    return data
+
+
+def _split_legacy_error_details(
+    raw_output: str, reader: Reader, output_line: int
+) -> tuple[str, dict[str, Any]]:
+    """Files of the first implementation put Error Details after the output; find it there.
+
+    Only a trailing ``## Error Details`` whose items are exactly Error Type, Error Message
+    and Stack Trace counts, and only when the header had none: haytham itself always writes
+    the section before ``## Output``, so its outputs are never cut.
+    """
+    found = None
+    for number, line in iter_unfenced_lines(raw_output, output_line):
+        if _ERROR_HEADING.fullmatch(line):
+            found = number
+    if found is None:
+        return raw_output, {}
+    offset = _offset_of_line(raw_output, found - output_line + 1)
+    tail_reader = Reader(raw_output[offset:], reader.path, reader.labels)
+    section = tail_reader.section("Error Details", required=False)
+    if section is None or tail_reader.document.sections[-1] is not section:
+        return raw_output, {}
+    details = _error_details(tail_reader)
+    if details["error_type"] is None and details["error_message"] is None:
+        return raw_output, {}
+    return raw_output[:offset].rstrip("\n") + "\n", details
+
+
+AGENT_OUTPUT = AgentOutputFormat()

@@ -1,0 +1,142 @@
+"""``user_feedback.md``: a person's review of a phase, the one file people edit by hand.
+
+Reading accepts the spellings people use (see formats.md, "Hand edits"); writing is one
+canonical form. Comments are written as plain markdown whenever that reads back to exactly
+the same text; otherwise (a ``## `` line, CRLF, surrounding blank lines) as a fenced block
+marked ``verbatim`` whose lines are the exact text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from haytham import _values as v
+from haytham._markdown import Section, iter_unfenced_lines
+from haytham._reader import Reader, find_fence
+from haytham.documents.base import DocumentFormat
+from haytham.records import UserFeedback
+
+TITLE = "User Feedback: "
+NO_COMMENTS = "No comments provided"
+NO_CHANGES = "No changes requested"
+_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)")
+_CHANGE_PREFIX = re.compile(r"change\s*\d*\s*:\s*", re.IGNORECASE)
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+
+
+class FeedbackFormat(DocumentFormat[UserFeedback]):
+    kind = "feedback"
+    labels: ClassVar[Mapping[str, str]] = {
+        "phase_name": "Title",
+        "reviewed": "Reviewed",
+        "approved": "Approved",
+        "timestamp": "Timestamp",
+        "comments": "User Comments",
+        "requested_changes": "Requested Changes",
+        "action": "Action",
+        "retry_count": "Retry Count",
+    }
+
+    def _collect(self, reader: Reader) -> dict[str, Any]:
+        phase_name = reader.expect_title(TITLE)
+        review_section = reader.section("Review Status")
+        review = reader.fields(review_section)
+        take = reader.take
+        data: dict[str, Any] = {
+            "phase_name": v.read_text(phase_name) or "",
+            "reviewed": take(review, "reviewed", v.read_bool, section=review_section),
+            "approved": take(review, "approved", v.read_bool, section=review_section),
+            "timestamp": take(review, "timestamp", v.read_text, required=False),
+            "comments": read_comments(reader.section("User Comments", required=False)),
+            "requested_changes": read_changes(reader.section("Requested Changes", required=False)),
+        }
+        action_section = reader.section("Action Taken", required=False)
+        action = reader.fields(action_section)
+        data["action"] = take(action, "action", _read_action, default="approved", required=False)
+        data["retry_count"] = take(action, "retry_count", v.read_int, default=0, required=False)
+        if data["action"] is None:
+            data["action"] = "approved" if data["approved"] is True else "retry"
+        return data
+
+    def _build(self, data: dict[str, Any]) -> UserFeedback:
+        return UserFeedback(**{**data, "requested_changes": tuple(data["requested_changes"])})
+
+    def render(self, record: UserFeedback) -> str:
+        plain = self._render(record, record.comments or NO_COMMENTS)
+        parsed, _ = self.read(plain)
+        if parsed is not None and parsed.comments == record.comments:
+            return plain
+        return self._render(record, v.write_fenced(record.comments))
+
+    def _render(self, record: UserFeedback, comments_block: str) -> str:
+        changes = [f"- Change {i}: {v.write_text(c)}" for i, c in enumerate(record.requested_changes, 1)]
+        lines = [
+            f"# {TITLE}{v.write_text(record.phase_name)}",
+            "",
+            "## Review Status",
+            f"- Reviewed: {v.write_bool(record.reviewed)}",
+            f"- Approved: {v.write_bool(record.approved)}",
+            f"- Timestamp: {v.write_text(record.timestamp)}",
+            "",
+            "## User Comments",
+            comments_block,
+            "",
+            "## Requested Changes",
+            *(changes or [f"- {NO_CHANGES}"]),
+            "",
+            "## Action Taken",
+            f"- Action: {record.action}",
+            f"- Retry Count: {record.retry_count}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def _read_action(raw: str) -> str | None:
+    word = raw.strip().casefold()
+    return None if word in ("", v.UNKNOWN) else word
+
+
+def read_comments(section: Section | None) -> str:
+    """The comments: a ``verbatim`` fenced block exactly, or the trimmed plain text."""
+    if section is None:
+        return ""
+    lines = section.body.split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        return ""
+    opener = _FENCE.fullmatch(lines[0])
+    if opener and opener.group(2).split()[:1] == [v.FENCE_INFO]:
+        fence = find_fence(section, 0)
+        if fence is not None:
+            return v.read_fenced(fence[0], fence[1])
+    text = "\n".join(lines)
+    return "" if text.strip() == NO_COMMENTS else text
+
+
+def read_changes(section: Section | None) -> list[str]:
+    """Each list item, in any bullet style, with any ``Change N:`` prefix removed."""
+    if section is None:
+        return []
+    changes: list[str] = []
+    for _, line in iter_unfenced_lines(section.body, section.body_line):
+        item = _ITEM.fullmatch(line.rstrip("\r"))
+        if item is None:
+            if changes and line.startswith((" ", "\t")) and line.strip():
+                changes[-1] = f"{changes[-1]} {line.strip()}"
+            continue
+        text = item.group(1).strip()
+        prefix = _CHANGE_PREFIX.match(text)
+        if prefix:
+            text = text[prefix.end() :]
+        elif text.casefold() == NO_CHANGES.casefold():
+            continue
+        changes.append(v.read_text(text) or "")
+    return changes
+
+
+FEEDBACK = FeedbackFormat()

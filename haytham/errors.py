@@ -1,0 +1,128 @@
+"""The exceptions haytham raises: one base class, a few named kinds.
+
+Every error keeps the built-in base a caller would already catch (``ValueError`` for bad
+input, ``FileNotFoundError`` for a missing session, ``FileExistsError``, ``TimeoutError``),
+and carries ``path``, ``line`` and ``field`` wherever they are known, so a message can point
+a person at the exact spot to fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class HaythamError(Exception):
+    """Base class of every error haytham raises on purpose."""
+
+    path: Path | None = None
+    line: int | None = None
+    field: str | None = None
+
+
+class InvalidArgumentError(HaythamError, ValueError):
+    """An argument given to the API is not acceptable (unknown status, bad number, ...)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class UnsafeNameError(InvalidArgumentError):
+    """An id or agent name cannot be used as a path component."""
+
+
+class UnknownPhaseError(InvalidArgumentError):
+    """A phase number is not in the workflow, or not in the session's execution mode."""
+
+
+class DocumentError(HaythamError, ValueError):
+    """A session file does not parse or does not validate; names file, line, field, value."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.path = path
+        self.line = line
+        self.field = field
+        super().__init__(str(Issue(path, line, field, message)))
+
+
+class NotFoundError(HaythamError, FileNotFoundError):
+    """A project, session, phase or file that was asked for does not exist."""
+
+    def __init__(self, message: str, *, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ProjectNotFoundError(NotFoundError):
+    """The project directory does not exist."""
+
+
+class SessionNotFoundError(NotFoundError):
+    """The session directory or its manifest does not exist."""
+
+
+class PhaseNotFoundError(NotFoundError):
+    """The phase directory or its checkpoint does not exist."""
+
+
+class AlreadyExistsError(HaythamError, FileExistsError):
+    """Creating something that is already there; the existing one is left untouched."""
+
+    def __init__(self, message: str, *, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class SessionExistsError(AlreadyExistsError):
+    """``create_session`` was called for a session that already exists."""
+
+
+class ProjectExistsError(AlreadyExistsError):
+    """``create_project`` was called with the id of an existing project."""
+
+
+class LockTimeout(HaythamError, TimeoutError):
+    """Waiting for a session's lock took longer than the configured timeout."""
+
+    def __init__(self, message: str, *, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem found in a session file, located like a linter's message."""
+
+    path: Path | None
+    """The file, as built from the manager's ``base_dir``."""
+    line: int | None
+    """1-based line number, or None when the problem is the file as a whole."""
+    field: str | None
+    """The field label as written in the file (``Approved``), or None."""
+    message: str
+    """What is wrong: the value found, then what was expected."""
+
+    def __str__(self) -> str:
+        where = "" if self.path is None else str(self.path)
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        parts = [p for p in (where, self.field, self.message) if p]
+        return ": ".join(parts)

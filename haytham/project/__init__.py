@@ -1,0 +1,1 @@
+"""Projects: ``project.yaml``, versioned outputs and the changelog."""

@@ -1,0 +1,159 @@
+"""The typed records that session files parse into and render from.
+
+Each record is frozen: a file is read into a record, a record is written as a file, and
+nothing in between can change one behind the manager's back. The dict API of
+``CheckpointManager`` is a view of these records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+PhaseStatus = Literal["pending", "in_progress", "completed", "failed", "skipped", "requires_retry"]
+"""Status of a phase, and of an agent within a phase."""
+SessionStatus = Literal["in_progress", "completed", "failed"]
+"""Status of a whole session, derived from its phases."""
+RunStyle = Literal["single", "parallel", "sequential_interactive"]
+"""How a phase ran its agents (``Execution Mode`` in checkpoint.md)."""
+FeedbackAction = Literal["approved", "retry", "rejected", "skipped"]
+"""What was done about a reviewer's feedback."""
+
+PHASE_STATUSES: tuple[PhaseStatus, ...] = (
+    "pending",
+    "in_progress",
+    "completed",
+    "failed",
+    "skipped",
+    "requires_retry",
+)
+RUN_STYLES: tuple[RunStyle, ...] = ("single", "parallel", "sequential_interactive")
+FEEDBACK_ACTIONS: tuple[FeedbackAction, ...] = ("approved", "retry", "rejected", "skipped")
+DONE_STATUSES: frozenset[str] = frozenset({"completed", "skipped"})
+"""Phase statuses after which a resume moves on to the next phase."""
+
+
+@dataclass(frozen=True)
+class PhaseRow:
+    """One row of the manifest's Phase Status table."""
+
+    number: int
+    name: str
+    status: PhaseStatus
+    started: str | None = None
+    completed: str | None = None
+    duration: float | None = None
+    """Seconds, or None when unknown."""
+
+
+@dataclass(frozen=True)
+class CurrentPhase:
+    """The manifest's Current Phase: the phase a resume would run next."""
+
+    number: int
+    """0 before any phase has started."""
+    name: str
+    status: str
+    can_resume: bool
+
+
+@dataclass(frozen=True)
+class SessionMetrics:
+    """Totals over the session's phase checkpoints."""
+
+    total_duration: float = 0.0
+    total_tokens: int = 0
+    total_cost: float = 0.0
+
+
+@dataclass(frozen=True)
+class SessionManifest:
+    """``session_manifest.md``: who, what, and how far each phase has got."""
+
+    session_id: str
+    project_id: str
+    user_id: str
+    workflow_type: str
+    execution_mode: str
+    created: str
+    last_updated: str
+    status: SessionStatus
+    phases: tuple[PhaseRow, ...]
+    current: CurrentPhase
+    metrics: SessionMetrics
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """One agent's entry in a phase checkpoint."""
+
+    agent_name: str
+    status: PhaseStatus
+    output_file: str
+    duration: float | None = None
+    tokens: int | None = None
+    cost: float | None = None
+
+
+@dataclass(frozen=True)
+class PhaseCheckpoint:
+    """``phase_{n}_{slug}/checkpoint.md``: the state of one phase."""
+
+    phase_number: int
+    phase_name: str
+    status: PhaseStatus
+    started: str | None
+    completed: str | None
+    duration: float | None
+    retry_count: int
+    execution_mode: RunStyle
+    agents: tuple[AgentRun, ...]
+    previous_phase: str | None
+    """Name of the phase before this one in the session's mode, or None for the first."""
+    next_phase: int | None
+    next_phase_name: str | None
+    total_tokens: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None
+    errors: tuple[str, ...] = ()
+    required_context: str = "[]"
+    """Kept as written; haytham itself always writes ``[]``."""
+    user_parameters: str = "{}"
+    """Kept as written; haytham itself always writes ``{}``."""
+    user_feedback_file: str = "user_feedback.md"
+
+
+@dataclass(frozen=True)
+class AgentOutput:
+    """``phase_{n}_{slug}/{agent_name}.md``: what one agent produced, verbatim."""
+
+    agent_name: str
+    phase_number: int
+    phase_name: str
+    executed: str | None
+    duration: float | None
+    status: PhaseStatus
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    tools_used: tuple[str, ...]
+    content: str
+    """Exactly the text the agent returned."""
+    error_type: str | None = None
+    error_message: str | None = None
+    stack_trace: str | None = None
+
+
+@dataclass(frozen=True)
+class UserFeedback:
+    """``phase_{n}_{slug}/user_feedback.md``: a person's review of a phase."""
+
+    phase_name: str
+    reviewed: bool
+    approved: bool
+    timestamp: str | None
+    comments: str
+    requested_changes: tuple[str, ...]
+    action: FeedbackAction
+    retry_count: int

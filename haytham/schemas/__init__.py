@@ -1,0 +1,1 @@
+"""JSON Schemas for every kind of session file, shipped as package data."""
