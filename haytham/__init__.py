@@ -16,6 +16,7 @@ from haytham.errors import (
     SessionNotFoundError,
     UnknownPhaseError,
     UnsafeNameError,
+    UnsafePathError,
 )
 from haytham.records import (
     AgentOutput,
@@ -56,6 +57,7 @@ __all__ = [
     "SessionNotFoundError",
     "UnknownPhaseError",
     "UnsafeNameError",
+    "UnsafePathError",
     "UserFeedback",
     "Workflow",
     "__version__",

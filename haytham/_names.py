@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
-from haytham.errors import UnsafeNameError
+from haytham.errors import UnsafeNameError, UnsafePathError
 
 MAX_NAME_LENGTH = 100
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -47,3 +49,37 @@ def check_agent_name(name: object) -> str:
             field="agent_name",
         )
     return agent
+
+
+def check_no_case_twin(directory: Path, name: str, kind: str) -> None:
+    """Refuse ``name`` when ``directory`` holds a sibling that differs only by letter case.
+
+    Such a pair cannot exist on macOS or Windows checkouts of the same git tree.
+    """
+    try:
+        siblings = os.listdir(directory)
+    except FileNotFoundError:
+        return
+    if name in siblings:
+        return
+    folded = name.casefold()
+    for sibling in siblings:
+        if sibling != name and sibling.casefold() == folded:
+            raise UnsafePathError(
+                f"{kind} {name!r} differs only by letter case from the existing {sibling!r} in "
+                f"{directory}: names must stay distinct on case-insensitive file systems",
+                field=kind,
+            )
+
+
+def check_inside(base_dir: Path, path: Path) -> Path:
+    """Return ``path`` if it resolves inside ``base_dir``; a symlink leading out is refused."""
+    resolved = path.resolve()
+    root = base_dir.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise UnsafePathError(
+            f"{path} leads outside {base_dir} (to {resolved}): haytham never writes or reads "
+            "through a symlink that leaves its base directory",
+            field="path",
+        )
+    return path

@@ -32,6 +32,10 @@ class UnsafeNameError(InvalidArgumentError):
     """An id or agent name cannot be used as a path component."""
 
 
+class UnsafePathError(InvalidArgumentError):
+    """A path would leave ``base_dir`` (through a symlink) or clash with a sibling's name."""
+
+
 class UnknownPhaseError(InvalidArgumentError):
     """A phase number is not in the workflow, or not in the session's execution mode."""
 

@@ -16,8 +16,9 @@ from typing import Any, TypeVar
 
 from haytham import _progress, _storage
 from haytham._clock import Clock, format_timestamp, parse_timestamp, utc_now
-from haytham._names import check_agent_name, check_name
+from haytham._names import check_agent_name, check_inside, check_name, check_no_case_twin
 from haytham._reader import decode
+from haytham.checkpoint.doctor import Finding, check_session
 from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST, DocumentFormat
 from haytham.errors import (
     HaythamError,
@@ -54,6 +55,7 @@ R = TypeVar("R")
 class _Session:
     """A session as the manager works on it: where it is and which phases it runs."""
 
+    base_dir: Path
     directory: Path
     manifest: SessionManifest
     workflow: Workflow
@@ -63,7 +65,7 @@ class _Session:
         return self.workflow.phase_in_mode(number, self.manifest.execution_mode)
 
     def phase_dir(self, number: object) -> Path:
-        return self.directory / self.phase(number).directory
+        return check_inside(self.base_dir, self.directory / self.phase(number).directory)
 
 
 class CheckpointManager:
@@ -117,6 +119,9 @@ class CheckpointManager:
         check_name("user_id", user_id)
         workflow = self._workflow(workflow_type)
         phases = workflow.phases_for(execution_mode)
+        check_no_case_twin(self.base_dir, project_id, "project_id")
+        check_no_case_twin(directory.parent, session_id, "session_id")
+        check_inside(self.base_dir, directory)
         _storage.make_dirs(directory)
         _storage.ensure_gitignore(self.base_dir)
         with self._lock(directory, project_id, session_id):
@@ -222,6 +227,7 @@ class CheckpointManager:
             )
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
+            _storage.remove_leftovers(session.directory)
             self._write(CHECKPOINT, path, record)
             self._sync_manifest(session)
         return path
@@ -283,6 +289,7 @@ class CheckpointManager:
             )
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
+            check_no_case_twin(directory, f"{agent_name}.md", "agent_name")
             path = directory / f"{agent_name}.md"
             self._write(AGENT_OUTPUT, path, record)
         return path
@@ -406,7 +413,11 @@ class CheckpointManager:
                     f"phase {number} of {project_id}/{session_id} has no directory {directory}",
                     path=directory,
                 )
-            outputs[number] = {path.stem: AGENT_OUTPUT.load(path).content for path in _agent_files(directory)}
+            listed = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+            order = [run.agent_name for run in listed.agents] if listed else []
+            outputs[number] = {
+                path.stem: AGENT_OUTPUT.load(path).content for path in _agent_files(directory, order)
+            }
         return outputs
 
     def get_approved_phases(self, project_id: str, session_id: str) -> list[int]:
@@ -437,6 +448,7 @@ class CheckpointManager:
         if manifest is None:
             return issues
         session = _Session(
+            self.base_dir,
             directory,
             manifest,
             self._workflow(manifest.workflow_type),
@@ -451,6 +463,23 @@ class CheckpointManager:
         derived = _progress.derive(manifest, session.phases, checkpoints)
         issues += _disagreements(manifest_path, manifest, derived)
         return issues
+
+    def check(self, project_id: str, session_id: str, fix: bool = False) -> list[Finding]:
+        """Compare the manifest with the files on disk; with ``fix`` repair what is safe.
+
+        Safe repairs: rebuild the manifest from the phase files, remove temporary files
+        left by killed writers. A person's content is never deleted.
+        """
+        return check_session(self, project_id, session_id, fix)
+
+    def _repair(self, project_id: str, session_id: str) -> None:
+        """Rebuild the manifest from the phase files and remove leftovers, under the lock."""
+        directory = self.session_dir(project_id, session_id)
+        with self._lock(directory, project_id, session_id):
+            session = self._open(project_id, session_id)
+            for folder in [directory, *(directory / p.directory for p in session.phases)]:
+                _storage.remove_leftovers(folder)
+            self._sync_manifest(session)
 
     # ---------------------------------------------------------------- helpers
 
@@ -473,7 +502,7 @@ class CheckpointManager:
         return _storage.locked(directory, self.lock_timeout, f"session {project_id}/{session_id}")
 
     def _open(self, project_id: str, session_id: str) -> _Session:
-        directory = self.session_dir(project_id, session_id)
+        directory = check_inside(self.base_dir, self.session_dir(project_id, session_id))
         path = directory / MANIFEST_FILE
         if not path.is_file():
             if not self.project_dir(project_id).is_dir():
@@ -486,7 +515,9 @@ class CheckpointManager:
             )
         manifest = MANIFEST.load(path)
         workflow = self._workflow(manifest.workflow_type)
-        return _Session(directory, manifest, workflow, workflow.phases_for(manifest.execution_mode))
+        return _Session(
+            self.base_dir, directory, manifest, workflow, workflow.phases_for(manifest.execution_mode)
+        )
 
     def _checkpoints(self, session: _Session) -> dict[int, PhaseCheckpoint]:
         found = {}
@@ -616,14 +647,19 @@ def _disagreements(path: Path, written: SessionManifest, derived: SessionManifes
     return issues
 
 
-def _agent_files(directory: Path) -> list[Path]:
-    """Agent output files: ``*.md`` except the phase's own files and hidden files."""
+def _agent_files(directory: Path, order: Sequence[str] = ()) -> list[Path]:
+    """Agent output files: ``*.md`` except the phase's own and hidden files.
+
+    Agents named in ``order`` (the checkpoint's order) come first, then the rest by name.
+    """
     own = {CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE}
-    return sorted(
+    rank = {name: index for index, name in enumerate(order)}
+    found = (
         p
         for p in directory.iterdir()
         if p.suffix == ".md" and p.name not in own and not p.name.startswith(".") and p.is_file()
     )
+    return sorted(found, key=lambda p: (rank.get(p.stem, len(rank)), p.name))
 
 
 def _check_choice(field: str, value: object, choices: Sequence[str]) -> None:

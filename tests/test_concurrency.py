@@ -1,0 +1,98 @@
+"""Concurrency: real processes saving to one session at once, readers alongside, and locks."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from workers import PHASES, PROJECT, SESSION, content
+
+from haytham import CheckpointManager, HaythamError, LockTimeout
+from haytham.documents import AGENT_OUTPUT, CHECKPOINT, MANIFEST
+
+WORKER = Path(__file__).resolve().parent / "workers.py"
+PROCESSES, SAVES = 8, 50
+
+
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def test_eight_processes_saving_at_once_lose_nothing_and_tear_nothing(tmp_path: Path) -> None:
+    manager = CheckpointManager(base_dir=tmp_path)
+    session = manager.create_session(PROJECT, SESSION, "u", execution_mode="mvp")
+    stop = threading.Event()
+    torn: list[str] = []
+    reads = [0]
+
+    def read_continuously() -> None:
+        while not stop.is_set():
+            for path in session.rglob("*.md"):
+                kind = {"checkpoint.md": CHECKPOINT, "session_manifest.md": MANIFEST}.get(
+                    path.name, AGENT_OUTPUT
+                )
+                _, issues = kind.read_path(path)
+                reads[0] += 1
+                if issues:
+                    torn.append(str(issues[0]))
+
+    reader = threading.Thread(target=read_continuously)
+    reader.start()
+    workers = [_start("concurrent", str(tmp_path), str(w), str(SAVES)) for w in range(PROCESSES)]
+    results = [w.communicate(timeout=300) for w in workers]
+    stop.set()
+    reader.join()
+
+    for worker, (out, err) in zip(workers, results, strict=True):
+        assert worker.returncode == 0, err
+        assert out.count("ack") == SAVES
+    assert torn == []
+    assert reads[0] > 0
+
+    # Every agent file holds its writer's last output, and the manifest shows every checkpoint.
+    for w in range(PROCESSES):
+        last_output = max(i for i in range(SAVES) if i % 2 == 0)
+        phase = PHASES[(w + last_output) % len(PHASES)]
+        text = manager.get_phase_outputs(PROJECT, SESSION, [phase])[phase][f"w{w}"]
+        outputs_of_w = [
+            content(PHASES[(w + i) % len(PHASES)], f"w{w}", i)
+            for i in range(SAVES)
+            if i % 2 == 0 and PHASES[(w + i) % len(PHASES)] == phase
+        ]
+        assert text == outputs_of_w[-1]
+    assert manager.validate_session(PROJECT, SESSION) == []  # manifest agrees without repair
+    manifest = manager.load_manifest(PROJECT, SESSION)
+    saved = manager.load_checkpoints(PROJECT, SESSION)
+    assert sorted(saved) == list(PHASES)
+    assert [row.status for row in manifest.phases if row.number in saved] == ["completed"] * len(PHASES)
+    assert manifest.metrics.total_tokens == sum(c.total_tokens or 0 for c in saved.values())
+
+
+def test_a_held_lock_times_out_with_a_clear_error_and_a_dead_holder_frees_it(tmp_path: Path) -> None:
+    manager = CheckpointManager(base_dir=tmp_path, lock_timeout=0.3)
+    manager.create_session(PROJECT, SESSION, "u")
+    holder = _start("hold", str(tmp_path))
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "locked"
+    before = (manager.session_dir(PROJECT, SESSION) / "session_manifest.md").read_bytes()
+    started = time.monotonic()
+    with pytest.raises(LockTimeout) as raised:
+        manager.save_checkpoint(PROJECT, SESSION, 1, "completed", [])
+    assert time.monotonic() - started < 5
+    assert isinstance(raised.value, TimeoutError)
+    assert isinstance(raised.value, HaythamError)
+    assert f"{PROJECT}/{SESSION}" in str(raised.value)
+    assert (manager.session_dir(PROJECT, SESSION) / "session_manifest.md").read_bytes() == before
+    assert not (manager.session_dir(PROJECT, SESSION) / "phase_1_concept" / "checkpoint.md").exists()
+
+    holder.send_signal(signal.SIGKILL)  # the kernel releases a dead process's lock
+    holder.communicate()
+    manager.save_checkpoint(PROJECT, SESSION, 1, "completed", [])
+    assert manager.load_session(PROJECT, SESSION)["completed_phases"] == [1]
