@@ -18,6 +18,7 @@ from haytham.errors import (
     UnsafeNameError,
     UnsafePathError,
 )
+from haytham.project.project_manager import ProjectManager
 from haytham.records import (
     AgentOutput,
     AgentRun,
@@ -49,6 +50,7 @@ __all__ = [
     "PhaseDefinition",
     "PhaseNotFoundError",
     "PhaseRow",
+    "ProjectManager",
     "ProjectExistsError",
     "ProjectNotFoundError",
     "SessionExistsError",

@@ -27,7 +27,7 @@ GITIGNORE_TEXT = (
 )
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -35,9 +35,9 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` as UTF-8 to ``path`` durably; the old content stays until the swap."""
-    data = text.encode("utf-8")
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (as UTF-8) to ``path`` durably; the old content stays until the swap."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
     directory = path.parent
     tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -54,7 +54,7 @@ def atomic_write(path: Path, text: str) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def make_dirs(path: Path) -> None:
@@ -67,7 +67,7 @@ def make_dirs(path: Path) -> None:
     for directory in reversed(missing):
         with contextlib.suppress(FileExistsError):
             directory.mkdir()
-        _fsync_dir(directory.parent)
+        fsync_dir(directory.parent)
 
 
 def temporary_leftovers(directory: Path) -> list[Path]:

@@ -16,8 +16,8 @@ SessionStatus = Literal["in_progress", "completed", "failed"]
 """Status of a whole session, derived from its phases."""
 RunStyle = Literal["single", "parallel", "sequential_interactive"]
 """How a phase ran its agents (``Execution Mode`` in checkpoint.md)."""
-FeedbackAction = Literal["approved", "retry", "rejected", "skipped"]
-"""What was done about a reviewer's feedback."""
+FeedbackAction = Literal["pending", "approved", "retry", "rejected", "skipped"]
+"""What was done about a reviewer's feedback (``pending`` until someone has reviewed)."""
 
 PHASE_STATUSES: tuple[PhaseStatus, ...] = (
     "pending",
@@ -28,7 +28,7 @@ PHASE_STATUSES: tuple[PhaseStatus, ...] = (
     "requires_retry",
 )
 RUN_STYLES: tuple[RunStyle, ...] = ("single", "parallel", "sequential_interactive")
-FEEDBACK_ACTIONS: tuple[FeedbackAction, ...] = ("approved", "retry", "rejected", "skipped")
+FEEDBACK_ACTIONS: tuple[FeedbackAction, ...] = ("pending", "approved", "retry", "rejected", "skipped")
 DONE_STATUSES: frozenset[str] = frozenset({"completed", "skipped"})
 """Phase statuses after which a resume moves on to the next phase."""
 

@@ -6,10 +6,19 @@ live here and nowhere else.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
 
-from haytham.errors import InvalidArgumentError, UnknownPhaseError
+import yaml
+
+from haytham._reader import decode
+from haytham._schema import describe, schema_errors
+from haytham.errors import DocumentError, InvalidArgumentError, UnknownPhaseError
 from haytham.records import RunStyle
 
 
@@ -58,6 +67,17 @@ class Workflow:
             )
         return tuple(self.phase(n) for n in self.modes[mode])
 
+    def fingerprint(self) -> str:
+        """A short hash of the definition: it changes whenever a phase, agent or mode does."""
+        data = {
+            "name": self.name,
+            "phases": [asdict(p) for p in self.phases],
+            "modes": {k: list(v) for k, v in sorted(self.modes.items())},
+            "max_retries": self.max_retries,
+        }
+        digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
+        return f"sha256:{digest[:16]}"
+
     def phase_in_mode(self, number: object, mode: str) -> PhaseDefinition:
         """The phase, refusing one that exists but that ``mode`` does not run."""
         phase = self.phase(number)
@@ -92,3 +112,120 @@ IDEA_VALIDATION = Workflow(
 )
 
 BUILTIN_WORKFLOWS: Mapping[str, Workflow] = {IDEA_VALIDATION.name: IDEA_VALIDATION}
+
+
+def dump_workflow(workflow: Workflow) -> str:
+    """The YAML text of ``workflow``, in the form ``load_workflow`` reads."""
+    data: dict[str, Any] = {
+        "name": workflow.name,
+        "max_retries": workflow.max_retries,
+        "modes": {k: list(v) for k, v in workflow.modes.items()},
+        "phases": [],
+    }
+    for phase in workflow.phases:
+        item: dict[str, Any] = {
+            "number": phase.number,
+            "name": phase.name,
+            "directory": phase.directory,
+            "agents": list(phase.agents),
+            "run_style": phase.run_style,
+        }
+        if phase.review:
+            item["review"] = True
+        data["phases"].append(item)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
+
+
+def load_workflow(path: str | Path) -> Workflow:
+    """Read a workflow from a YAML file, checked against ``schemas/workflow.schema.json``.
+
+    Errors are DocumentErrors naming the file, the line and the field.
+    """
+    path = Path(path)
+    text = decode(path.read_bytes(), path)
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise DocumentError(
+            f"is not valid YAML: {getattr(error, 'problem', error)}", path=path, line=line
+        ) from None
+    if not isinstance(data, dict) or node is None:
+        raise DocumentError("a workflow file must be a YAML mapping", path=path, line=1)
+    invalid = schema_errors("workflow", data)
+    if invalid:
+        keys = list(invalid[0].absolute_path)
+        field_name = ".".join(str(k) for k in keys) or None
+        raise DocumentError(describe(invalid[0]), path=path, line=_line_of(node, keys), field=field_name)
+    phases = []
+    for item in data["phases"]:
+        number = item["number"]
+        phases.append(
+            PhaseDefinition(
+                number=number,
+                name=item["name"],
+                directory=item.get("directory") or f"phase_{number}_{_slug(item['name'])}",
+                agents=tuple(item["agents"]),
+                run_style=item.get("run_style", "parallel" if len(item["agents"]) > 1 else "single"),
+                review=item.get("review", False),
+            )
+        )
+    workflow = Workflow(
+        data["name"],
+        tuple(phases),
+        {k: tuple(v) for k, v in data["modes"].items()},
+        data.get("max_retries", 3),
+    )
+    _check_consistent(workflow, path, node)
+    return workflow
+
+
+def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
+    numbers = [p.number for p in workflow.phases]
+    for index, phase in enumerate(workflow.phases):
+        if numbers.count(phase.number) > 1:
+            raise DocumentError(
+                f"phase number {phase.number} is used twice",
+                path=path,
+                line=_line_of(node, ["phases", index, "number"]),
+                field="number",
+            )
+    directories = [p.directory for p in workflow.phases]
+    for index, phase in enumerate(workflow.phases):
+        if directories.count(phase.directory) > 1:
+            raise DocumentError(
+                f"directory {phase.directory!r} is used twice",
+                path=path,
+                line=_line_of(node, ["phases", index]),
+                field="directory",
+            )
+    for mode, selected in workflow.modes.items():
+        for index, number in enumerate(selected):
+            if number not in numbers:
+                raise DocumentError(
+                    f"mode {mode!r} names phase {number}, which is not defined (phases are "
+                    f"{', '.join(map(str, numbers))})",
+                    path=path,
+                    line=_line_of(node, ["modes", mode, index]),
+                    field=f"modes.{mode}",
+                )
+
+
+def _line_of(node: Any, keys: list[Any]) -> int:
+    """The 1-based line of the YAML node at ``keys``, or of its nearest parent."""
+    for key in keys:
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            child = next((v for k, v in node.value if k.value == str(key)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            child = node.value[key]
+        if child is None:
+            break
+        node = child
+    return int(node.start_mark.line) + 1
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "phase"

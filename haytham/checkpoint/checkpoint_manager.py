@@ -40,11 +40,13 @@ from haytham.records import (
     SessionManifest,
     UserFeedback,
 )
-from haytham.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow
+from haytham.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow, dump_workflow, load_workflow
 
 MANIFEST_FILE = "session_manifest.md"
 CHECKPOINT_FILE = "checkpoint.md"
 FEEDBACK_FILE = "user_feedback.md"
+ATTEMPTS_DIR = "attempts"
+WORKFLOW_FILE = "workflow.yaml"
 AGENT_KEYS = frozenset(
     {"agent_name", "status", "output_file", "tokens", "input_tokens", "output_tokens", "cost", "duration"}
 )
@@ -119,6 +121,7 @@ class CheckpointManager:
         check_name("user_id", user_id)
         workflow = self._workflow(workflow_type)
         phases = workflow.phases_for(execution_mode)
+        now = self._now()
         check_no_case_twin(self.base_dir, project_id, "project_id")
         check_no_case_twin(directory.parent, session_id, "session_id")
         check_inside(self.base_dir, directory)
@@ -140,7 +143,8 @@ class CheckpointManager:
                 return directory
             for phase in phases:
                 _storage.make_dirs(directory / phase.directory)
-            now = self._now()
+            if BUILTIN_WORKFLOWS.get(workflow.name) != workflow:
+                _storage.atomic_write(directory / WORKFLOW_FILE, dump_workflow(workflow))
             manifest = SessionManifest(
                 session_id=session_id,
                 project_id=project_id,
@@ -335,6 +339,73 @@ class CheckpointManager:
             self._write(FEEDBACK, path, record)
         return path
 
+    def start_attempt(self, project_id: str, session_id: str, phase_num: int) -> int:
+        """Keep the phase's current attempt in ``attempts/{n}/`` and open attempt ``n + 1``.
+
+        The checkpoint, agent outputs and feedback of attempt ``n`` (``Retry Count`` + 1) are
+        copied into ``phase_{n}_{slug}/attempts/{n}/``; then the outputs and feedback are
+        removed from the phase directory and the checkpoint is saved ``in_progress`` with
+        ``Retry Count`` ``n``. Each step can be repeated after a crash without loss. Returns
+        the new attempt number.
+        """
+        session = self._open(project_id, session_id)
+        session.phase(phase_num)
+        with self._lock(session.directory, project_id, session_id):
+            session = self._open(project_id, session_id)
+            directory = session.phase_dir(phase_num)
+            current = self._load(
+                CHECKPOINT,
+                directory / CHECKPOINT_FILE,
+                PhaseNotFoundError,
+                f"phase {phase_num} has no checkpoint",
+            )
+            number = current.retry_count + 1
+            archive = directory / ATTEMPTS_DIR / str(number)
+            _storage.make_dirs(archive)
+            files = [directory / CHECKPOINT_FILE, *_agent_files(directory), directory / FEEDBACK_FILE]
+            for path in files:
+                if path.is_file() and not (archive / path.name).exists():
+                    _storage.atomic_write(archive / path.name, path.read_bytes())
+            for path in _agent_files(directory):
+                path.unlink()
+            fresh = dataclasses.replace(
+                current,
+                status="in_progress",
+                retry_count=number,
+                started=self._now(),
+                completed=None,
+                duration=None,
+                agents=tuple(
+                    dataclasses.replace(run, status="pending", duration=None, tokens=None, cost=None)
+                    for run in current.agents
+                ),
+                total_tokens=None,
+                input_tokens=None,
+                output_tokens=None,
+                cost=None,
+                errors=(),
+            )
+            self._write(CHECKPOINT, directory / CHECKPOINT_FILE, fresh)
+            (directory / FEEDBACK_FILE).unlink(missing_ok=True)
+            _storage.fsync_dir(directory)
+            self._sync_manifest(session)
+        return number + 1
+
+    def load_attempts(self, project_id: str, session_id: str, phase_num: int) -> list[Attempt]:
+        """Every attempt of a phase, oldest first; the last is the one in the phase directory."""
+        directory = self.phase_dir(project_id, session_id, phase_num)
+        attempts = []
+        archived = directory / ATTEMPTS_DIR
+        numbers = (
+            sorted(int(p.name) for p in archived.iterdir() if p.name.isdigit()) if archived.is_dir() else []
+        )
+        for number in numbers:
+            attempts.append(_load_attempt(number, archived / str(number)))
+        current = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+        if current is not None:
+            attempts.append(_load_attempt(current.retry_count + 1, directory))
+        return attempts
+
     # ---------------------------------------------------------------- reading
 
     def load_manifest(self, project_id: str, session_id: str) -> SessionManifest:
@@ -447,12 +518,9 @@ class CheckpointManager:
         manifest, issues = MANIFEST.read_path(manifest_path)
         if manifest is None:
             return issues
+        workflow = self._session_workflow(directory, manifest)
         session = _Session(
-            self.base_dir,
-            directory,
-            manifest,
-            self._workflow(manifest.workflow_type),
-            self._workflow(manifest.workflow_type).phases_for(manifest.execution_mode),
+            self.base_dir, directory, manifest, workflow, workflow.phases_for(manifest.execution_mode)
         )
         checkpoints: dict[int, PhaseCheckpoint] = {}
         for phase in session.phases:
@@ -484,7 +552,10 @@ class CheckpointManager:
     # ---------------------------------------------------------------- helpers
 
     def _now(self) -> str:
-        return format_timestamp(self.clock())
+        try:
+            return format_timestamp(self.clock())
+        except ValueError as error:
+            raise InvalidArgumentError(f"the manager's clock is unusable: {error}", field="clock") from None
 
     def _workflow(self, workflow: str | Workflow) -> Workflow:
         if isinstance(workflow, Workflow):
@@ -497,6 +568,11 @@ class CheckpointManager:
                 field="workflow_type",
             )
         return found
+
+    def _session_workflow(self, directory: Path, manifest: SessionManifest) -> Workflow:
+        """The session's own copy of a custom workflow, else the registered one by name."""
+        own_copy = directory / WORKFLOW_FILE
+        return load_workflow(own_copy) if own_copy.is_file() else self._workflow(manifest.workflow_type)
 
     def _lock(self, directory: Path, project_id: str, session_id: str) -> Any:
         return _storage.locked(directory, self.lock_timeout, f"session {project_id}/{session_id}")
@@ -514,7 +590,7 @@ class CheckpointManager:
                 f"session {project_id}/{session_id} does not exist (no {path})", path=path
             )
         manifest = MANIFEST.load(path)
-        workflow = self._workflow(manifest.workflow_type)
+        workflow = self._session_workflow(directory, manifest)
         return _Session(
             self.base_dir, directory, manifest, workflow, workflow.phases_for(manifest.execution_mode)
         )
@@ -645,6 +721,28 @@ def _disagreements(path: Path, written: SessionManifest, derived: SessionManifes
                 Issue(path, None, label, f"{old_value!r} disagrees with the checkpoints ({new_value!r})")
             )
     return issues
+
+
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """One attempt at a phase: what its checkpoint, agents and reviewer said."""
+
+    number: int
+    """1 for the first run, 2 after the first retry, ..."""
+    directory: Path
+    checkpoint: PhaseCheckpoint | None
+    feedback: UserFeedback | None
+    outputs: dict[str, str]
+
+
+def _load_attempt(number: int, directory: Path) -> Attempt:
+    def optional(kind: DocumentFormat[R], path: Path) -> R | None:
+        return kind.load(path) if path.is_file() else None
+
+    checkpoint = optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+    order = [run.agent_name for run in checkpoint.agents] if checkpoint else []
+    outputs = {p.stem: AGENT_OUTPUT.load(p).content for p in _agent_files(directory, order)}
+    return Attempt(number, directory, checkpoint, optional(FEEDBACK, directory / FEEDBACK_FILE), outputs)
 
 
 def _agent_files(directory: Path, order: Sequence[str] = ()) -> list[Path]:

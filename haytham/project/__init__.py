@@ -1,1 +1,5 @@
 """Projects: ``project.yaml``, versioned outputs and the changelog."""
+
+from haytham.project.project_manager import ProjectManager
+
+__all__ = ["ProjectManager"]
