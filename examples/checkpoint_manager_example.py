@@ -103,8 +103,14 @@ def run(base_dir: Path, fixed_clock: bool) -> CheckpointManager:
         phase_num=2,
         status="completed",
         agents=[
-            {"agent_name": name, "tokens": 1200, "input_tokens": 800, "output_tokens": 400,
-             "cost": 0.01, "duration": 30.2}
+            {
+                "agent_name": name,
+                "tokens": 1200,
+                "input_tokens": 800,
+                "output_tokens": 400,
+                "cost": 0.01,
+                "duration": 30.2,
+            }
             for name in outputs
         ],
         started="2024-11-24T10:03:00Z",

@@ -24,7 +24,11 @@ class Section:
     """A heading and the source lines up to the next heading of the same or a higher level."""
 
     title: str
-    """The heading's text, stripped of its markers (``Metadata``)."""
+    """The heading's text as mistune reads it: markers removed, inline markdown resolved
+    (``Metadata``). Use it to recognise a section."""
+    source_title: str
+    """The heading's text as written: markers and an ATX closing ``#`` sequence removed, but
+    no inline markdown resolved (``*a* \\#`` stays as is). Use it to read a value from it."""
     level: int
     """1 for ``#``, 2 for ``##``."""
     line: int
@@ -119,9 +123,14 @@ def _inline_text(children: list[dict[str, Any]]) -> str:
 
 
 def parse_document(text: str) -> Document:
-    """Split ``text`` (LF line endings) into its title and its level-1/2 sections."""
+    """Split ``text`` into its title and its level-1/2 sections.
+
+    Lines end at LF only. mistune would also end a line at a lone CR, and its offsets would
+    then drift, so it parses a copy with each CR turned into a space (same length); bodies are
+    sliced from ``text`` itself, so a CR inside a section survives.
+    """
     state = _LocatingState()
-    _PARSER.parse(text, state)
+    _PARSER.parse(text.replace("\r", " "), state)
     found: list[tuple[int, dict[str, Any]]] = state.env.get("headings", [])
     line_starts = line_offsets(text)
     heads = sorted(
@@ -136,6 +145,7 @@ def parse_document(text: str) -> Document:
         sections.append(
             Section(
                 title=_inline_text(token.get("children", [])).strip(),
+                source_title=_source_title(text[start:heading_end], token),
                 level=token["attrs"]["level"],
                 line=line,
                 body=text[heading_end:end],
@@ -146,6 +156,19 @@ def parse_document(text: str) -> Document:
     title = sections[0] if sections and sections[0].level == 1 else None
     rest = tuple(sections[1:] if title else sections)
     return Document(title=title, sections=rest, preamble=text[:preamble_end])
+
+
+_ATX_OPEN = re.compile(r" {0,3}#{1,6}(?=[ \t]|$)")
+_ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+
+
+def _source_title(source: str, token: dict[str, Any]) -> str:
+    """The text of a heading whose source lines are ``source``, without inline parsing."""
+    lines = source.rstrip("\n").split("\n")
+    if token.get("style") == "setext":
+        return " ".join(line.strip(" \t") for line in lines[:-1])
+    content = _ATX_OPEN.sub("", lines[0], count=1).strip(" \t")
+    return _ATX_CLOSE.sub("", content).strip(" \t")
 
 
 def _heading_end(text: str, start: int, token: dict[str, Any]) -> int:

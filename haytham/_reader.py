@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jsonschema.exceptions import ValidationError
+
 from haytham._markdown import Document, Section, iter_unfenced_lines, normalise_label, parse_document
 from haytham._schema import describe, schema_errors
 from haytham.errors import DocumentError, Issue
@@ -61,22 +63,37 @@ class Reader:
         self.issues: list[Issue] = []
         self.lines: dict[tuple[Any, ...], int] = {}
         """Line of each value, keyed by its path in the record (``("phases", 0)``)."""
+        self.labels_at: dict[tuple[Any, ...], str] = {}
+        """Labels of single values that are not the attribute's usual label (an agent's name
+        labels its status), keyed by path like ``lines``."""
+        self.missing: set[tuple[Any, ...]] = set()
+        """Paths of required values already reported missing; the schema does not repeat them."""
         source = text if sections_text is None else sections_text
-        self.document: Document = parse_document(source.replace("\r", " "))
+        self.document: Document = parse_document(source)
 
     def error(self, line: int | None, field: str | None, message: str) -> None:
+        """Record a problem; one with no line of its own (a missing section) is placed at the
+        title, or line 1, so that every problem of a document has a location."""
+        if line is None:
+            line = self.document.title.line if self.document.title is not None else 1
         self.issues.append(Issue(self.path, line, field, message))
 
     def expect_title(self, prefix: str) -> str:
-        """The text after ``prefix`` in the level-1 title (``# Phase Checkpoint: X``)."""
+        """The text after ``prefix`` in the level-1 title (``# Phase Checkpoint: X``), as written.
+
+        The title's source text is used, not its rendered markdown, so a value written with
+        ``write_title`` reads back exactly.
+        """
         title = self.document.title
         if title is None:
             self.error(1, None, f"the file does not start with a '# {prefix}...' title")
             return ""
-        if not normalise_label(title.title).startswith(normalise_label(prefix)):
-            self.error(title.line, None, f"title {title.title!r} does not start with {prefix!r}")
+        words = prefix.split()
+        found = re.match(r"[ \t]*".join(map(re.escape, words)), title.source_title, re.IGNORECASE)
+        if found is None:
+            self.error(title.line, None, f"title {title.source_title!r} does not start with {prefix!r}")
             return ""
-        return title.title[len(prefix) :].strip()
+        return title.source_title[found.end() :].strip(" \t")
 
     def section(self, title: str, *, required: bool = True) -> Section | None:
         found = self.document.find(title)
@@ -84,8 +101,12 @@ class Reader:
             self.error(None, None, f"section '## {title}' is missing")
         return found
 
-    def fields(self, section: Section | None) -> dict[str, Field]:
-        """The ``- Label: value`` items of ``section`` keyed by normalised label."""
+    def fields(self, section: Section | None, *, exact: bool = False) -> dict[str, Field]:
+        """The ``- Label: value`` items of ``section`` keyed by normalised label.
+
+        With ``exact`` the labels are names (agent names) and are keyed as written, so two
+        names that differ only in case stay two entries.
+        """
         found: dict[str, Field] = {}
         if section is None:
             return found
@@ -103,7 +124,7 @@ class Reader:
                 label, colon, value = content.partition(":")
                 if not colon:
                     continue
-            key = normalise_label(label)
+            key = label.strip() if exact else normalise_label(label)
             if key in found:
                 self.error(line_number, label.strip(), f"appears again (first at line {found[key].line})")
                 continue
@@ -127,21 +148,25 @@ class Reader:
             if required:
                 where = section.line if section is not None else None
                 self.error(where, label, "is missing")
+                self.missing.add((attr,))
             return default
         self.lines[(attr,)] = field.line
         return convert(field.value)
 
     def check_schema(self, kind: str, data: Mapping[str, Any]) -> None:
         """Report every schema violation at the line and label of the offending value."""
-        for error in schema_errors(kind, data):
+        for found in schema_errors(kind, data):
+            error = _specific(found)
             path = tuple(error.absolute_path)
+            if path in self.missing:
+                continue
             line = None
             for size in range(len(path), 0, -1):
                 if path[:size] in self.lines:
                     line = self.lines[path[:size]]
                     break
             names = [p for p in path if isinstance(p, str)]
-            label = self.labels.get(names[-1], names[-1]) if names else None
+            label = self.labels_at.get(path) or (self.labels.get(names[-1], names[-1]) if names else None)
             self.error(line, label, describe(error))
 
     def raise_first(self) -> None:
@@ -149,6 +174,19 @@ class Reader:
         if self.issues:
             first = min(self.issues, key=lambda i: (i.line is None, i.line or 0))
             raise DocumentError(first.message, path=first.path, line=first.line, field=first.field)
+
+
+def _specific(error: ValidationError) -> ValidationError:
+    """The error of the branch an ``anyOf``/``oneOf`` value meant to match.
+
+    ``- Started: yesterday`` breaks ``anyOf: [null, timestamp]``; the useful message is the
+    timestamp branch's (a pattern), not "not valid under any of the given schemas". The
+    branch meant is one whose complaint is not merely the value's type.
+    """
+    while error.validator in ("anyOf", "oneOf") and error.context:
+        meant = [e for e in error.context if e.validator != "type"]
+        error = (meant or error.context)[0]
+    return error
 
 
 def find_fence(section: Section, after_line: int) -> tuple[str, list[str], int] | None:

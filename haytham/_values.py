@@ -46,6 +46,12 @@ def write_text(value: str | None) -> str:
     return _quote(value) if _needs_quotes(value) else value
 
 
+def write_title(value: str) -> str:
+    """Free text at the end of a ``#`` heading: like write_text, and quoted when it ends in
+    ``#``, which markdown would take for the heading's closing sequence."""
+    return _quote(value) if _needs_quotes(value) or value.endswith("#") else value
+
+
 def read_text(raw: str) -> str | None:
     """The inverse of write_text, lenient about a hand-written unquoted value."""
     raw = raw.strip()

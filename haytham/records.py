@@ -143,6 +143,8 @@ class AgentOutput:
     error_type: str | None = None
     error_message: str | None = None
     stack_trace: str | None = None
+    cost: float | None = None
+    """What the agent's model calls cost, in dollars (kept here so a resume never loses it)."""
 
 
 @dataclass(frozen=True)

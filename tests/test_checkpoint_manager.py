@@ -55,8 +55,9 @@ def manager(tmp_path: Path) -> CheckpointManager:
 
 
 def complete(m: CheckpointManager, phase: int, **kwargs: Any) -> None:
-    m.save_checkpoint(P, S, phase, "completed", [agent(f"agent{phase}", tokens=10, cost=0.5, duration=2.0)],
-                      **kwargs)
+    m.save_checkpoint(
+        P, S, phase, "completed", [agent(f"agent{phase}", tokens=10, cost=0.5, duration=2.0)], **kwargs
+    )
 
 
 # ----------------------------------------------------------------------------- imports
@@ -75,11 +76,28 @@ def test_import_paths_of_the_product_document() -> None:
 @pytest.mark.parametrize(
     ("mode", "dirs"),
     [
-        ("mvp", ["phase_1_concept", "phase_2_market_research", "phase_3_niche_selection",
-                 "phase_6_validation", "phase_7_synthesis"]),
-        ("full", ["phase_1_concept", "phase_2_market_research", "phase_3_niche_selection",
-                  "phase_4_product_strategy", "phase_5_business_planning", "phase_6_validation",
-                  "phase_7_synthesis"]),
+        (
+            "mvp",
+            [
+                "phase_1_concept",
+                "phase_2_market_research",
+                "phase_3_niche_selection",
+                "phase_6_validation",
+                "phase_7_synthesis",
+            ],
+        ),
+        (
+            "full",
+            [
+                "phase_1_concept",
+                "phase_2_market_research",
+                "phase_3_niche_selection",
+                "phase_4_product_strategy",
+                "phase_5_business_planning",
+                "phase_6_validation",
+                "phase_7_synthesis",
+            ],
+        ),
     ],
 )
 def test_create_session_makes_manifest_and_the_modes_phase_directories(
@@ -116,7 +134,7 @@ def test_create_session_exist_ok_returns_the_existing_session_unchanged(manager:
     before = snapshot(root)
     assert manager.create_session(P, S, "user-1", execution_mode="mvp", exist_ok=True) == root
     assert snapshot(root) == before
-    with pytest.raises(SessionExistsError, match="full|mvp"):
+    with pytest.raises(SessionExistsError, match=r"'mvp'"):
         manager.create_session(P, S, "user-1", execution_mode="full", exist_ok=True)
     assert snapshot(root) == before
 
@@ -209,9 +227,20 @@ def test_get_phase_outputs_defaults_to_completed_phases_in_checkpoint_order(
 
 def test_agent_output_record_keeps_every_field(manager: CheckpointManager) -> None:
     manager.save_agent_output(
-        P, S, 1, "writer", "text", status="failed", duration=0.0, model="m-1", input_tokens=0,
-        output_tokens=7, tools_used=["search", "a, b"], error_type="ValueError",
-        error_message="bad\nthing", stack_trace="Traceback:\n  line 1\n```\n",
+        P,
+        S,
+        1,
+        "writer",
+        "text",
+        status="failed",
+        duration=0.0,
+        model="m-1",
+        input_tokens=0,
+        output_tokens=7,
+        tools_used=["search", "a, b"],
+        error_type="ValueError",
+        error_message="bad\nthing",
+        stack_trace="Traceback:\n  line 1\n```\n",
     )
     record = manager.load_agent_output(P, S, 1, "writer")
     assert (record.status, record.duration, record.model) == ("failed", 0.0, "m-1")
@@ -225,8 +254,15 @@ def test_agent_output_record_keeps_every_field(manager: CheckpointManager) -> No
 def test_feedback_and_approved_phases(manager: CheckpointManager) -> None:
     manager.save_user_feedback(P, S, 1, reviewed=True, approved=True, comments="Looks great!")
     manager.save_user_feedback(
-        P, S, 2, reviewed=True, approved=False, comments="More EU data", action="retry",
-        requested_changes=["Add EU market data", "Compare pricing tiers"], retry_count=1,
+        P,
+        S,
+        2,
+        reviewed=True,
+        approved=False,
+        comments="More EU data",
+        action="retry",
+        requested_changes=["Add EU market data", "Compare pricing tiers"],
+        retry_count=1,
     )
     assert manager.get_approved_phases(P, S) == [1]
     feedback = manager.load_feedback(P, S, 2)
@@ -323,7 +359,9 @@ def test_same_data_and_clock_give_the_same_bytes_with_lf_and_one_final_newline(t
 
 
 def _load_example() -> Any:
-    spec = importlib.util.spec_from_file_location("example", ROOT / "examples" / "checkpoint_manager_example.py")
+    spec = importlib.util.spec_from_file_location(
+        "example", ROOT / "examples" / "checkpoint_manager_example.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["example"] = module

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from haytham import CheckpointManager  # noqa: E402
+from haytham import CheckpointManager
 
 PROJECT, SESSION = "crash", "s-1"
 PHASES = (1, 2, 3)
@@ -40,7 +40,12 @@ def crash_loop(base_dir: str, start: int) -> None:
         manager.save_checkpoint(PROJECT, SESSION, phase, status, agents, retry_count=iteration)
         print(f"ack checkpoint {phase} - {iteration}", flush=True)
         manager.save_user_feedback(
-            PROJECT, SESSION, phase, True, bool(iteration % 2), comments=f"iteration {iteration}",
+            PROJECT,
+            SESSION,
+            phase,
+            True,
+            bool(iteration % 2),
+            comments=f"iteration {iteration}",
             retry_count=iteration,
         )
         print(f"ack feedback {phase} - {iteration}", flush=True)

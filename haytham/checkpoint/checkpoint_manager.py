@@ -19,6 +19,7 @@ from haytham._clock import Clock, format_timestamp, parse_timestamp, utc_now
 from haytham._names import check_agent_name, check_inside, check_name, check_no_case_twin
 from haytham._reader import decode
 from haytham.checkpoint.doctor import Finding, check_session
+from haytham.checkpoint.scan import SessionSummary, kind_of, list_sessions, session_dirs, session_files
 from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST, DocumentFormat
 from haytham.errors import (
     HaythamError,
@@ -252,6 +253,7 @@ class CheckpointManager:
         error_type: str | None = None,
         error_message: str | None = None,
         stack_trace: str | None = None,
+        cost: float | None = None,
     ) -> Path:
         """Write ``{agent_name}.md`` with the output exactly as given."""
         check_agent_name(agent_name)
@@ -290,6 +292,7 @@ class CheckpointManager:
                 error_type=error_type,
                 error_message=error_message,
                 stack_trace=stack_trace,
+                cost=_round(_check_amount("cost", cost), 4),
             )
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
@@ -523,14 +526,53 @@ class CheckpointManager:
             self.base_dir, directory, manifest, workflow, workflow.phases_for(manifest.execution_mode)
         )
         checkpoints: dict[int, PhaseCheckpoint] = {}
+        unreadable: set[int] = set()
         for phase in session.phases:
             issues += self._phase_issues(session, phase, require_checkpoint=False)
-            found, _ = CHECKPOINT.read_path(directory / phase.directory / CHECKPOINT_FILE)
+            path = directory / phase.directory / CHECKPOINT_FILE
+            found, _ = CHECKPOINT.read_path(path)
             if found is not None:
                 checkpoints[phase.number] = found
+            elif path.exists():
+                unreadable.add(phase.number)
         derived = _progress.derive(manifest, session.phases, checkpoints)
-        issues += _disagreements(manifest_path, manifest, derived)
+        issues += _disagreements(manifest_path, manifest, derived, unreadable)
         return issues
+
+    def list_sessions(
+        self, *, project_id: str | None = None, user_id: str | None = None, status: str | None = None
+    ) -> list[SessionSummary]:
+        """Every session under ``base_dir`` (optionally one project's, one user's, one status),
+        most recently updated first. Only manifests are read. Unreadable manifests are skipped;
+        ``validate_paths`` reports them."""
+        if project_id is not None:
+            check_name("project_id", project_id)
+        return list_sessions(self.base_dir, project_id=project_id, user_id=user_id, status=status)[0]
+
+    def validate_paths(self, paths: Iterable[str | os.PathLike[str]] = ()) -> list[Issue]:
+        """Check every session file under ``paths`` (default: ``base_dir``), like a linter.
+
+        A path may be the base dir, a project, a session, a phase or one file; a whole
+        session is also checked for a manifest that disagrees with its checkpoints.
+        """
+        roots = [Path(p) for p in paths] or [self.base_dir]
+        issues: list[Issue] = []
+        sessions = {d for root in roots if root.is_dir() for d in session_dirs(root)}
+        for directory in sorted(sessions):
+            manager = CheckpointManager(directory.parents[2], workflows=self.workflows.values())
+            try:
+                issues += manager.validate_session(directory.parent.parent.name, directory.name)
+            except HaythamError as error:
+                issues.append(
+                    Issue(error.path or directory / MANIFEST_FILE, error.line, error.field, str(error))
+                )
+        for path in session_files(roots):
+            if not any(d in path.parents for d in sessions):
+                kind = kind_of(path)
+                assert kind is not None
+                issues += kind.read_path(path)[1]
+        unique = dict.fromkeys(issues)
+        return sorted(unique, key=lambda i: (str(i.path), i.line or 0))
 
     def check(self, project_id: str, session_id: str, fix: bool = False) -> list[Finding]:
         """Compare the manifest with the files on disk; with ``fix`` repair what is safe.
@@ -686,41 +728,68 @@ class CheckpointManager:
         feedback_path = directory / FEEDBACK_FILE
         if feedback_path.exists():
             issues += FEEDBACK.read_path(feedback_path)[1]
+        archived = directory / ATTEMPTS_DIR
+        for path in sorted(archived.glob("*/*.md")) if archived.is_dir() else ():
+            kind = kind_of(path)
+            if kind is not None:
+                issues += kind.read_path(path)[1]
         return issues
 
 
-def _disagreements(path: Path, written: SessionManifest, derived: SessionManifest) -> list[Issue]:
+def _disagreements(
+    path: Path, written: SessionManifest, derived: SessionManifest, unreadable: set[int]
+) -> list[Issue]:
+    """Where the manifest's progress differs from what the checkpoints say.
+
+    Phases whose checkpoint cannot be read are left out: that file is the problem, and its
+    own issues say why.
+    """
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+
+    def line_of(prefix: str) -> int | None:
+        return next((n for n, text in enumerate(lines, 1) if text.startswith(prefix)), None)
+
+    repair = "(load the session to repair the manifest)"
     issues = []
     for old, new in zip(written.phases, derived.phases, strict=False):
-        if old != new:
-            issues.append(
-                Issue(
-                    path,
-                    None,
-                    "Phase Status",
-                    f"row for phase {old.number} says {old.status!r} but its checkpoint "
-                    f"says {new.status!r} (load the session to repair the manifest)",
-                )
+        if old == new or old.number in unreadable:
+            continue
+        differences = [
+            f"{label} is {_show(getattr(old, attr))} here but {_show(getattr(new, attr))} in its checkpoint"
+            for attr, label in (
+                ("status", "Status"),
+                ("started", "Started"),
+                ("completed", "Completed"),
+                ("duration", "Duration"),
+                ("name", "Name"),
+                ("number", "Phase"),
             )
+            if getattr(old, attr) != getattr(new, attr)
+        ]
+        message = f"phase {old.number}: {'; '.join(differences)} {repair}"
+        issues.append(Issue(path, line_of(f"| {old.number} |"), "Phase Status", message))
     if len(written.phases) != len(derived.phases):
-        issues.append(
-            Issue(
-                path,
-                None,
-                "Phase Status",
-                f"has {len(written.phases)} rows but the mode runs {len(derived.phases)} phases",
-            )
-        )
-    for label, old_value, new_value in (
-        ("Status", written.status, derived.status),
-        ("Current Phase", written.current, derived.current),
-        ("Metrics", written.metrics, derived.metrics),
+        message = f"has {len(written.phases)} rows but the mode runs {len(derived.phases)} phases"
+        issues.append(Issue(path, line_of("## Phase Status"), "Phase Status", message))
+    if unreadable or written.phases != derived.phases:
+        return issues
+    for label, heading, old_value, new_value in (
+        ("Status", "- Status:", written.status, derived.status),
+        ("Current Phase", "## Current Phase", written.current, derived.current),
+        ("Metrics", "## Metrics", written.metrics, derived.metrics),
     ):
-        if old_value != new_value and not (label != "Status" and written.phases != derived.phases):
-            issues.append(
-                Issue(path, None, label, f"{old_value!r} disagrees with the checkpoints ({new_value!r})")
-            )
+        if old_value != new_value:
+            message = f"{old_value!r} disagrees with the checkpoints ({new_value!r}) {repair}"
+            issues.append(Issue(path, line_of(heading), label, message))
     return issues
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, float):
+        return f"{value:g}s"
+    return repr(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -784,6 +853,16 @@ def _check_seconds(field: str, value: object) -> float | None:
     return round(float(value), 1)
 
 
+def _check_amount(field: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < float("inf"):
+        raise InvalidArgumentError(
+            f"{field} {value!r} is not an amount >= 0", field=field.split("[")[0].split(".")[0]
+        )
+    return float(value)
+
+
 def _check_timestamp(field: str, value: object) -> str | None:
     if value is None:
         return None
@@ -829,9 +908,7 @@ def _agent_run(index: int, agent: Mapping[str, Any]) -> AgentRun:
     tokens = agent.get("tokens")
     if tokens is None and agent.get("input_tokens") is not None and agent.get("output_tokens") is not None:
         tokens = agent["input_tokens"] + agent["output_tokens"]
-    cost = agent.get("cost")
-    if cost is not None and (not isinstance(cost, (int, float)) or isinstance(cost, bool) or not cost >= 0):
-        raise InvalidArgumentError(f"{where}.cost {cost!r} is not an amount >= 0", field="agents")
+    cost = _check_amount(f"{where}.cost", agent.get("cost"))
     output_file = agent.get("output_file") or f"{name}.md"
     check_name(f"{where}.output_file", output_file)
     return AgentRun(

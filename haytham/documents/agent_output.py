@@ -74,6 +74,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
         "input_tokens": "Input Tokens",
         "output_tokens": "Output Tokens",
         "tools_used": "Tools Used",
+        "cost": "Cost",
         "error_type": "Error Type",
         "error_message": "Error Message",
         "stack_trace": "Stack Trace",
@@ -121,6 +122,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
         data["input_tokens"] = take(details, "input_tokens", v.read_int, required=False)
         data["output_tokens"] = take(details, "output_tokens", v.read_int, required=False)
         data["tools_used"] = take(details, "tools_used", _read_tools, default=[], required=False)
+        data["cost"] = take(details, "cost", v.read_cost, required=False)
         data.update(_error_details(reader))
 
         split = split_output(reader.text)
@@ -162,8 +164,10 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             f"- Input Tokens: {v.write_int(record.input_tokens)}",
             f"- Output Tokens: {v.write_int(record.output_tokens)}",
             f"- Tools Used: {v.write_list(record.tools_used, empty='none')}",
+            f"- Cost: {v.write_cost(record.cost)}",
         ]
-        if record.status == "failed" or record.error_type or record.error_message:
+        errors = (record.error_type, record.error_message, record.stack_trace)
+        if record.status == "failed" or any(e is not None for e in errors):
             lines += [
                 "",
                 "## Error Details",

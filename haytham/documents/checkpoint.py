@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from haytham import _values as v
@@ -66,16 +66,24 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
             data["phase_name"] = title_name
 
         agents_section = reader.section("Agents in Phase")
-        statuses = reader.fields(agents_section)
+        statuses = reader.fields(agents_section, exact=True)
         inputs = reader.fields(reader.section("Inputs", required=False))
         data["previous_phase"] = take(inputs, "previous_phase", _read_optional_name, required=False)
-        data["required_context"] = take(inputs, "required_context", str, default="[]", required=False)
-        data["user_parameters"] = take(inputs, "user_parameters", str, default="{}", required=False)
+        data["required_context"] = take(
+            inputs, "required_context", _read_kept("[]"), default="[]", required=False
+        )
+        data["user_parameters"] = take(
+            inputs, "user_parameters", _read_kept("{}"), default="{}", required=False
+        )
 
         outputs = reader.fields(reader.section("Outputs", required=False))
         files = take(outputs, "agent_outputs", v.read_list, default=[], required=False)
         data["user_feedback_file"] = take(
-            outputs, "user_feedback_file", str, default="user_feedback.md", required=False
+            outputs,
+            "user_feedback_file",
+            _read_kept("user_feedback.md"),
+            default="user_feedback.md",
+            required=False,
         )
 
         metrics_section = reader.section("Metrics")
@@ -93,6 +101,7 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
         for index, field in enumerate(statuses.values()):
             name = field.label
             reader.lines[("agents", index)] = field.line
+            reader.labels_at[("agents", index, "status")] = name
             output_file = files[index] if index < len(files) else f"{name}.md"
             agents.append(
                 {
@@ -128,7 +137,7 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
     def render(self, record: PhaseCheckpoint) -> str:
         agents = record.agents
         lines = [
-            f"# {TITLE}{v.write_text(record.phase_name)}",
+            f"# {TITLE}{v.write_title(record.phase_name)}",
             "",
             "## Metadata",
             f"- Phase Number: {record.phase_number}",
@@ -145,12 +154,12 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
             "",
             "## Inputs",
             f"- Previous Phase: {_write_optional_name(record.previous_phase)}",
-            f"- Required Context: {record.required_context}",
-            f"- User Parameters: {record.user_parameters}",
+            f"- Required Context: {v.write_text(record.required_context)}",
+            f"- User Parameters: {v.write_text(record.user_parameters)}",
             "",
             "## Outputs",
             f"- Agent Outputs: {v.write_list([a.output_file for a in agents])}",
-            f"- User Feedback: {record.user_feedback_file}",
+            f"- User Feedback: {v.write_text(record.user_feedback_file)}",
             "",
             "## Metrics",
             f"- Total Tokens: {v.write_int(record.total_tokens)}",
@@ -175,6 +184,16 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
 
 def _read_optional_name(raw: str) -> str | None:
     return None if raw.strip() in ("None", "-", "") else v.read_text(raw)
+
+
+def _read_kept(default: str) -> Callable[[str], str]:
+    """A reader for a value kept as written: free text, ``-`` meaning ``default``."""
+
+    def read(raw: str) -> str:
+        text = v.read_text(raw)
+        return default if text is None else text
+
+    return read
 
 
 def _write_optional_name(name: str | None) -> str:

@@ -1,9 +1,9 @@
 """``user_feedback.md``: a person's review of a phase, the one file people edit by hand.
 
 Reading accepts the spellings people use (see formats.md, "Hand edits"); writing is one
-canonical form. Comments are written as plain markdown whenever that reads back to exactly
-the same text; otherwise (a ``## `` line, CRLF, surrounding blank lines) as a fenced block
-marked ``verbatim`` whose lines are the exact text.
+canonical form. Comments are written as plain markdown whenever the whole file then reads
+back to exactly the same record; otherwise (a ``## `` line, an unclosed fence, any CR,
+surrounding blank lines) as a fenced block marked ``verbatim`` whose lines are the exact text.
 """
 
 from __future__ import annotations
@@ -64,16 +64,17 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
         return UserFeedback(**{**data, "requested_changes": tuple(data["requested_changes"])})
 
     def render(self, record: UserFeedback) -> str:
-        plain = self._render(record, record.comments or NO_COMMENTS)
-        parsed, _ = self.read(plain)
-        if parsed is not None and parsed.comments == record.comments:
-            return plain
+        if "\r" not in record.comments:
+            plain = self._render(record, record.comments or NO_COMMENTS)
+            parsed, _ = self.read(plain)
+            if parsed == record:
+                return plain
         return self._render(record, v.write_fenced(record.comments))
 
     def _render(self, record: UserFeedback, comments_block: str) -> str:
         changes = [f"- Change {i}: {v.write_text(c)}" for i, c in enumerate(record.requested_changes, 1)]
         lines = [
-            f"# {TITLE}{v.write_text(record.phase_name)}",
+            f"# {TITLE}{v.write_title(record.phase_name)}",
             "",
             "## Review Status",
             f"- Reviewed: {v.write_bool(record.reviewed)}",

@@ -58,8 +58,8 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
         current = reader.fields(current_section)
         data["current"] = {
             "number": _take_in(reader, current, "current", "number", "Phase", v.read_int, 0),
-            "name": _take_in(reader, current, "current", "name", "Name", str, "Not Started"),
-            "status": _take_in(reader, current, "current", "status", "Status", str, "pending"),
+            "name": _take_in(reader, current, "current", "name", "Name", v.read_text, "Not Started"),
+            "status": _take_in(reader, current, "current", "status", "Status", v.read_text, "pending"),
             "can_resume": _take_in(
                 reader, current, "current", "can_resume", "Can Resume", v.read_bool, False
             ),
@@ -120,7 +120,7 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
             "## Current Phase",
             f"- Phase: {current.number}",
             f"- Name: {v.write_text(current.name)}",
-            f"- Status: {current.status}",
+            f"- Status: {v.write_text(current.status)}",
             f"- Can Resume: {v.write_bool(current.can_resume)}",
             "",
             "## Metrics",
@@ -140,7 +140,10 @@ def _take_in(
 ) -> Any:
     field = fields.get(normalise_label(label))
     if field is None:
-        reader.error(None, label, f"is missing from '## {reader.labels[group]}'")
+        section = reader.document.find(reader.labels[group])
+        where = section.line if section is not None else None
+        reader.error(where, label, f"is missing from '## {reader.labels[group]}'")
+        reader.missing.add((group, attr))
         return default
     reader.lines[(group, attr)] = field.line
     return convert(field.value)

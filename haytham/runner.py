@@ -1,0 +1,403 @@
+"""The reference phase runner: run a session's phases, checkpoint as it goes, stop for
+review, and resume after a crash, a failure or a review, using only the public store API.
+
+A phase is never run twice for the same attempt: agents whose outputs are saved as
+completed are skipped on resume, and a retried phase keeps its previous attempt under
+``attempts/{n}/`` (see ``CheckpointManager.start_attempt``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from haytham.checkpoint.checkpoint_manager import CheckpointManager
+from haytham.errors import HaythamError, InvalidArgumentError
+from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
+from haytham.workflow import PhaseDefinition, Workflow
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """What an agent is given: where it runs, what came before, what the reviewer asked."""
+
+    project_id: str
+    session_id: str
+    phase: PhaseDefinition
+    agent_name: str
+    attempt: int
+    """1 for the first run of the phase, 2 after the first retry, ..."""
+    previous_outputs: Mapping[int, Mapping[str, str]]
+    """The outputs of the earlier phases of the session, ``{phase: {agent: text}}``."""
+    feedback: UserFeedback | None = None
+    """The review that sent the phase back, when this attempt is a retry."""
+
+    @property
+    def comments(self) -> str:
+        return self.feedback.comments if self.feedback else ""
+
+    @property
+    def requested_changes(self) -> tuple[str, ...]:
+        return self.feedback.requested_changes if self.feedback else ()
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """An agent's output with the facts about how it was made."""
+
+    content: str
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost: float | None = None
+    tools_used: tuple[str, ...] = ()
+    duration: float | None = None
+    """Seconds; measured by the runner when not given."""
+
+
+AgentReturn = str | AgentResult
+Agent = Callable[[AgentContext], AgentReturn | Awaitable[AgentReturn]]
+"""An agent: a function, sync or async, from its context to markdown or an AgentResult."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Where a run stopped."""
+
+    status: Literal["completed", "awaiting_review", "failed"]
+    phase: int | None = None
+    feedback_file: Path | None = None
+    """The file to edit when a phase awaits review."""
+    error: str | None = None
+    ran_agents: tuple[str, ...] = field(default=(), compare=False)
+    """``phase:agent`` for every agent this run called, in order."""
+
+    def __str__(self) -> str:
+        if self.status == "completed":
+            return "completed: every phase is done"
+        if self.status == "awaiting_review":
+            return f"phase {self.phase} awaits review: edit {self.feedback_file}"
+        return f"failed at phase {self.phase}: {self.error}"
+
+
+class WorkflowChangedError(HaythamError, ValueError):
+    """The workflow given to the runner is not the one the session was created with."""
+
+
+class PhaseRunner:
+    """Runs the phases of a session in order with the given agents."""
+
+    def __init__(
+        self,
+        manager: CheckpointManager,
+        workflow: Workflow,
+        agents: Mapping[str, Agent],
+        *,
+        allow_workflow_change: bool = False,
+        on_output_saved: Callable[[int, str], None] | None = None,
+    ) -> None:
+        self.manager = manager
+        self.workflow = workflow
+        self.agents = dict(agents)
+        self.allow_workflow_change = allow_workflow_change
+        self.on_output_saved = on_output_saved
+        """Called with (phase, agent) after each output is on disk (the demo's --crash-after)."""
+        missing = sorted({a for p in workflow.phases for a in p.agents} - set(self.agents))
+        if missing:
+            raise InvalidArgumentError(f"no callable given for agents {', '.join(missing)}", field="agents")
+
+    def run(self, project_id: str, session_id: str) -> RunResult:
+        """Run or resume the session until it completes, fails, or a phase awaits review."""
+        state = self.manager.load_session(project_id, session_id)
+        self._check_workflow(project_id, session_id, state)
+        ran: list[str] = []
+        done_outputs: dict[int, dict[str, str]] = {}
+        for phase in self.workflow.phases_for(state["execution_mode"]):
+            checkpoint = self._checkpoint(project_id, session_id, phase)
+            if checkpoint is not None and checkpoint.status in ("completed", "skipped"):
+                if phase.review and checkpoint.status == "completed":
+                    verdict = self._review(project_id, session_id, phase, checkpoint, ran)
+                    if verdict is not None:
+                        if verdict.status != "completed":
+                            return verdict
+                        checkpoint = self._checkpoint(project_id, session_id, phase)
+                done_outputs[phase.number] = self._outputs(project_id, session_id, phase)
+                continue
+            failure = self._run_phase(project_id, session_id, phase, checkpoint, done_outputs, ran)
+            if failure is not None:
+                return failure
+            if phase.review:
+                return self._await_review(project_id, session_id, phase, ran)
+            done_outputs[phase.number] = self._outputs(project_id, session_id, phase)
+        return RunResult("completed", ran_agents=tuple(ran))
+
+    # ------------------------------------------------------------------ phases
+
+    def _run_phase(
+        self,
+        project_id: str,
+        session_id: str,
+        phase: PhaseDefinition,
+        checkpoint: PhaseCheckpoint | None,
+        done_outputs: Mapping[int, Mapping[str, str]],
+        ran: list[str],
+    ) -> RunResult | None:
+        """Run the phase's missing or failed agents; return a failed result or None."""
+        retry_count = checkpoint.retry_count if checkpoint else 0
+        feedback = self._feedback_of_previous_attempt(project_id, session_id, phase, retry_count)
+        saved = {name: self._saved_output(project_id, session_id, phase, name) for name in phase.agents}
+        finished = {name: out for name, out in saved.items() if out is not None and out.status == "completed"}
+        self._save_checkpoint(
+            project_id,
+            session_id,
+            phase,
+            "in_progress",
+            finished,
+            retry_count,
+            started=checkpoint.started if checkpoint else None,
+        )
+        todo = [name for name in phase.agents if name not in finished]
+        errors: list[str] = []
+        parallel = phase.run_style == "parallel"
+        with ThreadPoolExecutor(max_workers=len(todo) if parallel and todo else 1) as pool:
+            futures: dict[Future[tuple[AgentResult | BaseException, float]], str] = {}
+            for name in todo:
+                context = AgentContext(
+                    project_id, session_id, phase, name, retry_count + 1, done_outputs, feedback
+                )
+                futures[pool.submit(_call, self.agents[name], context)] = name
+                if not parallel:
+                    outcome = self._record(
+                        project_id, session_id, phase, name, next(iter(futures)).result(), ran
+                    )
+                    futures.clear()
+                    if isinstance(outcome, str):
+                        errors.append(outcome)
+                        break
+                    finished[name] = outcome
+            for future in as_completed(futures):
+                name = futures[future]
+                outcome = self._record(project_id, session_id, phase, name, future.result(), ran)
+                if isinstance(outcome, str):
+                    errors.append(outcome)
+                else:
+                    finished[name] = outcome
+        status = "failed" if errors else "completed"
+        self._save_checkpoint(
+            project_id,
+            session_id,
+            phase,
+            status,
+            finished,
+            retry_count,
+            errors=errors,
+            failed=[n for n in todo if n not in finished],
+        )
+        if errors:
+            return RunResult("failed", phase.number, error="; ".join(errors), ran_agents=tuple(ran))
+        return None
+
+    def _record(
+        self,
+        project_id: str,
+        session_id: str,
+        phase: PhaseDefinition,
+        name: str,
+        outcome: tuple[AgentResult | BaseException, float],
+        ran: list[str],
+    ) -> AgentOutput | str:
+        """Save one agent's output (or its failure) the moment it is known."""
+        result, seconds = outcome
+        ran.append(f"{phase.number}:{name}")
+        if isinstance(result, BaseException):
+            self.manager.save_agent_output(
+                project_id,
+                session_id,
+                phase.number,
+                name,
+                "",
+                status="failed",
+                duration=seconds,
+                error_type=type(result).__name__,
+                error_message=str(result),
+                stack_trace="".join(traceback.format_exception(result)),
+            )
+            self._saved(phase, name)
+            return f"{name}: {type(result).__name__}: {result}"
+        self.manager.save_agent_output(
+            project_id,
+            session_id,
+            phase.number,
+            name,
+            result.content,
+            status="completed",
+            duration=result.duration if result.duration is not None else seconds,
+            model=result.model,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            tools_used=list(result.tools_used),
+            cost=result.cost,
+        )
+        self._saved(phase, name)
+        return self.manager.load_agent_output(project_id, session_id, phase.number, name)
+
+    def _saved(self, phase: PhaseDefinition, name: str) -> None:
+        if self.on_output_saved is not None:
+            self.on_output_saved(phase.number, name)
+
+    def _save_checkpoint(
+        self,
+        project_id: str,
+        session_id: str,
+        phase: PhaseDefinition,
+        status: str,
+        finished: Mapping[str, AgentOutput],
+        retry_count: int,
+        *,
+        started: str | None = None,
+        errors: list[str] | None = None,
+        failed: list[str] | None = None,
+    ) -> None:
+        agents: list[dict[str, Any]] = []
+        for name in phase.agents:
+            output = finished.get(name)
+            if output is None:
+                agents.append(
+                    {"agent_name": name, "status": "failed" if name in (failed or []) else "pending"}
+                )
+                continue
+            agents.append(
+                {
+                    "agent_name": name,
+                    "status": "completed",
+                    "input_tokens": output.input_tokens,
+                    "output_tokens": output.output_tokens,
+                    "cost": output.cost,
+                    "duration": output.duration,
+                }
+            )
+        self.manager.save_checkpoint(
+            project_id,
+            session_id,
+            phase.number,
+            status,
+            agents,
+            started=started,
+            retry_count=retry_count,
+            execution_mode=phase.run_style,
+            errors=errors,
+        )
+
+    # ------------------------------------------------------------------ review
+
+    def _review(
+        self,
+        project_id: str,
+        session_id: str,
+        phase: PhaseDefinition,
+        checkpoint: PhaseCheckpoint,
+        ran: list[str],
+    ) -> RunResult | None:
+        """None to go on; a result to stop with; a completed result after a finished retry."""
+        feedback = self.manager.load_feedback(project_id, session_id, phase.number)
+        if feedback is None or not feedback.reviewed:
+            return self._await_review(project_id, session_id, phase, ran)
+        if feedback.approved or feedback.action in ("approved", "skipped"):
+            return None
+        if checkpoint.retry_count >= self.workflow.max_retries:
+            return RunResult(
+                "failed",
+                phase.number,
+                error=f"phase {phase.number} ({phase.name}) was sent back {checkpoint.retry_count + 1} "
+                f"times; the workflow allows {self.workflow.max_retries} retries",
+                ran_agents=tuple(ran),
+            )
+        self.manager.start_attempt(project_id, session_id, phase.number)
+        checkpoint_now = self._checkpoint(project_id, session_id, phase)
+        previous = self._outputs_before(project_id, session_id, phase)
+        failure = self._run_phase(project_id, session_id, phase, checkpoint_now, previous, ran)
+        if failure is not None:
+            return failure
+        return self._await_review(project_id, session_id, phase, ran)
+
+    def _await_review(
+        self, project_id: str, session_id: str, phase: PhaseDefinition, ran: list[str]
+    ) -> RunResult:
+        path = self.manager.phase_dir(project_id, session_id, phase.number) / "user_feedback.md"
+        if self.manager.load_feedback(project_id, session_id, phase.number) is None:
+            self.manager.save_user_feedback(
+                project_id, session_id, phase.number, reviewed=False, approved=False, action="pending"
+            )
+        return RunResult("awaiting_review", phase.number, feedback_file=path, ran_agents=tuple(ran))
+
+    # ----------------------------------------------------------------- helpers
+
+    def _check_workflow(self, project_id: str, session_id: str, state: Mapping[str, Any]) -> None:
+        if state["workflow_type"] != self.workflow.name and not self.allow_workflow_change:
+            raise WorkflowChangedError(
+                f"session {project_id}/{session_id} was created with workflow {state['workflow_type']!r}, "
+                f"not {self.workflow.name!r} (pass allow_workflow_change=True to run it anyway)"
+            )
+
+    def _checkpoint(self, project_id: str, session_id: str, phase: PhaseDefinition) -> PhaseCheckpoint | None:
+        return self.manager.load_checkpoints(project_id, session_id).get(phase.number)
+
+    def _saved_output(
+        self, project_id: str, session_id: str, phase: PhaseDefinition, name: str
+    ) -> AgentOutput | None:
+        try:
+            return self.manager.load_agent_output(project_id, session_id, phase.number, name)
+        except FileNotFoundError:
+            return None
+
+    def _outputs(self, project_id: str, session_id: str, phase: PhaseDefinition) -> dict[str, str]:
+        return self.manager.get_phase_outputs(project_id, session_id, [phase.number])[phase.number]
+
+    def _outputs_before(
+        self, project_id: str, session_id: str, phase: PhaseDefinition
+    ) -> dict[int, dict[str, str]]:
+        """The outputs of the completed phases that come before ``phase`` in the session's mode."""
+        state = self.manager.load_session(project_id, session_id)
+        order = [p.number for p in self.workflow.phases_for(state["execution_mode"])]
+        earlier = set(order[: order.index(phase.number)])
+        completed = [n for n in state["completed_phases"] if n in earlier]
+        return self.manager.get_phase_outputs(project_id, session_id, completed)
+
+    def _feedback_of_previous_attempt(
+        self, project_id: str, session_id: str, phase: PhaseDefinition, retry_count: int
+    ) -> UserFeedback | None:
+        if retry_count == 0:
+            return None
+        for attempt in self.manager.load_attempts(project_id, session_id, phase.number):
+            if attempt.number == retry_count:
+                return attempt.feedback
+        return None
+
+
+def _call(agent: Agent, context: AgentContext) -> tuple[AgentResult | BaseException, float]:
+    """Run one agent (sync or async) in this worker thread; never raise."""
+    started = time.monotonic()
+    try:
+        value = agent(context)
+        if inspect.isawaitable(value):
+            value = asyncio.run(_wait(value))
+        if isinstance(value, str):
+            value = AgentResult(value)
+        if not isinstance(value, AgentResult):
+            raise TypeError(
+                f"agent {context.agent_name!r} returned {type(value).__name__}, not str or AgentResult"
+            )
+        return value, round(time.monotonic() - started, 1)
+    except Exception as error:  # an agent's failure is data to save, not a crash of the runner
+        return error, round(time.monotonic() - started, 1)
+
+
+async def _wait(value: Awaitable[AgentReturn]) -> AgentReturn:
+    return await value

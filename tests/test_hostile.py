@@ -1,0 +1,190 @@
+"""Hostile input: names and paths that try to escape, and arbitrary text thrown at parsers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from haytham import CheckpointManager, DocumentError, HaythamError, UnsafeNameError, UnsafePathError
+from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
+
+P, S = "acme", "s-1"
+BAD_NAMES = [
+    ("..", "not a safe name"),
+    ("../../x", "not a safe name"),
+    ("/etc/passwd", "not a safe name"),
+    ("a/b", "not a safe name"),
+    ("a\\b", "not a safe name"),
+    ("a\x00b", "not a safe name"),
+    ("", "is empty"),
+    ("x" * 101, "characters long"),
+    ("CON", "Windows reserves"),
+    ("aux.md", "Windows reserves"),
+    ("com1", "Windows reserves"),
+    ("name.", "not a safe name"),
+    (".hidden", "not a safe name"),
+]
+
+
+def tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.fixture
+def manager(tmp_path: Path) -> CheckpointManager:
+    m = CheckpointManager(base_dir=tmp_path / "base")
+    m.create_session(P, S, "u")
+    return m
+
+
+@pytest.mark.parametrize(("name", "rule"), BAD_NAMES)
+def test_every_unsafe_name_is_refused_naming_the_rule(
+    manager: CheckpointManager, tmp_path: Path, name: str, rule: str
+) -> None:
+    before = tree(tmp_path)
+    calls = [
+        lambda: manager.create_session(name, S, "u"),
+        lambda: manager.create_session(P, name, "u"),
+        lambda: manager.create_session(P, "s-2", name),
+        lambda: manager.save_agent_output(P, S, 1, name, "x"),
+        lambda: manager.save_checkpoint(P, S, 1, "completed", [{"agent_name": name}]),
+        lambda: manager.load_session(name, S),
+    ]
+    for call in calls:
+        with pytest.raises(UnsafeNameError, match=rule) as raised:
+            call()
+        assert isinstance(raised.value, ValueError)
+        if rule == "not a safe name":
+            assert "letters, digits" in str(raised.value)
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("name", ["checkpoint", "user_feedback", "session_manifest", "Checkpoint"])
+def test_agents_cannot_take_the_names_of_the_phase_files(manager: CheckpointManager, name: str) -> None:
+    with pytest.raises(UnsafeNameError, match="reserved"):
+        manager.save_agent_output(P, S, 1, name, "x")
+    assert not (manager.session_dir(P, S) / "phase_1_concept" / "checkpoint.md").exists()
+
+
+def test_names_differing_only_by_case_from_a_sibling_are_refused(manager: CheckpointManager) -> None:
+    with pytest.raises(UnsafePathError, match="differs only by letter case"):
+        manager.create_session("ACME", "s-9", "u")
+    with pytest.raises(UnsafePathError, match="differs only by letter case"):
+        manager.create_session(P, "S-1", "u")
+    manager.save_agent_output(P, S, 1, "writer", "x")
+    with pytest.raises(UnsafePathError, match="differs only by letter case"):
+        manager.save_agent_output(P, S, 1, "Writer", "y")
+    manager.save_agent_output(P, S, 1, "writer", "again")  # the same name is fine
+    assert not (manager.base_dir / "ACME").exists()
+    assert not (manager.session_dir(P, S) / "phase_1_concept" / "Writer.md").exists()
+
+
+def test_a_session_directory_symlinked_outside_base_dir_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    m = CheckpointManager(base_dir=tmp_path / "base")
+    m.create_session(P, S, "u")
+    real = m.session_dir(P, S)
+    real.rename(outside)
+    os.symlink(outside, real)
+    before = tree(outside)
+    with pytest.raises(UnsafePathError, match="leads outside"):
+        m.save_agent_output(P, S, 1, "a", "x")
+    with pytest.raises(UnsafePathError, match="leads outside"):
+        m.load_session(P, S)
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    os.symlink(evil, m.base_dir / P / "sessions" / "s-2")
+    with pytest.raises(UnsafePathError):
+        m.create_session(P, "s-2", "u")
+    assert tree(outside) == before
+    assert list(evil.iterdir()) == []
+
+
+def test_a_phase_directory_symlinked_outside_base_dir_is_refused(
+    manager: CheckpointManager, tmp_path: Path
+) -> None:
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    phase = manager.session_dir(P, S) / "phase_1_concept"
+    phase.rmdir()
+    os.symlink(evil, phase)
+    for call in (
+        lambda: manager.save_agent_output(P, S, 1, "a", "x"),
+        lambda: manager.save_checkpoint(P, S, 1, "completed", []),
+        lambda: manager.save_user_feedback(P, S, 1, True, True),
+    ):
+        with pytest.raises(UnsafePathError):
+            call()
+    assert list(evil.iterdir()) == []
+
+
+# ------------------------------------------------------------------------ parser fuzzing
+
+LINES = st.sampled_from(
+    [
+        "# Session Manifest",
+        "# Phase Checkpoint: X",
+        "# Agent Output: a",
+        "# User Feedback: X",
+        "## Metadata",
+        "## Output",
+        "## Error Details",
+        "## Review Status",
+        "## User Comments",
+        "## Requested Changes",
+        "## Action Taken",
+        "## Phase Status",
+        "## Current Phase",
+        "## Metrics",
+        "## Agents in Phase",
+        "- Status: completed",
+        "- Approved: maybe",
+        "- Phase Number: 1",
+        "- Phase: 1 - X",
+        "- Final Newlines: 99999999999",
+        "| Phase | Name | Status | Started | Completed | Duration |",
+        "|---|---|",
+        "| 1 | a | b |",
+        "```",
+        "~~~verbatim crlf",
+        "- [x] Reviewed",
+        "> ## quoted",
+        "",
+        "\x00",
+        '- Tools Used: [a, "b',
+        "- Agent Execution Times: a: 1s, b",
+        "Title\n=====",
+        "<!--",
+    ]
+)
+STRUCTURED = st.lists(st.one_of(LINES, st.text(max_size=40)), max_size=40).map("\n".join)
+RANDOM_BYTES = st.binary(max_size=2000).map(lambda b: b.decode("utf-8", errors="replace"))
+DEEP = st.sampled_from(["> ", "- ", "* ", "1. ", "[", "`", "<div>", "    "]).flatmap(
+    lambda piece: st.integers(1, 3000).map(lambda n: piece * n + "x")
+)
+HUGE = st.integers(10_000, 300_000).map(lambda n: "## Metadata\n- Status: " + "y" * n)
+ANY_TEXT = st.one_of(st.text(), STRUCTURED, RANDOM_BYTES, DEEP, HUGE)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=ANY_TEXT, kind=st.sampled_from([MANIFEST, CHECKPOINT, AGENT_OUTPUT, FEEDBACK]))
+def test_parsers_return_a_record_or_a_located_haytham_error(text: str, kind: object) -> None:
+    path = Path("fuzz.md")
+    record, issues = kind.read(text, path)  # type: ignore[attr-defined]
+    if record is not None:
+        assert issues == []
+        return
+    assert issues
+    for issue in issues:
+        assert issue.path == path
+        assert issue.line is not None
+        assert issue.line >= 1
+    with pytest.raises(DocumentError) as raised:
+        kind.parse(text, path)  # type: ignore[attr-defined]
+    assert isinstance(raised.value, HaythamError)
+    assert raised.value.line == issues[0].line
+    assert str(raised.value).startswith(f"{path}:{issues[0].line}: ")

@@ -1,0 +1,284 @@
+"""The reference PhaseRunner: full runs, review gates, retries, failures, resume after kill."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from haytham import IDEA_VALIDATION, CheckpointManager, DocumentError, PhaseDefinition, Workflow
+from haytham.demo import DEMO_AGENTS
+from haytham.runner import AgentContext, AgentResult, PhaseRunner, WorkflowChangedError
+from haytham.workflow import load_workflow
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "examples" / "idea_validation.py"
+P = "demo"
+VOLATILE = re.compile(
+    r"^(- (Executed|Started|Completed|Duration|Timestamp|Last Updated|Created|Total Duration"
+    r"|Agent Execution Times): )"
+    r".*$|^(\| \d+ \| [^|]+ \| \w+ \|).*$",
+    re.MULTILINE,
+)
+
+
+def run_to_end(manager: CheckpointManager, runner: PhaseRunner, session: str) -> list[str]:
+    """Run, approving every review, and return the agents that ran, in order."""
+    ran: list[str] = []
+    result = runner.run(P, session)
+    ran += result.ran_agents
+    while result.status == "awaiting_review":
+        assert result.phase is not None
+        manager.save_user_feedback(P, session, result.phase, reviewed=True, approved=True)
+        result = runner.run(P, session)
+        ran += result.ran_agents
+    assert result.status == "completed", str(result)
+    return ran
+
+
+@pytest.mark.parametrize("mode", ["mvp", "full"])
+def test_a_full_run_completes_every_phase_of_the_mode(tmp_path: Path, mode: str) -> None:
+    manager = CheckpointManager(base_dir=tmp_path)
+    manager.create_session(P, "s", "u", execution_mode=mode)
+    ran = run_to_end(manager, PhaseRunner(manager, IDEA_VALIDATION, DEMO_AGENTS), "s")
+    expected = [f"{p.number}:{a}" for p in IDEA_VALIDATION.phases_for(mode) for a in p.agents]
+    assert sorted(ran) == sorted(expected)
+    state = manager.load_session(P, "s")
+    assert state["status"] == "completed"
+    assert state["completed_phases"] == list(IDEA_VALIDATION.modes[mode])
+    outputs = manager.get_phase_outputs(P, "s")
+    assert "Builds on phase 1" in outputs[2]["market_intelligence"]
+    assert state["metrics"]["total_tokens"] > 0
+    assert manager.validate_session(P, "s") == []
+
+
+def test_review_gate_waits_then_approval_goes_on(tmp_path: Path) -> None:
+    manager = CheckpointManager(base_dir=tmp_path)
+    manager.create_session(P, "s", "u")
+    runner = PhaseRunner(manager, IDEA_VALIDATION, DEMO_AGENTS)
+    first = runner.run(P, "s")
+    assert (first.status, first.phase) == ("awaiting_review", 1)
+    assert first.feedback_file == manager.phase_dir(P, "s", 1) / "user_feedback.md"
+    feedback = manager.load_feedback(P, "s", 1)
+    assert feedback is not None and not feedback.reviewed
+    again = runner.run(P, "s")
+    assert again.status == "awaiting_review" and again.ran_agents == ()
+    # A person edits the file by hand.
+    text = (
+        first.feedback_file.read_text()
+        .replace("Reviewed: false", "Reviewed: yes")
+        .replace("Approved: false", "Approved: yes")
+    )
+    first.feedback_file.write_text(text)
+    assert runner.run(P, "s").status == "completed"
+
+
+def test_reject_then_approve_keeps_the_first_attempt_and_passes_the_feedback(tmp_path: Path) -> None:
+    manager = CheckpointManager(base_dir=tmp_path)
+    manager.create_session(P, "s", "u")
+    runner = PhaseRunner(manager, IDEA_VALIDATION, DEMO_AGENTS)
+    runner.run(P, "s")
+    first_output = manager.get_phase_outputs(P, "s", [1])[1]["concept_expansion"]
+    manager.save_user_feedback(
+        P,
+        "s",
+        1,
+        True,
+        False,
+        comments="Sharper please",
+        action="rejected",
+        requested_changes=["Name the buyer"],
+    )
+    result = runner.run(P, "s")
+    assert (result.status, result.phase, result.ran_agents) == (
+        "awaiting_review",
+        1,
+        ("1:concept_expansion",),
+    )
+    attempts = manager.load_attempts(P, "s", 1)
+    assert [a.number for a in attempts] == [1, 2]
+    assert attempts[0].outputs["concept_expansion"] == first_output
+    assert attempts[0].feedback is not None and attempts[0].feedback.comments == "Sharper please"
+    assert attempts[1].checkpoint is not None and attempts[1].checkpoint.retry_count == 1
+    assert "Addressed: Name the buyer" in attempts[1].outputs["concept_expansion"]
+    manager.save_user_feedback(P, "s", 1, True, True)
+    assert runner.run(P, "s").status == "completed"
+    assert manager.validate_session(P, "s") == []
+
+
+def test_too_many_retries_fail_with_the_reason(tmp_path: Path) -> None:
+    workflow = Workflow("strict", IDEA_VALIDATION.phases, IDEA_VALIDATION.modes, max_retries=1)
+    manager = CheckpointManager(base_dir=tmp_path, workflows=[workflow])
+    manager.create_session(P, "s", "u", workflow_type="strict")
+    runner = PhaseRunner(manager, workflow, DEMO_AGENTS)
+    runner.run(P, "s")
+    for _ in range(2):
+        manager.save_user_feedback(P, "s", 1, True, False, action="retry")
+        result = runner.run(P, "s")
+    assert result.status == "failed"
+    assert "allows 1 retries" in str(result)
+    assert len(manager.load_attempts(P, "s", 1)) == 2
+
+
+def test_a_failing_parallel_agent_is_the_only_one_rerun_on_resume(tmp_path: Path) -> None:
+    calls: list[str] = []
+    broken = {"competitor_analysis": True}
+
+    def agent(context: AgentContext) -> AgentResult:
+        calls.append(context.agent_name)
+        if broken.get(context.agent_name):
+            raise RuntimeError("rate limited")
+        return AgentResult(f"{context.agent_name} done", input_tokens=1, output_tokens=2, cost=0.5)
+
+    phases = tuple(
+        p if p.number != 1 else PhaseDefinition(1, p.name, p.directory, p.agents)
+        for p in IDEA_VALIDATION.phases
+    )
+    workflow = Workflow("idea_validation", phases, IDEA_VALIDATION.modes)
+    manager = CheckpointManager(base_dir=tmp_path, workflows=[workflow])
+    manager.create_session(P, "s", "u")
+    runner = PhaseRunner(
+        manager, workflow, {a: agent for p in phases for a in p.agents}, allow_workflow_change=True
+    )
+    result = runner.run(P, "s")
+    assert (result.status, result.phase) == ("failed", 2)
+    assert "competitor_analysis: RuntimeError: rate limited" in str(result)
+    failed = manager.load_agent_output(P, "s", 2, "competitor_analysis")
+    assert (failed.status, failed.error_type, failed.error_message) == (
+        "failed",
+        "RuntimeError",
+        "rate limited",
+    )
+    assert failed.stack_trace is not None and "rate limited" in failed.stack_trace
+    assert manager.load_session(P, "s")["status"] == "failed"
+
+    broken.clear()
+    calls.clear()
+    assert runner.run(P, "s").status == "completed"
+    assert calls.count("competitor_analysis") == 1
+    assert "market_intelligence" not in calls
+    checkpoint = manager.load_checkpoint(P, "s", 2)
+    assert checkpoint.cost == 1.0  # both agents' costs, the earlier one kept across the resume
+
+
+def test_async_agents_are_awaited(tmp_path: Path) -> None:
+    async def agent(context: AgentContext) -> str:
+        await asyncio.sleep(0)
+        return f"async {context.agent_name}"
+
+    manager = CheckpointManager(base_dir=tmp_path)
+    manager.create_session(P, "s", "u")
+    run_to_end(manager, PhaseRunner(manager, IDEA_VALIDATION, dict.fromkeys(DEMO_AGENTS, agent)), "s")
+    assert manager.get_phase_outputs(P, "s", [3])[3] == {"niche_selector": "async niche_selector"}
+
+
+def test_a_session_of_another_workflow_is_refused_unless_overridden(tmp_path: Path) -> None:
+    other = Workflow("other", IDEA_VALIDATION.phases, IDEA_VALIDATION.modes)
+    manager = CheckpointManager(base_dir=tmp_path, workflows=[other])
+    manager.create_session(P, "s", "u", workflow_type="other")
+    with pytest.raises(WorkflowChangedError, match="'other', not 'idea_validation'"):
+        PhaseRunner(manager, IDEA_VALIDATION, DEMO_AGENTS).run(P, "s")
+    result = PhaseRunner(manager, IDEA_VALIDATION, DEMO_AGENTS, allow_workflow_change=True).run(P, "s")
+    assert result.status == "awaiting_review"
+
+
+# ------------------------------------------------------------------- YAML workflows
+
+CUSTOM = """\
+name: due_diligence
+max_retries: 2
+modes:
+  quick: [1, 3]
+  full: [1, 2, 3]
+phases:
+  - number: 1
+    name: Gather
+    agents: [collector]
+  - number: 2
+    name: Deep Dive
+    agents: [analyst, skeptic]
+    review: true
+  - number: 3
+    name: Verdict
+    directory: phase_3_verdict
+    agents: [judge]
+"""
+
+
+def test_a_custom_workflow_loaded_from_yaml_runs(tmp_path: Path) -> None:
+    path = tmp_path / "flow.yaml"
+    path.write_text(CUSTOM)
+    workflow = load_workflow(path)
+    assert [p.directory for p in workflow.phases] == [
+        "phase_1_gather",
+        "phase_2_deep_dive",
+        "phase_3_verdict",
+    ]
+    assert workflow.phases[1].run_style == "parallel" and workflow.phases[1].review
+    manager = CheckpointManager(base_dir=tmp_path / "projects")
+    manager.create_session(P, "s", "u", workflow_type=workflow, execution_mode="quick")
+    agents = {a: (lambda c: f"{c.agent_name} says hi") for p in workflow.phases for a in p.agents}
+    runner = PhaseRunner(manager, workflow, agents)
+    assert runner.run(P, "s").status == "completed"
+    assert manager.load_session(P, "s")["completed_phases"] == [1, 3]
+
+
+@pytest.mark.parametrize(
+    ("edit", "line", "message"),
+    [
+        (("review: true", "review: maybe"), 13, "'maybe' is not a boolean"),
+        (("quick: [1, 3]", "quick: [1, 9]"), 4, "names phase 9"),
+        (("    name: Verdict\n", ""), 14, "'name' is a required property"),
+        (("  full: [1, 2, 3]", "  full: [1, 2, 3"), 6, "not valid YAML"),
+    ],
+)
+def test_workflow_yaml_errors_point_at_file_and_line(
+    tmp_path: Path, edit: tuple[str, str], line: int, message: str
+) -> None:
+    path = tmp_path / "flow.yaml"
+    path.write_text(CUSTOM.replace(*edit))
+    with pytest.raises(DocumentError) as raised:
+        load_workflow(path)
+    assert raised.value.path == path
+    assert raised.value.line == line, str(raised.value)
+    assert message in str(raised.value)
+
+
+# --------------------------------------------------------------- kill, then resume
+
+
+def demo(base: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(DEMO), "--base-dir", str(base), "--session", "s", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def normalised(session: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(session)): VOLATILE.sub(r"\1\3", p.read_text())
+        for p in sorted(session.rglob("*.md"))
+    }
+
+
+def test_killed_after_every_agent_count_then_resumed_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    baseline = demo(tmp_path / "baseline")
+    assert baseline.returncode == 0, baseline.stderr
+    total = baseline.stdout.count("saved phase")
+    assert total == 6
+    expected = normalised(tmp_path / "baseline" / P / "sessions" / "s")
+    for count in range(1, total + 1):
+        base = tmp_path / f"kill{count}"
+        crashed = demo(base, "--crash-after", str(count))
+        assert crashed.returncode == 3, crashed.stderr
+        resumed = demo(base, "--resume")
+        assert resumed.returncode == 0, resumed.stderr
+        saved = re.findall(r"saved phase (\d \w+)", crashed.stdout + resumed.stdout)
+        assert sorted(saved) == sorted(re.findall(r"saved phase (\d \w+)", baseline.stdout)), count
+        assert normalised(base / P / "sessions" / "s") == expected, count
