@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
     rest = argv[1:]
     if command == "demo":
         _install("")
-        return _run("examples/checkpoint_manager_example.py", *rest)
+        return _run("examples/idea_validation.py", *rest)
     if command == "test":
         _install("dev")
         return _run("-m", "pytest", *rest)

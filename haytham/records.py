@@ -81,6 +81,9 @@ class SessionManifest:
     phases: tuple[PhaseRow, ...]
     current: CurrentPhase
     metrics: SessionMetrics
+    workflow_fingerprint: str | None = None
+    """``sha256:...`` of the workflow definition the session was created with (None in
+    sessions written before haytham recorded it)."""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.errors import HaythamError, InvalidArgumentError
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
-from haytham.workflow import PhaseDefinition, Workflow
+from haytham.workflow import PhaseDefinition, Workflow, describe_changes
 
 
 @dataclass(frozen=True)
@@ -310,6 +310,8 @@ class PhaseRunner:
         if feedback is None or not feedback.reviewed:
             return self._await_review(project_id, session_id, phase, ran)
         if feedback.approved or feedback.action in ("approved", "skipped"):
+            if feedback.action == "pending":  # record what was done, keeping the reviewer's text
+                self.manager.update_feedback(project_id, session_id, phase.number, action="approved")
             return None
         if checkpoint.retry_count >= self.workflow.max_retries:
             return RunResult(
@@ -319,6 +321,13 @@ class PhaseRunner:
                 f"times; the workflow allows {self.workflow.max_retries} retries",
                 ran_agents=tuple(ran),
             )
+        self.manager.update_feedback(
+            project_id,
+            session_id,
+            phase.number,
+            action=feedback.action if feedback.action in ("retry", "rejected") else "retry",
+            retry_count=checkpoint.retry_count + 1,
+        )
         self.manager.start_attempt(project_id, session_id, phase.number)
         checkpoint_now = self._checkpoint(project_id, session_id, phase)
         previous = self._outputs_before(project_id, session_id, phase)
@@ -340,11 +349,28 @@ class PhaseRunner:
     # ----------------------------------------------------------------- helpers
 
     def _check_workflow(self, project_id: str, session_id: str, state: Mapping[str, Any]) -> None:
-        if state["workflow_type"] != self.workflow.name and not self.allow_workflow_change:
-            raise WorkflowChangedError(
-                f"session {project_id}/{session_id} was created with workflow {state['workflow_type']!r}, "
-                f"not {self.workflow.name!r} (pass allow_workflow_change=True to run it anyway)"
-            )
+        """Refuse a definition other than the session's, saying what changed; or adopt it."""
+        manifest = self.manager.load_manifest(project_id, session_id)
+        recorded = manifest.workflow_fingerprint
+        same_name = manifest.workflow_type == self.workflow.name
+        if same_name and recorded in (None, self.workflow.fingerprint()):
+            return
+        if self.allow_workflow_change:
+            self.manager.change_workflow(project_id, session_id, self.workflow)
+            return
+        if not same_name:
+            changes = [f"it was created with workflow {manifest.workflow_type!r}, not {self.workflow.name!r}"]
+        else:
+            stored = self.manager.session_workflow(project_id, session_id)
+            changes = describe_changes(stored, self.workflow) if stored.fingerprint() == recorded else []
+            changes = changes or [
+                f"the definition of {self.workflow.name!r} is not the one it was created with "
+                f"(fingerprint {recorded}, now {self.workflow.fingerprint()})"
+            ]
+        raise WorkflowChangedError(
+            f"session {project_id}/{session_id}: {'; '.join(changes)} "
+            "(pass allow_workflow_change=True to run it with this definition)"
+        )
 
     def _checkpoint(self, project_id: str, session_id: str, phase: PhaseDefinition) -> PhaseCheckpoint | None:
         return self.manager.load_checkpoints(project_id, session_id).get(phase.number)

@@ -114,6 +114,30 @@ IDEA_VALIDATION = Workflow(
 BUILTIN_WORKFLOWS: Mapping[str, Workflow] = {IDEA_VALIDATION.name: IDEA_VALIDATION}
 
 
+def describe_changes(old: Workflow, new: Workflow) -> list[str]:
+    """What differs between two definitions, one short sentence per difference."""
+    changes: list[str] = []
+    if old.name != new.name:
+        changes.append(f"the name changed from {old.name!r} to {new.name!r}")
+    before = {p.number: p for p in old.phases}
+    after = {p.number: p for p in new.phases}
+    for number in sorted(before.keys() - after.keys()):
+        changes.append(f"phase {number} ({before[number].name}) was removed")
+    for number in sorted(after.keys() - before.keys()):
+        changes.append(f"phase {number} ({after[number].name}) was added")
+    for number in sorted(before.keys() & after.keys()):
+        was, now = before[number], after[number]
+        for attr in ("name", "directory", "agents", "run_style", "review"):
+            if getattr(was, attr) != getattr(now, attr):
+                changes.append(f"phase {number} {attr}: {getattr(was, attr)!r} -> {getattr(now, attr)!r}")
+    for mode in sorted(set(old.modes) | set(new.modes)):
+        if old.modes.get(mode) != new.modes.get(mode):
+            changes.append(f"mode {mode!r}: {old.modes.get(mode)!r} -> {new.modes.get(mode)!r}")
+    if old.max_retries != new.max_retries:
+        changes.append(f"max_retries: {old.max_retries} -> {new.max_retries}")
+    return changes
+
+
 def dump_workflow(workflow: Workflow) -> str:
     """The YAML text of ``workflow``, in the form ``load_workflow`` reads."""
     data: dict[str, Any] = {

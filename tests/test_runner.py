@@ -180,10 +180,39 @@ def test_a_session_of_another_workflow_is_refused_unless_overridden(tmp_path: Pa
     other = Workflow("other", IDEA_VALIDATION.phases, IDEA_VALIDATION.modes)
     manager = CheckpointManager(base_dir=tmp_path, workflows=[other])
     manager.create_session(P, "s", "u", workflow_type="other")
-    with pytest.raises(WorkflowChangedError, match="'other', not 'idea_validation'"):
+    with pytest.raises(WorkflowChangedError, match="workflow 'other', not 'idea_validation'"):
         PhaseRunner(manager, IDEA_VALIDATION, DEMO_AGENTS).run(P, "s")
     result = PhaseRunner(manager, IDEA_VALIDATION, DEMO_AGENTS, allow_workflow_change=True).run(P, "s")
     assert result.status == "awaiting_review"
+
+
+def test_a_changed_definition_at_resume_says_what_changed(tmp_path: Path) -> None:
+    path = tmp_path / "flow.yaml"
+    path.write_text(CUSTOM)
+    workflow = load_workflow(path)
+    manager = CheckpointManager(base_dir=tmp_path / "projects")
+    manager.create_session(P, "s", "u", workflow_type=workflow, execution_mode="full")
+    agents = {a: (lambda c: "ok") for p in workflow.phases for a in p.agents}
+    assert PhaseRunner(manager, workflow, agents).run(P, "s").status == "awaiting_review"
+
+    path.write_text(
+        CUSTOM.replace("agents: [analyst, skeptic]", "agents: [analyst]").replace(
+            "max_retries: 2", "max_retries: 5"
+        )
+    )
+    changed = load_workflow(path)
+    before = manager.load_manifest(P, "s")
+    with pytest.raises(WorkflowChangedError) as raised:
+        PhaseRunner(manager, changed, agents).run(P, "s")
+    message = str(raised.value)
+    assert "phase 2 agents: ('analyst', 'skeptic') -> ('analyst',)" in message
+    assert "max_retries: 2 -> 5" in message
+    assert manager.load_manifest(P, "s") == before  # refused: nothing changed
+
+    result = PhaseRunner(manager, changed, agents, allow_workflow_change=True).run(P, "s")
+    assert result.status == "awaiting_review"
+    assert manager.load_manifest(P, "s").workflow_fingerprint == changed.fingerprint()
+    assert manager.session_workflow(P, "s") == changed
 
 
 # ------------------------------------------------------------------- YAML workflows

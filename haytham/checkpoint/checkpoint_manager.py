@@ -21,7 +21,9 @@ from haytham._reader import decode
 from haytham.checkpoint.doctor import Finding, check_session
 from haytham.checkpoint.scan import SessionSummary, kind_of, list_sessions, session_dirs, session_files
 from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST, DocumentFormat
+from haytham.documents.feedback import rewrite_fields
 from haytham.errors import (
+    DocumentError,
     HaythamError,
     InvalidArgumentError,
     Issue,
@@ -151,6 +153,7 @@ class CheckpointManager:
                 project_id=project_id,
                 user_id=user_id,
                 workflow_type=workflow.name,
+                workflow_fingerprint=workflow.fingerprint(),
                 execution_mode=execution_mode,
                 created=now,
                 last_updated=now,
@@ -342,6 +345,38 @@ class CheckpointManager:
             self._write(FEEDBACK, path, record)
         return path
 
+    def session_workflow(self, project_id: str, session_id: str) -> Workflow:
+        """The workflow a session runs: its own saved copy, else the registered one by name."""
+        return self._open(project_id, session_id).workflow
+
+    def change_workflow(self, project_id: str, session_id: str, workflow: Workflow) -> None:
+        """Move a session to a new definition of its workflow (an explicit, recorded choice).
+
+        The manifest's Workflow Type and Fingerprint are updated and its phase table is
+        recomputed for the new phases; saved phase files are kept.
+        """
+        session = self._open(project_id, session_id)
+        workflow.phases_for(session.manifest.execution_mode)
+        with self._lock(session.directory, project_id, session_id):
+            session = self._open(project_id, session_id)
+            own_copy = session.directory / WORKFLOW_FILE
+            if BUILTIN_WORKFLOWS.get(workflow.name) != workflow:
+                _storage.atomic_write(own_copy, dump_workflow(workflow))
+            else:
+                own_copy.unlink(missing_ok=True)
+            manifest = dataclasses.replace(
+                session.manifest, workflow_type=workflow.name, workflow_fingerprint=workflow.fingerprint()
+            )
+            moved = _Session(
+                self.base_dir,
+                session.directory,
+                manifest,
+                workflow,
+                workflow.phases_for(manifest.execution_mode),
+            )
+            self._write(MANIFEST, session.directory / MANIFEST_FILE, manifest)
+            self._sync_manifest(moved)
+
     def start_attempt(self, project_id: str, session_id: str, phase_num: int) -> int:
         """Keep the phase's current attempt in ``attempts/{n}/`` and open attempt ``n + 1``.
 
@@ -408,6 +443,54 @@ class CheckpointManager:
         if current is not None:
             attempts.append(_load_attempt(current.retry_count + 1, directory))
         return attempts
+
+    def update_feedback(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        *,
+        reviewed: bool | None = None,
+        approved: bool | None = None,
+        action: str | None = None,
+        retry_count: int | None = None,
+    ) -> UserFeedback:
+        """Change only the given fields of a (possibly hand-edited) user_feedback.md.
+
+        Every other byte a person wrote (comments, changes, extra sections, their spelling of
+        labels and line endings) is kept. A file that does not parse is left alone and its
+        error raised.
+        """
+        updates: dict[str, bool | int | str] = {}
+        for key, flag in (("reviewed", reviewed), ("approved", approved)):
+            if flag is not None:
+                if not isinstance(flag, bool):
+                    raise InvalidArgumentError(f"{key} must be True or False, got {flag!r}", field=key)
+                updates[key] = flag
+        if action is not None:
+            _check_choice("action", action, FEEDBACK_ACTIONS)
+            updates["action"] = action
+        if retry_count is not None:
+            _check_count("retry_count", retry_count)
+            updates["retry_count"] = retry_count
+        session = self._open(project_id, session_id)
+        session.phase(phase_num)
+        with self._lock(session.directory, project_id, session_id):
+            path = session.phase_dir(phase_num) / FEEDBACK_FILE
+            before = self._load(FEEDBACK, path, NotFoundError, f"phase {phase_num} has no feedback")
+            raw = path.read_bytes().decode("utf-8")
+            text = rewrite_fields(raw, updates)
+            after = FEEDBACK.parse(decode(text.encode("utf-8"), path), path)
+            expected = dataclasses.replace(before, **updates)  # type: ignore[arg-type]
+            if after != expected:
+                raise DocumentError(
+                    f"rewriting {sorted(updates)} would change more than those fields; the file "
+                    "was left as it is",
+                    path=path,
+                )
+            if text != raw:
+                _storage.atomic_write(path, text)
+        return after
 
     # ---------------------------------------------------------------- reading
 

@@ -16,6 +16,7 @@ from haytham import _values as v
 from haytham._markdown import Section, iter_unfenced_lines
 from haytham._reader import Reader, find_fence
 from haytham.documents.base import DocumentFormat
+from haytham.errors import InvalidArgumentError
 from haytham.records import UserFeedback
 
 TITLE = "User Feedback: "
@@ -54,10 +55,10 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
         }
         action_section = reader.section("Action Taken", required=False)
         action = reader.fields(action_section)
-        data["action"] = take(action, "action", _read_action, default="approved", required=False)
+        data["action"] = take(action, "action", _read_action, required=False)
         data["retry_count"] = take(action, "retry_count", v.read_int, default=0, required=False)
         if data["action"] is None:
-            data["action"] = "approved" if data["approved"] is True else "retry"
+            data["action"] = _implied_action(data["reviewed"], data["approved"])
         return data
 
     def _build(self, data: dict[str, Any]) -> UserFeedback:
@@ -92,6 +93,63 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
             f"- Retry Count: {record.retry_count}",
         ]
         return "\n".join(lines) + "\n"
+
+
+def _implied_action(reviewed: object, approved: object) -> str:
+    """The action a file without one means: nothing yet, approval, or a retry."""
+    if reviewed is not True:
+        return "pending"
+    return "approved" if approved is True else "retry"
+
+
+_VALUE = re.compile(
+    r"(?P<head>[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[[ xX]?\][ \t]*)?[^:\r]*:[ \t]*)(?P<value>[^\r]*)"
+)
+_BOX = re.compile(r"(?P<head>[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[)(?P<value>[ xX]?)(?=\])")
+
+
+def rewrite_fields(text: str, updates: Mapping[str, bool | int | str]) -> str:
+    """``text`` with only the named fields' values replaced, every other byte kept.
+
+    ``updates`` maps record attributes (``action``, ``retry_count``, ``reviewed``,
+    ``approved``) to new values. A person's spelling of the label, bullet, checkbox, line
+    ending and everything else in the file stay as they were; a missing Action or Retry
+    Count is added to ``## Action Taken`` (created at the end if the file has none).
+    """
+    reader = Reader(text.replace("\r\n", "\n"), None, FEEDBACK.labels)
+    FEEDBACK._collect(reader)
+    lines = text.split("\n")
+    newline = "\r\n" if text.count("\r\n") == text.count("\n") and "\r\n" in text else "\n"
+    missing: list[str] = []
+    for attr, value in updates.items():
+        written = v.write_bool(value) if isinstance(value, bool) else str(value)
+        number = reader.lines.get((attr,))
+        if number is None:
+            missing.append(f"- {FEEDBACK.labels[attr]}: {written}")
+            continue
+        line = lines[number - 1]
+        value_match = _VALUE.match(line)
+        if value_match is not None:
+            end = "\r" if line.endswith("\r") else ""
+            lines[number - 1] = value_match.group("head") + written + end
+        else:
+            box = _BOX.match(line)
+            if box is None or not isinstance(value, bool):
+                raise InvalidArgumentError(f"line {number} ({line!r}) cannot hold {value!r}", field=attr)
+            lines[number - 1] = box.group("head") + ("x" if value else " ") + line[box.end() :]
+    if missing:
+        end = "\r" if newline == "\r\n" else ""
+        added = [line + end for line in missing]
+        section = reader.document.find("Action Taken")
+        if section is None:
+            while lines and lines[-1] in ("", "\r"):
+                lines.pop()
+            lines += [end, "## Action Taken" + end, *added, ""]
+        else:
+            filled = section.body.rstrip("\n").split("\n") if section.body.strip() else []
+            position = section.body_line - 1 + len(filled)
+            lines[position:position] = added
+    return "\n".join(lines)
 
 
 def _read_action(raw: str) -> str | None:

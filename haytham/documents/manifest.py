@@ -25,6 +25,7 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
         "project_id": "Project ID",
         "user_id": "User ID",
         "workflow_type": "Workflow Type",
+        "workflow_fingerprint": "Workflow Fingerprint",
         "execution_mode": "Execution Mode",
         "created": "Created",
         "last_updated": "Last Updated",
@@ -52,6 +53,7 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
             data[attr] = reader.take(meta, attr, v.read_text, default="", section=meta_section)
         for attr in ("created", "last_updated", "status"):
             data[attr] = reader.take(meta, attr, v.read_text, default="", section=meta_section)
+        data["workflow_fingerprint"] = reader.take(meta, "workflow_fingerprint", v.read_text, required=False)
         data["phases"] = _read_table(reader)
 
         current_section = reader.section("Current Phase")
@@ -93,6 +95,11 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
             f"- Project ID: {record.project_id}",
             f"- User ID: {record.user_id}",
             f"- Workflow Type: {v.write_text(record.workflow_type)}",
+            *(
+                [f"- Workflow Fingerprint: {v.write_text(record.workflow_fingerprint)}"]
+                if record.workflow_fingerprint
+                else []
+            ),
             f"- Execution Mode: {v.write_text(record.execution_mode)}",
             f"- Created: {record.created}",
             f"- Last Updated: {record.last_updated}",

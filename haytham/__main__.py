@@ -1,0 +1,6 @@
+"""``python -m haytham``: the same command line as the ``haytham`` executable."""
+
+from haytham.cli import main
+
+if __name__ == "__main__":
+    main()
