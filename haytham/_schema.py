@@ -11,7 +11,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-SCHEMA_KINDS = ("manifest", "checkpoint", "agent_output", "feedback", "project")
+SCHEMA_KINDS = ("manifest", "checkpoint", "agent_output", "feedback", "history_entry", "project", "workflow")
 
 
 @cache

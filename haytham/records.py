@@ -84,6 +84,8 @@ class SessionManifest:
     workflow_fingerprint: str | None = None
     """``sha256:...`` of the workflow definition the session was created with (None in
     sessions written before haytham recorded it)."""
+    history_head: str | None = None
+    """The id of the newest history entry, the parent of the next one."""
 
 
 @dataclass(frozen=True)
@@ -162,3 +164,25 @@ class UserFeedback:
     requested_changes: tuple[str, ...]
     action: FeedbackAction
     retry_count: int
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One checkpoint save, as the session's history keeps it (``history/*.md``)."""
+
+    entry_id: str
+    """A 12-hex-digit hash of the entry's content and parent: stable across machines."""
+    parent: str | None
+    """The entry saved just before this one in the session, None for the first."""
+    phase_number: int
+    phase_name: str
+    attempt: int
+    """1 for the first run of the phase, 2 after its first retry, ..."""
+    status: PhaseStatus
+    timestamp: str
+    name: str | None
+    """An optional name given to this save, to find it again (``history(name=...)``)."""
+    reason: str | None
+    """An optional note on why the save was made."""
+    checkpoint_text: str
+    """The checkpoint.md this save wrote, exactly."""

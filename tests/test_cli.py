@@ -409,15 +409,15 @@ def test_show_prints_outputs_raw_when_piped_and_as_json(base: Path, awaiting: Pa
 def test_validate_is_quiet_on_good_files_and_locates_a_broken_one(base: Path, awaiting: Path) -> None:
     ok = run(base, "validate")
     assert ok.exit_code == 0
-    assert ok.output.startswith("OK: 4 session files in 1 sessions, no problems")
-    assert run_json(base, "validate") == {"ok": True, "files": 4, "sessions": 1, "issues": []}
+    assert ok.output.startswith("OK: 6 session files in 1 sessions, no problems")
+    assert run_json(base, "validate") == {"ok": True, "files": 6, "sessions": 1, "issues": []}
     checkpoint = awaiting.parent / "checkpoint.md"
     checkpoint.write_text(checkpoint.read_text().replace("- Retry Count: 0", "- Retry Count: lots"))
     line = checkpoint.read_text().splitlines().index("- Retry Count: lots") + 1
     bad = run(base, "validate")
     assert bad.exit_code == 1
     assert bad.output.splitlines()[0].startswith(f"{checkpoint}:{line}: Retry Count: ")
-    assert bad.output.splitlines()[-1] == "1 problem in 1 of 4 files"
+    assert bad.output.splitlines()[-1] == "1 problem in 1 of 6 files"
     data = run_json(base, "validate", code=1)
     assert_documented("validate", data | {"issues": data["issues"]})
     assert data["issues"][0] == {

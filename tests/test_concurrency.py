@@ -13,7 +13,7 @@ import pytest
 from workers import PHASES, PROJECT, SESSION, content
 
 from haytham import CheckpointManager, HaythamError, LockTimeout
-from haytham.documents import AGENT_OUTPUT, CHECKPOINT, MANIFEST
+from haytham.checkpoint.scan import kind_of
 
 WORKER = Path(__file__).resolve().parent / "workers.py"
 PROCESSES, SAVES = 8, 50
@@ -35,9 +35,8 @@ def test_eight_processes_saving_at_once_lose_nothing_and_tear_nothing(tmp_path: 
     def read_continuously() -> None:
         while not stop.is_set():
             for path in session.rglob("*.md"):
-                kind = {"checkpoint.md": CHECKPOINT, "session_manifest.md": MANIFEST}.get(
-                    path.name, AGENT_OUTPUT
-                )
+                kind = kind_of(path)
+                assert kind is not None, path
                 _, issues = kind.read_path(path)
                 reads[0] += 1
                 if issues:

@@ -18,9 +18,10 @@ from haytham import _progress, _storage
 from haytham._clock import Clock, format_timestamp, parse_timestamp, utc_now
 from haytham._names import check_agent_name, check_inside, check_name, check_no_case_twin
 from haytham._reader import decode
+from haytham.checkpoint import history
 from haytham.checkpoint.doctor import Finding, check_session
 from haytham.checkpoint.scan import SessionSummary, kind_of, list_sessions, session_dirs, session_files
-from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST, DocumentFormat
+from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
 from haytham.documents.feedback import rewrite_fields
 from haytham.errors import (
     DocumentError,
@@ -33,12 +34,14 @@ from haytham.errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
+from haytham.events import Event, EventBus
 from haytham.records import (
     FEEDBACK_ACTIONS,
     PHASE_STATUSES,
     RUN_STYLES,
     AgentOutput,
     AgentRun,
+    HistoryEntry,
     PhaseCheckpoint,
     SessionManifest,
     UserFeedback,
@@ -89,6 +92,9 @@ class CheckpointManager:
         self.lock_timeout = lock_timeout
         self.workflows: dict[str, Workflow] = dict(BUILTIN_WORKFLOWS)
         self.workflows.update((w.name, w) for w in workflows)
+        self.events = EventBus()
+        self.on = self.events.on
+        """Subscribe to an event: ``manager.on("phase_completed", callback)`` or as a decorator."""
 
     # ------------------------------------------------------------------ paths
 
@@ -180,12 +186,20 @@ class CheckpointManager:
         retry_count: int = 0,
         execution_mode: str = "single",
         errors: Sequence[str] | None = None,
+        *,
+        name: str | None = None,
+        reason: str | None = None,
     ) -> Path:
-        """Write the phase's checkpoint.md and bring the manifest up to date.
+        """Write the phase's checkpoint.md, add it to the history, update the manifest.
 
         Missing times are filled in sensibly: ``started`` keeps the previous checkpoint's,
-        ``completed`` is now for a finished phase, and ``duration`` is the difference.
+        ``completed`` is now for a newly finished phase (and kept when the status is saved
+        again), and ``duration`` is the difference. Saving exactly what is already there
+        changes no byte. ``name`` and ``reason`` label the history entry.
         """
+        for key, label in (("name", name), ("reason", reason)):
+            if label is not None and not isinstance(label, str):
+                raise InvalidArgumentError(f"{key} must be a string or None, got {label!r}", field=key)
         _check_choice("status", status, PHASE_STATUSES)
         _check_choice("execution_mode", execution_mode, RUN_STYLES)
         _check_count("retry_count", retry_count)
@@ -208,7 +222,8 @@ class CheckpointManager:
             if started is None and status != "pending":
                 started = previous.started if previous and previous.started else now
             if completed is None and status in ("completed", "failed", "skipped"):
-                completed = now
+                same = previous is not None and previous.status == status and previous.completed
+                completed = previous.completed if same and previous else now
             if duration is None and started and completed:
                 duration = _seconds_between(started, completed)
             position = session.phases.index(phase)
@@ -233,12 +248,46 @@ class CheckpointManager:
                 cost=_round(_sum(run.cost for run in runs), 4),
                 errors=error_list,
             )
+            if previous == record and name is None and reason is None:
+                return path  # the same data again: no byte changes, no history entry
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
             _storage.remove_leftovers(session.directory)
-            self._write(CHECKPOINT, path, record)
-            self._sync_manifest(session)
+            before_status = session.manifest.status
+            manifest = self._write_checkpoint(session, path, record, now, name, reason)
+        events = [Event("checkpoint_saved", project_id, session_id, phase.number, path, {"status": status})]
+        if status == "completed":
+            events.append(Event("phase_completed", project_id, session_id, phase.number, path))
+        if manifest.status == "completed" and before_status != "completed":
+            events.append(Event("session_completed", project_id, session_id, None, session.directory))
+        self.events.emit(events)
         return path
+
+    def _write_checkpoint(
+        self,
+        session: _Session,
+        path: Path,
+        record: PhaseCheckpoint,
+        now: str,
+        name: str | None = None,
+        reason: str | None = None,
+    ) -> SessionManifest:
+        """Write a checkpoint, its history entry and the manifest (the caller holds the lock)."""
+        self._write(CHECKPOINT, path, record)
+        entry = history.make_entry(
+            session.manifest.history_head,
+            record.phase_number,
+            record.phase_name,
+            record.retry_count + 1,
+            record.status,
+            now,
+            CHECKPOINT.render(record),
+            name,
+            reason,
+        )
+        _storage.make_dirs(session.directory / history.HISTORY_DIR)
+        self._write(HISTORY_ENTRY, session.directory / history.HISTORY_DIR / history.file_name(entry), entry)
+        return self._sync_manifest(session, head=entry.entry_id)
 
     def save_agent_output(
         self,
@@ -301,7 +350,22 @@ class CheckpointManager:
             _storage.remove_leftovers(directory)
             check_no_case_twin(directory, f"{agent_name}.md", "agent_name")
             path = directory / f"{agent_name}.md"
+            existing = self._load_optional(AGENT_OUTPUT, path)
+            if existing is not None and dataclasses.replace(existing, executed=record.executed) == record:
+                return path  # the same output again: no byte changes
             self._write(AGENT_OUTPUT, path, record)
+        self.events.emit(
+            [
+                Event(
+                    "agent_output_saved",
+                    project_id,
+                    session_id,
+                    phase.number,
+                    path,
+                    {"agent_name": agent_name, "status": status},
+                )
+            ]
+        )
         return path
 
     def save_user_feedback(
@@ -342,7 +406,22 @@ class CheckpointManager:
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
             path = directory / FEEDBACK_FILE
+            existing = self._load_optional(FEEDBACK, path)
+            if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
+                return path  # the same review again: no byte changes
             self._write(FEEDBACK, path, record)
+        self.events.emit(
+            [
+                Event(
+                    "feedback_saved",
+                    project_id,
+                    session_id,
+                    phase.number,
+                    path,
+                    {"approved": approved, "action": action},
+                )
+            ]
+        )
         return path
 
     def session_workflow(self, project_id: str, session_id: str) -> Workflow:
@@ -423,10 +502,15 @@ class CheckpointManager:
                 cost=None,
                 errors=(),
             )
-            self._write(CHECKPOINT, directory / CHECKPOINT_FILE, fresh)
+            self._write_checkpoint(
+                session,
+                directory / CHECKPOINT_FILE,
+                fresh,
+                fresh.started or self._now(),
+                reason=f"attempt {number + 1} after review",
+            )
             (directory / FEEDBACK_FILE).unlink(missing_ok=True)
             _storage.fsync_dir(directory)
-            self._sync_manifest(session)
         return number + 1
 
     def load_attempts(self, project_id: str, session_id: str, phase_num: int) -> list[Attempt]:
@@ -491,6 +575,46 @@ class CheckpointManager:
             if text != raw:
                 _storage.atomic_write(path, text)
         return after
+
+    def history(
+        self,
+        project_id: str,
+        session_id: str,
+        *,
+        phase: int | None = None,
+        status: str | None = None,
+        name: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> list[HistoryEntry]:
+        """The session's history entries, oldest first, matching every criterion given."""
+        session = self._open(project_id, session_id)
+        if phase is not None:
+            session.phase(phase)
+        if status is not None:
+            _check_choice("status", status, PHASE_STATUSES)
+        since = _check_timestamp("since", since)
+        until = _check_timestamp("until", until)
+        entries, _ = history.read_entries(session.directory)
+        return history.select(entries, phase=phase, status=status, name=name, since=since, until=until)
+
+    def history_entry(self, project_id: str, session_id: str, entry_id: str) -> HistoryEntry:
+        """One entry by id (a unique prefix is enough); the latest with ``name=`` otherwise."""
+        entries = self.history(project_id, session_id)
+        found = [e for e in entries if e.entry_id.startswith(entry_id)] if entry_id else []
+        if len(found) != 1:
+            what = "no" if not found else "more than one"
+            raise NotFoundError(f"{what} history entry of {project_id}/{session_id} matches {entry_id!r}")
+        return found[0]
+
+    def entry_state(
+        self, project_id: str, session_id: str, entry: HistoryEntry
+    ) -> tuple[PhaseCheckpoint, dict[str, str]]:
+        """What an entry recorded: its checkpoint, and the outputs of that attempt."""
+        checkpoint = CHECKPOINT.parse(entry.checkpoint_text)
+        attempts = self.load_attempts(project_id, session_id, entry.phase_number)
+        outputs = next((a.outputs for a in attempts if a.number == entry.attempt), {})
+        return checkpoint, outputs
 
     # ---------------------------------------------------------------- reading
 
@@ -620,6 +744,7 @@ class CheckpointManager:
                 unreadable.add(phase.number)
         derived = _progress.derive(manifest, session.phases, checkpoints)
         issues += _disagreements(manifest_path, manifest, derived, unreadable)
+        issues += history.read_entries(directory)[1]
         return issues
 
     def list_sessions(
@@ -728,12 +853,15 @@ class CheckpointManager:
                 found[phase.number] = record
         return found
 
-    def _sync_manifest(self, session: _Session, *, repair_only: bool = False) -> SessionManifest:
+    def _sync_manifest(
+        self, session: _Session, *, repair_only: bool = False, head: str | None = None
+    ) -> SessionManifest:
         """Recompute the manifest's progress from the checkpoints; write it if it changed.
 
         ``repair_only`` is the read path: it takes the lock only when a repair is needed.
         """
-        derived = _progress.derive(session.manifest, session.phases, self._checkpoints(session))
+        base = session.manifest if head is None else dataclasses.replace(session.manifest, history_head=head)
+        derived = _progress.derive(base, session.phases, self._checkpoints(session))
         if repair_only:
             if _progress.same_progress(session.manifest, derived):
                 return session.manifest

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST, DocumentFormat
+from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
 from haytham.errors import Issue
 
 MANIFEST_FILE = "session_manifest.md"
@@ -91,6 +91,8 @@ def kind_of(path: Path) -> DocumentFormat[object] | None:
         return None
     if path.name == MANIFEST_FILE:
         return MANIFEST  # type: ignore[return-value]
+    if path.parent.name == "history":
+        return HISTORY_ENTRY  # type: ignore[return-value]
     if not (path.parent.name.startswith("phase_") or path.parent.parent.name == "attempts"):
         return None
     if path.name == "checkpoint.md":

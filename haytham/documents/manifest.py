@@ -26,6 +26,7 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
         "user_id": "User ID",
         "workflow_type": "Workflow Type",
         "workflow_fingerprint": "Workflow Fingerprint",
+        "history_head": "History Head",
         "execution_mode": "Execution Mode",
         "created": "Created",
         "last_updated": "Last Updated",
@@ -54,6 +55,7 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
         for attr in ("created", "last_updated", "status"):
             data[attr] = reader.take(meta, attr, v.read_text, default="", section=meta_section)
         data["workflow_fingerprint"] = reader.take(meta, "workflow_fingerprint", v.read_text, required=False)
+        data["history_head"] = reader.take(meta, "history_head", v.read_text, required=False)
         data["phases"] = _read_table(reader)
 
         current_section = reader.section("Current Phase")
@@ -104,6 +106,7 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
             f"- Created: {record.created}",
             f"- Last Updated: {record.last_updated}",
             f"- Status: {record.status}",
+            *([f"- History Head: {record.history_head}"] if record.history_head else []),
             "",
             "## Phase Status",
             "",

@@ -1,0 +1,104 @@
+"""A session's history: one immutable file per checkpoint save under ``history/``.
+
+Entries are only ever added, one small file each, so saving costs the same however long
+the history is, ``git clone`` carries it, and two machines adding entries never touch the
+same file. The parent links give the order; the manifest's ``History Head`` names the
+newest entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from haytham._clock import parse_timestamp
+from haytham.documents import HISTORY_ENTRY
+from haytham.errors import Issue
+from haytham.records import HistoryEntry, PhaseStatus
+
+HISTORY_DIR = "history"
+
+
+def make_entry(
+    parent: str | None,
+    phase_number: int,
+    phase_name: str,
+    attempt: int,
+    status: PhaseStatus,
+    timestamp: str,
+    checkpoint_text: str,
+    name: str | None = None,
+    reason: str | None = None,
+) -> HistoryEntry:
+    """A new entry whose id hashes everything it records, its parent included."""
+    content = [parent, phase_number, phase_name, attempt, status, timestamp, name, reason, checkpoint_text]
+    digest = hashlib.sha256(json.dumps(content).encode("utf-8")).hexdigest()[:12]
+    return HistoryEntry(
+        digest, parent, phase_number, phase_name, attempt, status, timestamp, name, reason, checkpoint_text
+    )
+
+
+def file_name(entry: HistoryEntry) -> str:
+    """``20241124T100000Z_3f2a9c1b04de.md``: sorts by time in a listing, unique by id."""
+    compact = entry.timestamp.replace("-", "").replace(":", "")
+    return f"{compact}_{entry.entry_id}.md"
+
+
+def read_entries(session_dir: Path) -> tuple[list[HistoryEntry], list[Issue]]:
+    """Every entry of the session in history order (parents before children), and issues."""
+    directory = session_dir / HISTORY_DIR
+    entries: list[HistoryEntry] = []
+    issues: list[Issue] = []
+    for path in sorted(directory.glob("*.md")) if directory.is_dir() else ():
+        entry, found = HISTORY_ENTRY.read_path(path)
+        if entry is None:
+            issues += found
+        else:
+            entries.append(entry)
+    return in_order(entries), issues
+
+
+def in_order(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
+    """Parents before children; siblings (a fork in the chain) by time, then id."""
+    pending = sorted(entries, key=lambda e: (e.timestamp, e.entry_id))
+    known = {e.entry_id for e in pending}
+    placed: set[str] = set()
+    ordered: list[HistoryEntry] = []
+    while pending:
+        ready = [e for e in pending if e.parent is None or e.parent in placed or e.parent not in known]
+        if not ready:  # a cycle can only come from hand edits; keep every entry anyway
+            ready = pending[:1]
+        for entry in ready:
+            ordered.append(entry)
+            placed.add(entry.entry_id)
+        pending = [e for e in pending if e.entry_id not in placed]
+    return ordered
+
+
+def select(
+    entries: Iterable[HistoryEntry],
+    *,
+    phase: int | None = None,
+    status: str | None = None,
+    name: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> list[HistoryEntry]:
+    """The entries that match every criterion given; times are ISO 8601, ``until`` inclusive."""
+    low = parse_timestamp(since) if since else None
+    high = parse_timestamp(until) if until else None
+    chosen = []
+    for entry in entries:
+        moment = parse_timestamp(entry.timestamp)
+        if phase is not None and entry.phase_number != phase:
+            continue
+        if status is not None and entry.status != status:
+            continue
+        if name is not None and entry.name != name:
+            continue
+        if (low and moment < low) or (high and moment > high):
+            continue
+        chosen.append(entry)
+    return chosen
