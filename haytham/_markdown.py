@@ -9,6 +9,8 @@ which mistune's tokens do not carry, and turns the result into frozen dataclasse
 from __future__ import annotations
 
 import bisect
+import functools
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -105,9 +107,17 @@ _PARSER = _make_parser()
 _WS = re.compile(r"\s+")
 
 
+_NORMALISED: dict[str, str] = {}
+
+
 def normalise_label(label: str) -> str:
     """Labels compare without regard to case or runs of white space."""
-    return _WS.sub(" ", label).strip().casefold()
+    found = _NORMALISED.get(label)
+    if found is None:
+        found = _WS.sub(" ", label).strip().casefold()
+        if len(label) <= 200 and len(_NORMALISED) < 4096:  # the few labels files use, kept
+            _NORMALISED[label] = found
+    return found
 
 
 def _inline_text(children: list[dict[str, Any]]) -> str:
@@ -122,8 +132,36 @@ def _inline_text(children: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
+FAST_PATH = True
+"""Whether ``parse_document`` may use the line scanner (tests turn it off to compare paths)."""
+
+
 def parse_document(text: str) -> Document:
     """Split ``text`` into its title and its level-1/2 sections.
+
+    Files in the simple shape haytham writes go through a line scanner (``_fast_headings``)
+    that finds exactly the headings mistune would; anything it does not fully understand
+    goes to mistune (``parse_with_mistune``). Both give the same Document.
+    """
+    found = _fast_headings(text) if FAST_PATH else None
+    if found is None:
+        return parse_with_mistune(text)
+    sections: list[Section] = []
+    line = 1
+    counted = 0
+    for index, (start, level, title) in enumerate(found):
+        end = found[index + 1][0] if index + 1 < len(found) else len(text)
+        newline = text.find("\n", start)
+        heading_end = len(text) if newline < 0 else newline + 1
+        line += text.count("\n", counted, start)
+        body_line = line + (newline >= 0)
+        counted = start
+        sections.append(Section(title, title, level, line, text[heading_end:end], body_line))
+    return _document(text, sections, found[0][0] if found else len(text))
+
+
+def parse_with_mistune(text: str) -> Document:
+    """``parse_document`` by mistune alone: any text, however it is written.
 
     Lines end at LF only. mistune would also end a line at a lone CR, and its offsets would
     then drift, so it parses a copy with each CR turned into a space (same length); bodies are
@@ -152,10 +190,91 @@ def parse_document(text: str) -> Document:
                 body_line=bisect.bisect_right(line_starts, heading_end),
             )
         )
-    preamble_end = heads[0][0] if heads else len(text)
+    return _document(text, sections, heads[0][0] if heads else len(text))
+
+
+def _document(text: str, sections: list[Section], preamble_end: int) -> Document:
     title = sections[0] if sections and sections[0].level == 1 else None
     rest = tuple(sections[1:] if title else sections)
     return Document(title=title, sections=rest, preamble=text[:preamble_end])
+
+
+# The line scanner. It accepts a document only when every line outside fenced code is of a
+# kind whose meaning cannot depend on CommonMark's finer rules, so that its headings are
+# exactly mistune's; on anything else it returns None and mistune decides. Accepted outside
+# fences (a whitelist; each line matches at most one kind):
+#   - blank lines (spaces and tabs only);
+#   - paragraph lines starting with a character that starts no block (not white space, `#`,
+#     `>`, `<`, a backtick, `~`, `-`, `*`, `+`, `=`, `_`, `[`, `]`, `\` or a digit), or with a
+#     number not followed by `.` or `)`;
+#   - list items `- x`, `* x`, `+ x`, `1. x`, `1) x` whose text starts the same way (or is a
+#     checkbox `[x]` not followed by `:`);
+#   - lines indented by spaces whose text starts the same way;
+#   - headings `# Title` / `## Title` of plain words (letters, digits, single spaces,
+#     punctuation that is not markdown, `_` only inside a word), and `###...` lines (level 3
+#     and more are not sections).
+# Fences open at the start of a line and close as mistune closes them. Anything else (HTML,
+# block quotes, setext underlines, thematic breaks, indented or nested fences, tabs before
+# text, link reference definitions, CR, control characters, a BOM) sends the whole document
+# to mistune.
+_UNSAFE_CHARS = re.compile("[\\x00-\\x08\\x0b-\\x1f\\x7f\\x85\\u2028\\u2029\\ufeff]")
+_TITLE_CHAR = r"""(?:[^\W_]|[:.,()'"/+=?%;@$-]|(?<=[^\W_])_(?=[^\W_]))"""
+_SAFE_TITLE = rf"{_TITLE_CHAR}+(?: {_TITLE_CHAR}+)*"
+_PLAIN_FIRST = r"[^\s#><`~\-*+=_\[\]\\\d]"
+_NUMBER = r"\d+(?![\d.)])"
+_TEXT_FIRST = rf"(?:{_PLAIN_FIRST}|{_NUMBER}|\[[ xX]?\](?!:))"
+_SAFE_LINE = (
+    rf"(?:[-*+] {_TEXT_FIRST}[^\n]*"
+    rf"|\d{{1,9}}[.)] {_TEXT_FIRST}[^\n]*"
+    rf"|{_PLAIN_FIRST}[^\n]*"
+    rf"|{_NUMBER}[^\n]*"
+    rf"|#{{1,2}} {_SAFE_TITLE}"
+    rf"|###[^\n]*"
+    rf"| +(?:{_PLAIN_FIRST}|{_NUMBER})[^\n]*"
+    rf"|[ \t]*)"
+)
+_SAFE_REGION = re.compile(rf"(?:{_SAFE_LINE}\n)*{_SAFE_LINE}")
+_HEADING_START = re.compile(r"\n#")
+_FAST_FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*(.*)$", re.M)
+
+
+@functools.lru_cache(maxsize=64)
+def _fence_closer(marker: str) -> re.Pattern[str]:
+    """mistune's own closing-line pattern for a fence opened by ``marker``."""
+    return re.compile(r"^ {0,3}" + re.escape(marker[0]) + "{" + str(len(marker)) + r",}[ \t]*(?:\n|$)", re.M)
+
+
+def _fast_headings(text: str) -> list[tuple[int, int, str]] | None:
+    """``(offset, level, title)`` of each level-1/2 heading, or None to let mistune decide."""
+    if _UNSAFE_CHARS.search(text):
+        return None
+    found: list[tuple[int, int, str]] = []
+    position = 0
+    size = len(text)
+    fenced = "```" in text or "~~~" in text
+    while position <= size:
+        opener = _FAST_FENCE.search(text, position) if fenced else None
+        stop = size if opener is None else opener.start()
+        if _SAFE_REGION.fullmatch(text, position, stop) is None:
+            return None
+        starts = [m.start() + 1 for m in _HEADING_START.finditer(text, position, stop)]
+        if text.startswith("#", position) and position < stop:
+            starts.insert(0, position)
+        for start in starts:
+            level = 1 if text.startswith("# ", start) else 2 if text.startswith("## ", start) else 0
+            if level:
+                end = text.find("\n", start, stop)
+                found.append((start, level, text[start + level + 1 : stop if end < 0 else end]))
+        if opener is None:
+            break
+        marker, info = opener.group(1), opener.group(2)
+        if marker[0] == "`" and "`" in info:
+            return None
+        closer = _fence_closer(marker).search(text, opener.end() + 1)
+        if closer is None:
+            break
+        position = closer.end()
+    return found
 
 
 _ATX_OPEN = re.compile(r" {0,3}#{1,6}(?=[ \t]|$)")
@@ -197,6 +316,12 @@ _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})([^\n]*)")
 
 def iter_unfenced_lines(body: str, first_line: int) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, line)`` for the lines of ``body`` outside fenced code blocks."""
+    if len(body) <= 65536 and "```" not in body and "~~~" not in body:
+        return zip(itertools.count(first_line), body.split("\n"))  # no fence can open
+    return _iter_unfenced_lines(body, first_line)
+
+
+def _iter_unfenced_lines(body: str, first_line: int) -> Iterator[tuple[int, str]]:
     fence: str | None = None
     for offset, line in enumerate(_lazy_lines(body)):
         if fence is None:

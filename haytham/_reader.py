@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from jsonschema.exceptions import ValidationError
 
@@ -41,8 +40,7 @@ def decode(data: bytes, path: Path | None) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(NamedTuple):
     """One ``- Label: value`` line of a section."""
 
     label: str
@@ -110,12 +108,16 @@ class Reader:
         found: dict[str, Field] = {}
         if section is None:
             return found
+        item_match = _ITEM.match
         for line_number, line in iter_unfenced_lines(section.body, section.body_line):
-            item = _ITEM.match(line.rstrip("\r"))
+            item = item_match(line.rstrip("\r") if line.endswith("\r") else line)
             if item is None:
                 continue
-            content = (item.group(1) or "").strip()
-            checkbox = _CHECKBOX.fullmatch(content)
+            content = item.group(1)
+            if not content:
+                continue
+            content = content.strip()
+            checkbox = _CHECKBOX.fullmatch(content) if content.startswith("[") else None
             if checkbox:
                 label, colon, value = checkbox.group(2).partition(":")
                 if not colon:
@@ -124,11 +126,13 @@ class Reader:
                 label, colon, value = content.partition(":")
                 if not colon:
                     continue
-            key = label.strip() if exact else normalise_label(label)
-            if key in found:
-                self.error(line_number, label.strip(), f"appears again (first at line {found[key].line})")
+            label = label.strip()
+            key = label if exact else normalise_label(label)
+            first = found.get(key)
+            if first is not None:
+                self.error(line_number, label, f"appears again (first at line {first.line})")
                 continue
-            found[key] = Field(label.strip(), value.strip(), line_number)
+            found[key] = Field(label, value.strip(), line_number)
         return found
 
     def take(

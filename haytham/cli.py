@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from haytham import __version__
-from haytham.checkpoint.checkpoint_manager import FEEDBACK_FILE, WORKFLOW_FILE, CheckpointManager
+from haytham.checkpoint.checkpoint_manager import FEEDBACK_FILE, CheckpointManager
 from haytham.checkpoint.doctor import Finding
 from haytham.checkpoint.scan import SessionSummary, list_sessions, session_dirs, session_files
 from haytham.demo import (
@@ -41,15 +41,35 @@ from haytham.demo import (
     next_session_id,
     run_demo,
 )
-from haytham.errors import DocumentError, HaythamError, Issue
+from haytham.errors import HaythamError, Issue
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.runner import Agent, PhaseRunner
-from haytham.workflow import IDEA_VALIDATION, Workflow, load_workflow
+from haytham.runner import next_step as runner_next_step
+from haytham.workflow import IDEA_VALIDATION, load_workflow
 
 DEFAULT_BASE_DIR = "projects"
 BASE_DIR_ENVVAR = "HAYTHAM_BASE_DIR"
 SESSION_STATUSES = ("in_progress", "completed", "failed")
-COMMANDS = ("demo", "new", "list", "status", "show", "feedback", "resume", "validate", "doctor")
+COMMANDS = (
+    "demo",
+    "new",
+    "list",
+    "status",
+    "show",
+    "feedback",
+    "resume",
+    "validate",
+    "doctor",
+    "history",
+    "diff",
+    "fork",
+    "export",
+    "import",
+    "prune",
+    "stats",
+    "log",
+    "git",
+)
 """Every command, in the order docs/cli.md describes them."""
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -289,20 +309,8 @@ def _when(value: str | None) -> str:
 # -------------------------------------------------------------- session helpers
 
 
-def _session_workflow(manager: CheckpointManager, project: str, session: str) -> Workflow:
-    """The workflow a session runs: its own workflow.yaml copy, else the registered one."""
-    own_copy = manager.session_dir(project, session) / WORKFLOW_FILE
-    if own_copy.is_file():
-        return load_workflow(own_copy)
-    name = manager.load_manifest(project, session).workflow_type
-    workflow = manager.workflows.get(name)
-    if workflow is None:
-        raise click.ClickException(f"session {project}/{session} runs workflow {name!r}, which is not known")
-    return workflow
-
-
 @dataclasses.dataclass(frozen=True)
-class NextStep:
+class Advice:
     """What a person should do next with a session, and the command for it."""
 
     action: str
@@ -311,42 +319,28 @@ class NextStep:
     message: str
 
 
-def next_step(manager: CheckpointManager, project: str, session: str) -> NextStep:
-    """Walk the session's phases the way PhaseRunner does and say where it will stop.
-
-    The manifest's Current Phase does not know about review gates, so a phase that awaits
-    review is found from the workflow and the phase's feedback.
-    """
-    state = manager.load_session(project, session)
-    statuses: Mapping[int, str] = state["phase_statuses"]
+def next_step(manager: CheckpointManager, project: str, session: str) -> Advice:
+    """The library's next step for the session, said as a sentence with the command to run."""
+    step = runner_next_step(manager, project, session)
+    number = step.phase
     resume = _suggest("resume", project, session)
-    for phase in _session_workflow(manager, project, session).phases_for(state["execution_mode"]):
-        status = statuses.get(phase.number, "pending")
-        number = phase.number
-        if status == "skipped" or (status == "completed" and not phase.review):
-            continue
-        if status == "completed":
-            try:
-                feedback = manager.load_feedback(project, session, number)
-            except DocumentError as error:
-                return NextStep("fix", number, f"phase {number}'s feedback has a mistake: {error}")
-            if feedback is None or not feedback.reviewed:
-                path = manager.phase_dir(project, session, number) / FEEDBACK_FILE
-                approve = _suggest("feedback", project, session, str(number), "--approve")
-                return NextStep(
-                    "review", number, f"phase {number} awaits review: edit {path} or run {approve}"
-                )
-            if feedback.approved or feedback.action in ("approved", "skipped"):
-                continue
-            return NextStep("resume", number, f"phase {number} was sent back: run {resume} to run it again")
-        if status == "failed":
-            errors = manager.load_checkpoint(project, session, number).errors
-            why = f" ({'; '.join(errors)})" if errors else ""
-            return NextStep("resume", number, f"phase {number} failed{why}: fix the cause, then run {resume}")
-        verb = "was interrupted" if status == "in_progress" else "is ready to run"
-        return NextStep("resume", number, f"phase {number} ({phase.name}) {verb}: run {resume}")
-    show = _suggest("show", project, session)
-    return NextStep("done", None, f"every phase is done: read the results with {show}")
+    if step.reason == "invalid_feedback":
+        message = f"phase {number}'s feedback has a mistake: {step.detail}"
+    elif step.reason == "awaiting_review":
+        approve = _suggest("feedback", project, session, str(number), "--approve")
+        message = f"phase {number} awaits review: edit {step.feedback_file} or run {approve}"
+    elif step.reason == "sent_back":
+        message = f"phase {number} was sent back: run {resume} to run it again"
+    elif step.reason == "failed":
+        why = f" ({step.detail})" if step.detail else ""
+        message = f"phase {number} failed{why}: fix the cause, then run {resume}"
+    elif step.reason in ("interrupted", "ready"):
+        name = manager.session_workflow(project, session).phase(number).name
+        verb = "was interrupted" if step.reason == "interrupted" else "is ready to run"
+        message = f"phase {number} ({name}) {verb}: run {resume}"
+    else:
+        message = f"every phase is done: read the results with {_suggest('show', project, session)}"
+    return Advice(step.action, number, message)
 
 
 def _print_status(console: Console, manager: CheckpointManager, project: str, session: str) -> None:
@@ -367,13 +361,17 @@ def _print_status(console: Console, manager: CheckpointManager, project: str, se
         )
     _print_table(console, table)
     current = f"{state['current_phase']} {state['current_phase_name']}".strip()
+    advice = next_step(manager, project, session)
+    if advice.action == "review" and advice.phase is not None:
+        name = manager.session_workflow(project, session).phase(advice.phase).name
+        current = f"{advice.phase} {name} (awaiting review)"
     metrics = state["metrics"]
     click.echo(f"Current phase: {current}")
     click.echo(
         f"Totals: {metrics['total_tokens']} tokens, ${metrics['total_cost']:.4f}, "
         f"{_seconds(metrics['total_duration'])}"
     )
-    click.echo(f"Next: {next_step(manager, project, session).message}")
+    click.echo(f"Next: {advice.message}")
 
 
 # ---------------------------------------------------------------------- commands
@@ -587,7 +585,7 @@ def show(
     On a terminal the outputs are rendered as markdown; piped, they are left raw.
     """
     manager = CheckpointManager(base_dir)
-    workflow = _session_workflow(manager, project, session)
+    workflow = manager.session_workflow(project, session)
     if phase is None and agent is not None:
         mode = manager.load_manifest(project, session).execution_mode
         owners = [p.number for p in workflow.phases_for(mode) if agent in p.agents]
@@ -774,7 +772,7 @@ def resume(project: str, session: str, agents_spec: str | None, base_dir: Path, 
     """
     agents = _load_agents(agents_spec) if agents_spec else DEMO_AGENTS
     manager = CheckpointManager(base_dir)
-    workflow = _session_workflow(manager, project, session)
+    workflow = manager.session_workflow(project, session)
 
     def saved(phase: int, agent: str) -> None:
         if not as_json:
@@ -909,6 +907,22 @@ def doctor(project: str, session: str, fix: bool, base_dir: Path, as_json: bool)
             click.echo(f"Fixed all {len(findings)} findings")
     if unfixed:
         click.get_current_context().exit(1)
+
+
+def _register_extensions() -> None:
+    """Add the commands that live in their own modules (history, operations, git).
+
+    Those modules do not import this one, so they are imported here, after the group exists.
+    """
+    from haytham import cli_git, cli_history, cli_ops
+
+    for module in (cli_history, cli_ops, cli_git):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+        JSON_OUTPUT.update(module.JSON_OUTPUT)
+
+
+_register_extensions()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

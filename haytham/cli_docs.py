@@ -43,8 +43,8 @@ Each command parses its arguments, calls the library and prints.
 - **Output** on a terminal has colour, tables, rendered markdown and progress bars; piped
   or redirected it has none of them, and agent outputs are printed raw.
 - **`--json`** on the read commands (`list`, `status`, `show`, `resume`, `validate`,
-  `doctor`) prints one JSON object whose keys are listed under each command; keys are only
-  ever added.
+  `doctor`, `history`, `diff`, `prune`, `stats`, `log`) prints one JSON object whose keys
+  are listed under each command; keys are only ever added.
 - **pre-commit:** this repository ships a `haytham-validate` hook (`.pre-commit-hooks.yaml`)
   that runs `haytham validate` on the changed `.md` files.
 

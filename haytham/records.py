@@ -86,6 +86,8 @@ class SessionManifest:
     sessions written before haytham recorded it)."""
     history_head: str | None = None
     """The id of the newest history entry, the parent of the next one."""
+    forked_from: str | None = None
+    """``{session_id} at phase {n}`` for a session made by ``fork_session``, else None."""
 
 
 @dataclass(frozen=True)

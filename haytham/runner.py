@@ -87,6 +87,71 @@ class RunResult:
         return f"failed at phase {self.phase}: {self.error}"
 
 
+ReviewVerdict = Literal["awaiting", "approved", "sent_back"]
+
+
+def review_verdict(feedback: UserFeedback | None) -> ReviewVerdict:
+    """How a run reads a phase's feedback; the one rule the runner and the CLI share."""
+    if feedback is None or not feedback.reviewed:
+        return "awaiting"
+    if feedback.approved or feedback.action in ("approved", "skipped"):
+        return "approved"
+    return "sent_back"
+
+
+StepReason = Literal[
+    "awaiting_review", "sent_back", "failed", "interrupted", "ready", "invalid_feedback", "done"
+]
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """Where the next ``run`` of a session would stop or start, and why."""
+
+    action: Literal["review", "resume", "fix", "done"]
+    phase: int | None
+    reason: Literal[
+        "awaiting_review", "sent_back", "failed", "interrupted", "ready", "invalid_feedback", "done"
+    ]
+    detail: str = ""
+    """The phase's errors, or what is wrong with its feedback file."""
+    feedback_file: Path | None = None
+
+
+def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> NextStep:
+    """Walk the session's phases the way ``PhaseRunner.run`` does, without running anything.
+
+    The manifest's Current Phase knows nothing of review gates; this does.
+    """
+    state = manager.load_session(project_id, session_id)
+    workflow = manager.session_workflow(project_id, session_id)
+    checkpoints = manager.load_checkpoints(project_id, session_id)
+    for phase in workflow.phases_for(state["execution_mode"]):
+        number = phase.number
+        checkpoint = checkpoints.get(number)
+        status = checkpoint.status if checkpoint else "pending"
+        if status == "skipped" or (status == "completed" and not phase.review):
+            continue
+        if status == "completed":
+            path = manager.phase_dir(project_id, session_id, number) / "user_feedback.md"
+            try:
+                verdict = review_verdict(manager.load_feedback(project_id, session_id, number))
+            except HaythamError as error:
+                return NextStep("fix", number, "invalid_feedback", str(error), path)
+            if verdict == "approved":
+                continue
+            reason: Literal["awaiting_review", "sent_back"] = (
+                "awaiting_review" if verdict == "awaiting" else "sent_back"
+            )
+            return NextStep(
+                "review" if verdict == "awaiting" else "resume", number, reason, feedback_file=path
+            )
+        if status == "failed":
+            return NextStep("resume", number, "failed", "; ".join(checkpoint.errors if checkpoint else ()))
+        return NextStep("resume", number, "interrupted" if status == "in_progress" else "ready")
+    return NextStep("done", None, "done")
+
+
 class WorkflowChangedError(HaythamError, ValueError):
     """The workflow given to the runner is not the one the session was created with."""
 
@@ -307,9 +372,10 @@ class PhaseRunner:
     ) -> RunResult | None:
         """None to go on; a result to stop with; a completed result after a finished retry."""
         feedback = self.manager.load_feedback(project_id, session_id, phase.number)
-        if feedback is None or not feedback.reviewed:
+        verdict = review_verdict(feedback)
+        if feedback is None or verdict == "awaiting":
             return self._await_review(project_id, session_id, phase, ran)
-        if feedback.approved or feedback.action in ("approved", "skipped"):
+        if verdict == "approved":
             if feedback.action == "pending":  # record what was done, keeping the reviewer's text
                 self.manager.update_feedback(project_id, session_id, phase.number, action="approved")
             return None

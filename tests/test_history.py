@@ -130,3 +130,11 @@ def test_events_fire_after_saves_and_a_raising_callback_changes_nothing(
     assert manager.validate_session(P, S) == []
     with pytest.raises(InvalidArgumentError, match="not one of"):
         manager.on("phase_done", broken)  # type: ignore[arg-type]
+
+
+def test_a_save_after_start_attempt_keeps_the_attempt_number(manager: CheckpointManager) -> None:
+    manager.save_checkpoint(P, S, 1, "completed", [])
+    assert manager.start_attempt(P, S, 1) == 2
+    manager.save_checkpoint(P, S, 1, "completed", [])  # no retry_count given
+    assert manager.load_checkpoint(P, S, 1).retry_count == 1
+    assert [a.number for a in manager.load_attempts(P, S, 1)] == [1, 2]

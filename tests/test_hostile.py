@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from haytham import CheckpointManager, DocumentError, HaythamError, UnsafeNameError, UnsafePathError
-from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
+from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST
 
 P, S = "acme", "s-1"
 BAD_NAMES = [
@@ -170,8 +170,15 @@ HUGE = st.integers(10_000, 300_000).map(lambda n: "## Metadata\n- Status: " + "y
 ANY_TEXT = st.one_of(st.text(), STRUCTURED, RANDOM_BYTES, DEEP, HUGE)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=ANY_TEXT, kind=st.sampled_from([MANIFEST, CHECKPOINT, AGENT_OUTPUT, FEEDBACK]))
+FUZZ_EXAMPLES = 1000
+"""Examples per parser; hypothesis also replays every failure it ever found first."""
+
+
+@pytest.mark.parametrize(
+    "kind", [MANIFEST, CHECKPOINT, AGENT_OUTPUT, FEEDBACK, HISTORY_ENTRY], ids=lambda k: k.kind
+)
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=ANY_TEXT)
 def test_parsers_return_a_record_or_a_located_haytham_error(text: str, kind: object) -> None:
     path = Path("fuzz.md")
     record, issues = kind.read(text, path)  # type: ignore[attr-defined]

@@ -366,17 +366,55 @@ def test_complete_session_writes_versions_byte_exact(manager: ProjectManager, ba
     one = manager.complete_session(project_id, session_id, first)
     two = manager.complete_session(project_id, session_id, second)
 
-    assert one == {
-        "version": 1,
-        "path": str(outputs / "requirements_v1.md"),
-        "latest_path": str(outputs / "latest_requirements.md"),
-    }
+    v1 = outputs / f"requirements_20241124T100004Z_{session_id}.md"
+    v2 = outputs / f"requirements_20241124T100005Z_{session_id}.md"
+    assert one == {"version": 1, "path": str(v1), "latest_path": str(outputs / "latest_requirements.md")}
     assert two["version"] == 2
-    assert Path(two["path"]) == outputs / "requirements_v2.md"
-    assert (outputs / "requirements_v1.md").read_bytes() == first.encode("utf-8")
-    assert (outputs / "requirements_v2.md").read_bytes() == second.encode("utf-8")
+    assert Path(two["path"]) == v2
+    assert v1.read_bytes() == first.encode("utf-8")
+    assert v2.read_bytes() == second.encode("utf-8")
     assert (outputs / "latest_requirements.md").read_bytes() == second.encode("utf-8")
     assert manager.get_project_status(project_id)["latest_version"] == 2
+    assert manager.list_requirements(project_id) == [
+        {"version": 1, "path": str(v1)},
+        {"version": 2, "path": str(v2)},
+    ]
+
+
+def test_versions_are_files_two_git_clones_cannot_both_write(base: Path) -> None:
+    """Two clones completing sessions at once add two files; numbers and latest are derived."""
+    manager = ProjectManager(base, clock=TickingClock())
+    project_id = manager.create_project("alice", IDEA)["project_id"]
+    first = manager.start_session(project_id)["session_id"]
+    second = manager.start_session(project_id)["session_id"]
+    outputs = base / project_id / "outputs"
+    manager.complete_session(project_id, second, "from the second session\n")
+    late = manager.complete_session(project_id, first, "from the first session\n")
+    assert late["version"] == 2
+    # what a pull brings in: another clone's completion, made between the two above
+    (outputs / f"requirements_20241124T100006.5Z_{first}x.md").write_text("from a clone\n", "utf-8")
+    assert [Path(v["path"]).read_text("utf-8") for v in manager.list_requirements(project_id)] == [
+        "from the second session\n",
+        "from a clone\n",
+        "from the first session\n",
+    ]
+    assert manager.get_project_status(project_id)["latest_version"] == 3
+    # a clone whose clock ran ahead keeps latest_requirements.md on the newest version by time
+    (outputs / "requirements_20991231T000000Z_ahead.md").write_bytes(b"ahead\r\n")
+    assert manager.complete_session(project_id, first, "now\n")["version"] == 4
+    assert (outputs / "latest_requirements.md").read_bytes() == b"ahead\r\n"
+
+
+def test_same_session_completed_twice_in_one_clock_tick_keeps_both(base: Path) -> None:
+    manager = ProjectManager(base, clock=lambda: START)
+    project_id = manager.create_project("alice", IDEA)["project_id"]
+    session_id = manager.start_session(project_id)["session_id"]
+    one = manager.complete_session(project_id, session_id, "one")
+    two = manager.complete_session(project_id, session_id, "two")
+    assert Path(two["path"]).name == f"requirements_20241124T100000Z_{session_id}~2.md"
+    assert (one["version"], two["version"]) == (1, 2)
+    assert Path(one["path"]).read_text("utf-8") == "one"
+    assert (base / project_id / "outputs" / "latest_requirements.md").read_text("utf-8") == "two"
 
 
 def test_complete_session_continues_after_the_highest_version(manager: ProjectManager, base: Path) -> None:
@@ -384,7 +422,9 @@ def test_complete_session_continues_after_the_highest_version(manager: ProjectMa
     session_id = manager.start_session(project_id)["session_id"]
     (base / project_id / "outputs" / "requirements_v7.md").write_text("by hand", "utf-8")
     (base / project_id / "outputs" / "requirements_v07x.md").write_text("not a version", "utf-8")
+    (base / project_id / "outputs" / "requirements_2024_x.md").write_text("not a version", "utf-8")
     assert manager.complete_session(project_id, session_id, "next")["version"] == 8
+    assert [v["version"] for v in manager.list_requirements(project_id)] == [7, 8]
 
 
 @pytest.mark.parametrize(
@@ -479,8 +519,7 @@ def test_changelog_records_each_event(base: Path) -> None:
         "\n"
         "## 2024-11-24T10:00:04Z — Session completed\n"
         f"- Session: {session_id}\n"
-        "- Version: 1\n"
-        "- File: outputs/requirements_v1.md\n"
+        f"- File: outputs/requirements_20241124T100004Z_{session_id}.md\n"
         "- tokens: 1500\n"
         "- cost: 0.25\n"
         "- ok: true\n"
@@ -609,11 +648,12 @@ def test_concurrent_completions_never_share_a_version(manager: ProjectManager, b
         assert worker.returncode == 0, stderr
 
     outputs = base / project_id / "outputs"
-    versions = sorted(int(p.stem.removeprefix("requirements_v")) for p in outputs.glob("requirements_v*.md"))
-    assert versions == list(range(1, 21))
-    contents = {(outputs / f"requirements_v{n}.md").read_text("utf-8") for n in versions}
+    versions = manager.list_requirements(project_id)
+    assert [v["version"] for v in versions] == list(range(1, 21))
+    assert len(list(outputs.glob("requirements_*.md"))) == 20
+    contents = {Path(v["path"]).read_text("utf-8") for v in versions}
     assert contents == {f"worker {w} round {r}\n" for w in range(4) for r in range(5)}
-    assert (outputs / "latest_requirements.md").read_bytes() == (outputs / "requirements_v20.md").read_bytes()
-    logged = re.findall(r"^- Version: (\d+)$", changelog(base, project_id), re.MULTILINE)
-    assert sorted(map(int, logged)) == list(range(1, 21))
+    assert (outputs / "latest_requirements.md").read_bytes() == Path(versions[-1]["path"]).read_bytes()
+    logged = re.findall(r"^- File: outputs/(\S+)$", changelog(base, project_id), re.MULTILINE)
+    assert sorted(logged) == sorted(Path(v["path"]).name for v in versions)
     assert not [p for p in outputs.iterdir() if p.name.startswith(".") and p.name != ".haytham.lock"]

@@ -12,7 +12,7 @@ import pytest
 
 from haytham import IDEA_VALIDATION, CheckpointManager, DocumentError, PhaseDefinition, Workflow
 from haytham.demo import DEMO_AGENTS
-from haytham.runner import AgentContext, AgentResult, PhaseRunner, WorkflowChangedError
+from haytham.runner import AgentContext, AgentResult, PhaseRunner, WorkflowChangedError, next_step
 from haytham.workflow import load_workflow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -317,3 +317,24 @@ def test_killed_after_every_agent_count_then_resumed_equals_an_uninterrupted_run
         entries = CheckpointManager(base).history(P, "s")
         last = {e.phase_number: e.status for e in entries}
         assert set(last.values()) == {"completed"}, count
+
+
+def test_next_step_says_where_a_run_would_stop_without_running(tmp_path: Path) -> None:
+    manager = CheckpointManager(base_dir=tmp_path)
+    manager.create_session(P, "s", "u")
+    assert (next_step(manager, P, "s").action, next_step(manager, P, "s").reason) == ("resume", "ready")
+    runner = PhaseRunner(manager, IDEA_VALIDATION, DEMO_AGENTS)
+    runner.run(P, "s")
+    step = next_step(manager, P, "s")
+    assert (step.action, step.phase, step.reason) == ("review", 1, "awaiting_review")
+    assert step.feedback_file == manager.phase_dir(P, "s", 1) / "user_feedback.md"
+    manager.save_user_feedback(P, "s", 1, True, False, action="retry")
+    assert next_step(manager, P, "s").reason == "sent_back"
+    step.feedback_file.write_text(
+        step.feedback_file.read_text().replace("Approved: false", "Approved: perhaps")
+    )
+    assert next_step(manager, P, "s").reason == "invalid_feedback"
+    manager.save_user_feedback(P, "s", 1, True, True)
+    assert (next_step(manager, P, "s").phase, next_step(manager, P, "s").reason) == (2, "ready")
+    assert runner.run(P, "s").status == "completed"
+    assert next_step(manager, P, "s").action == "done"

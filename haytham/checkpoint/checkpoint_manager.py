@@ -12,7 +12,7 @@ import dataclasses
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from haytham import _progress, _storage
 from haytham._clock import Clock, format_timestamp, parse_timestamp, utc_now
@@ -20,7 +20,16 @@ from haytham._names import check_agent_name, check_inside, check_name, check_no_
 from haytham._reader import decode
 from haytham.checkpoint import history
 from haytham.checkpoint.doctor import Finding, check_session
-from haytham.checkpoint.scan import SessionSummary, kind_of, list_sessions, session_dirs, session_files
+from haytham.checkpoint.scan import (
+    PhaseDirs,
+    SessionSummary,
+    agent_files,
+    check_below,
+    kind_of,
+    list_sessions,
+    session_dirs,
+    session_files,
+)
 from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
 from haytham.documents.feedback import rewrite_fields
 from haytham.errors import (
@@ -47,6 +56,9 @@ from haytham.records import (
     UserFeedback,
 )
 from haytham.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow, dump_workflow, load_workflow
+
+if TYPE_CHECKING:
+    from haytham.compare import Comparison
 
 MANIFEST_FILE = "session_manifest.md"
 CHECKPOINT_FILE = "checkpoint.md"
@@ -183,7 +195,7 @@ class CheckpointManager:
         started: str | None = None,
         completed: str | None = None,
         duration: float | None = None,
-        retry_count: int = 0,
+        retry_count: int | None = None,
         execution_mode: str = "single",
         errors: Sequence[str] | None = None,
         *,
@@ -192,9 +204,11 @@ class CheckpointManager:
     ) -> Path:
         """Write the phase's checkpoint.md, add it to the history, update the manifest.
 
-        Missing times are filled in sensibly: ``started`` keeps the previous checkpoint's,
-        ``completed`` is now for a newly finished phase (and kept when the status is saved
-        again), and ``duration`` is the difference. Saving exactly what is already there
+        ``retry_count=None`` keeps the phase's current attempt (0 for a new phase), so a
+        save after ``start_attempt`` cannot renumber it. Missing times are filled in
+        sensibly: ``started`` keeps the previous checkpoint's, ``completed`` is now for a
+        newly finished phase (and kept when the status is saved again), and ``duration`` is
+        the difference. Saving exactly what is already there
         changes no byte. ``name`` and ``reason`` label the history entry.
         """
         for key, label in (("name", name), ("reason", reason)):
@@ -202,7 +216,7 @@ class CheckpointManager:
                 raise InvalidArgumentError(f"{key} must be a string or None, got {label!r}", field=key)
         _check_choice("status", status, PHASE_STATUSES)
         _check_choice("execution_mode", execution_mode, RUN_STYLES)
-        _check_count("retry_count", retry_count)
+        _check_count("retry_count", retry_count, optional=True)
         runs = tuple(_agent_run(index, agent) for index, agent in enumerate(agents))
         names = [run.agent_name for run in runs]
         if len(set(names)) != len(names):
@@ -218,6 +232,8 @@ class CheckpointManager:
             directory = session.phase_dir(phase_num)
             path = directory / CHECKPOINT_FILE
             previous = self._load_optional(CHECKPOINT, path)
+            if retry_count is None:  # the attempt in progress, as start_attempt left it
+                retry_count = previous.retry_count if previous else 0
             now = self._now()
             if started is None and status != "pending":
                 started = previous.started if previous and previous.started else now
@@ -350,7 +366,7 @@ class CheckpointManager:
             _storage.remove_leftovers(directory)
             check_no_case_twin(directory, f"{agent_name}.md", "agent_name")
             path = directory / f"{agent_name}.md"
-            existing = self._load_optional(AGENT_OUTPUT, path)
+            existing = AGENT_OUTPUT.read_path(path)[0] if path.exists() else None
             if existing is not None and dataclasses.replace(existing, executed=record.executed) == record:
                 return path  # the same output again: no byte changes
             self._write(AGENT_OUTPUT, path, record)
@@ -406,7 +422,7 @@ class CheckpointManager:
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
             path = directory / FEEDBACK_FILE
-            existing = self._load_optional(FEEDBACK, path)
+            existing = FEEDBACK.read_path(path)[0] if path.exists() else None
             if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
                 return path  # the same review again: no byte changes
             self._write(FEEDBACK, path, record)
@@ -616,6 +632,154 @@ class CheckpointManager:
         outputs = next((a.outputs for a in attempts if a.number == entry.attempt), {})
         return checkpoint, outputs
 
+    # ------------------------------------------- forking, comparing, moving sessions
+
+    def fork_session(
+        self,
+        project_id: str,
+        session_id: str,
+        new_session_id: str,
+        from_phase: int,
+        *,
+        user_id: str | None = None,
+    ) -> Path:
+        """Start a new session that shares the phases before ``from_phase``; return its dir.
+
+        Time travel that never rewrites history: the source session is left exactly as it
+        is. The new session ``new_session_id`` (same project) gets, byte for byte, the
+        checkpoints, agent outputs, feedback and attempts of the phases before
+        ``from_phase`` in the mode's order, and the source's workflow.yaml if it has one;
+        ``from_phase`` and the phases after it are pending with no files. Its manifest says
+        ``Forked From: {session_id} at phase {n}``, and its history starts with one entry
+        per copied checkpoint (reason ``forked from {session_id}``). Resuming continues a
+        session; forking starts another one. Refuses an existing target
+        (SessionExistsError) and a phase the session's mode does not run (UnknownPhaseError).
+        """
+        from haytham import transfer  # transfer imports this module
+
+        check_name("session_id", new_session_id)
+        if user_id is not None:
+            check_name("user_id", user_id)
+        target = check_inside(self.base_dir, self.session_dir(project_id, new_session_id))
+        check_no_case_twin(target.parent, new_session_id, "session_id")
+        session = self._open(project_id, session_id)
+        session.phase(from_phase)  # UnknownPhaseError for a phase the mode does not run
+        if target.exists():
+            raise SessionExistsError(
+                f"session {project_id}/{new_session_id} already exists at {target}; it was left "
+                "untouched (fork into a new session id)",
+                path=target,
+            )
+        with self._lock(session.directory, project_id, session_id):
+            session = self._open(project_id, session_id)
+            start = session.phase(from_phase)
+            source, _ = transfer.read_session_files(session.directory)
+        kept = session.phases[: session.phases.index(start)]
+        kept_dirs = {phase.directory for phase in kept}
+        files = {
+            path: data
+            for path, data in source.items()
+            if path == WORKFLOW_FILE or path.split("/")[0] in kept_dirs
+        }
+        now = self._now()
+        reason = f"forked from {session_id}"
+        head: str | None = None
+        checkpoints: dict[int, PhaseCheckpoint] = {}
+        for phase in kept:
+            relative = f"{phase.directory}/{CHECKPOINT_FILE}"
+            if relative not in files:
+                continue
+            text = files[relative].decode("utf-8")
+            record = CHECKPOINT.parse(decode(files[relative], session.directory / relative))
+            checkpoints[phase.number] = record
+            attempt = record.retry_count + 1
+            entry = history.make_entry(
+                head, record.phase_number, record.phase_name, attempt, record.status, now, text, None, reason
+            )
+            HISTORY_ENTRY.check_record(entry)
+            files[f"{history.HISTORY_DIR}/{history.file_name(entry)}"] = HISTORY_ENTRY.render(entry).encode()
+            head = entry.entry_id
+        manifest = _progress.derive(
+            dataclasses.replace(
+                session.manifest,
+                session_id=new_session_id,
+                user_id=user_id or session.manifest.user_id,
+                created=now,
+                last_updated=now,
+                history_head=head,
+                forked_from=f"{session_id} at phase {start.number}",
+            ),
+            session.phases,
+            checkpoints,
+        )
+        MANIFEST.check_record(manifest, target / MANIFEST_FILE)
+        files[MANIFEST_FILE] = MANIFEST.render(manifest).encode("utf-8")
+        directories = [phase.directory for phase in session.phases]
+        transfer.write_session_dir(
+            target,
+            files,
+            directories,
+            lock_timeout=self.lock_timeout,
+            what=f"session {project_id}/{new_session_id}",
+        )
+        data = {"source": session_id, "from_phase": start.number, "copied_phases": [p.number for p in kept]}
+        self.events.emit([Event("session_forked", project_id, new_session_id, start.number, target, data)])
+        return target
+
+    def compare_sessions(self, project_id: str, session_a: str, session_b: str) -> Comparison:
+        """What differs from session ``a`` to session ``b`` of a project (see haytham.compare)."""
+        from haytham.compare import compare
+
+        return compare((self, project_id, session_a), (self, project_id, session_b))
+
+    def compare_entries(self, project_id: str, session_id: str, entry_a: str, entry_b: str) -> Comparison:
+        """What differs between two history entries (ids or unique prefixes), outputs included."""
+        from haytham.compare import compare
+
+        first = self.history_entry(project_id, session_id, entry_a)
+        second = self.history_entry(project_id, session_id, entry_b)
+        outputs = (
+            self.entry_state(project_id, session_id, first)[1],
+            self.entry_state(project_id, session_id, second)[1],
+        )
+        return compare(first, second, outputs=outputs)
+
+    def compare_attempts(
+        self, project_id: str, session_id: str, phase_num: int, attempt_a: int, attempt_b: int
+    ) -> Comparison:
+        """What differs between two attempts of a phase (numbers as ``load_attempts`` gives)."""
+        from haytham.compare import compare
+
+        attempts = {a.number: a for a in self.load_attempts(project_id, session_id, phase_num)}
+        for number in (attempt_a, attempt_b):
+            if number not in attempts:
+                raise NotFoundError(
+                    f"phase {phase_num} of {project_id}/{session_id} has no attempt {number!r} "
+                    f"(it has {', '.join(map(str, attempts)) or 'none'})"
+                )
+        return compare(attempts[attempt_a], attempts[attempt_b])
+
+    def export_session(self, project_id: str, session_id: str) -> dict[str, Any]:
+        """The session as one JSON-ready document (see haytham.transfer.export_session)."""
+        from haytham import transfer
+
+        return transfer.export_session(self, project_id, session_id)
+
+    def import_session(
+        self,
+        source: Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        overwrite: bool = False,
+    ) -> Path:
+        """Import an export (document, .json or .tar.gz); see haytham.transfer.import_session."""
+        from haytham import transfer
+
+        return transfer.import_session(
+            self, source, project_id=project_id, session_id=session_id, overwrite=overwrite
+        )
+
     # ---------------------------------------------------------------- reading
 
     def load_manifest(self, project_id: str, session_id: str) -> SessionManifest:
@@ -668,8 +832,8 @@ class CheckpointManager:
             "next_phase": _progress.next_phase(rows),
             "completed_phases": [r.number for r in rows if r.status == "completed"],
             "phase_statuses": {r.number: r.status for r in rows},
-            "phases": [dataclasses.asdict(r) for r in rows],
-            "metrics": dataclasses.asdict(manifest.metrics),
+            "phases": [_flat_dict(r) for r in rows],
+            "metrics": _flat_dict(manifest.metrics),
             "session_dir": str(session.directory),
         }
 
@@ -681,23 +845,28 @@ class CheckpointManager:
         ``phase_nums=None`` means the completed phases.
         """
         session = self._open(project_id, session_id)
+        checkpoints: dict[int, PhaseCheckpoint] | None = None
         if phase_nums is None:
             checkpoints = self._checkpoints(session)
             numbers = [n for n, c in checkpoints.items() if c.status == "completed"]
         else:
             numbers = [session.phase(n).number for n in phase_nums]
         outputs: dict[int, dict[str, str]] = {}
+        phase_dirs = PhaseDirs(self.base_dir, session.directory, session_checked=True)  # by _open
         for number in numbers:
-            directory = session.phase_dir(number)
-            if not directory.is_dir():
+            directory, is_dir = phase_dirs.get(session.phase(number).directory)
+            if not is_dir:
                 raise PhaseNotFoundError(
                     f"phase {number} of {project_id}/{session_id} has no directory {directory}",
                     path=directory,
                 )
-            listed = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+            if checkpoints is not None:  # read a moment ago from this very file
+                listed = checkpoints.get(number)
+            else:
+                listed = CHECKPOINT.load_optional(directory / CHECKPOINT_FILE)
             order = [run.agent_name for run in listed.agents] if listed else []
             outputs[number] = {
-                path.stem: AGENT_OUTPUT.load(path).content for path in _agent_files(directory, order)
+                path.stem: AGENT_OUTPUT.load(path).content for path in agent_files(directory, order)
             }
         return outputs
 
@@ -828,7 +997,7 @@ class CheckpointManager:
         return _storage.locked(directory, self.lock_timeout, f"session {project_id}/{session_id}")
 
     def _open(self, project_id: str, session_id: str) -> _Session:
-        directory = check_inside(self.base_dir, self.session_dir(project_id, session_id))
+        directory = check_below(self.base_dir, self.session_dir(project_id, session_id))
         path = directory / MANIFEST_FILE
         if not path.is_file():
             if not self.project_dir(project_id).is_dir():
@@ -848,7 +1017,7 @@ class CheckpointManager:
     def _checkpoints(self, session: _Session) -> dict[int, PhaseCheckpoint]:
         found = {}
         for phase in session.phases:
-            record = self._load_optional(CHECKPOINT, session.directory / phase.directory / CHECKPOINT_FILE)
+            record = CHECKPOINT.load_optional(session.directory.joinpath(phase.directory, CHECKPOINT_FILE))
             if record is not None:
                 found[phase.number] = record
         return found
@@ -1130,6 +1299,12 @@ def _agent_run(index: int, agent: Mapping[str, Any]) -> AgentRun:
         tokens=tokens,
         cost=_round(cost, 4),
     )
+
+
+def _flat_dict(record: Any) -> dict[str, Any]:
+    """``dataclasses.asdict`` of a record whose fields are all plain values, without its
+    recursive deep copy."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
 
 
 def _sum(values: Iterable[int | float | None]) -> Any:

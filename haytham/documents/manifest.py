@@ -27,6 +27,7 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
         "workflow_type": "Workflow Type",
         "workflow_fingerprint": "Workflow Fingerprint",
         "history_head": "History Head",
+        "forked_from": "Forked From",
         "execution_mode": "Execution Mode",
         "created": "Created",
         "last_updated": "Last Updated",
@@ -56,6 +57,7 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
             data[attr] = reader.take(meta, attr, v.read_text, default="", section=meta_section)
         data["workflow_fingerprint"] = reader.take(meta, "workflow_fingerprint", v.read_text, required=False)
         data["history_head"] = reader.take(meta, "history_head", v.read_text, required=False)
+        data["forked_from"] = reader.take(meta, "forked_from", v.read_text, required=False)
         data["phases"] = _read_table(reader)
 
         current_section = reader.section("Current Phase")
@@ -107,6 +109,7 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
             f"- Last Updated: {record.last_updated}",
             f"- Status: {record.status}",
             *([f"- History Head: {record.history_head}"] if record.history_head else []),
+            *([f"- Forked From: {v.write_text(record.forked_from)}"] if record.forked_from else []),
             "",
             "## Phase Status",
             "",

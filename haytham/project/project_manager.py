@@ -4,13 +4,16 @@ A project is the directory ``{base_dir}/{project_id}``::
 
     project.yaml               # who, which idea, which mode, status; written rarely
     sessions/{session_id}/     # made by CheckpointManager, the only writer of manifests
-    outputs/requirements_v{n}.md, outputs/latest_requirements.md
+    outputs/requirements_{time}_{session_id}.md, outputs/latest_requirements.md
     history/changelog.md       # one short block per event, appended
 
 ``project.yaml`` holds no session list and no totals: those are derived from ``sessions/``,
-so two git clones that run different sessions never conflict on it. Every read-modify-write
-of a project's files happens under the project's OS lock, and a call that fails puts back
-what it had changed.
+so two git clones that run different sessions never conflict on it. For the same reason a
+requirements version is a file named by its completion time and session, and its number
+is derived when the directory is read (see ``order_versions``): two clones that complete
+sessions at once add two different files instead of both writing ``requirements_v2.md``.
+Every read-modify-write of a project's files happens under the project's OS lock, and a
+call that fails puts back what it had changed.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import secrets
 import shutil
 import unicodedata
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -51,7 +54,10 @@ CHANGELOG = Path("history") / "changelog.md"
 LATEST_FILE = "latest_requirements.md"
 PROJECT_STATUSES = ("active", "completed", "archived")
 USERS_DIR = "_users"
-_VERSION_FILE = re.compile(r"requirements_v([1-9][0-9]*)\.md")
+_NUMBERED_FILE = re.compile(r"requirements_v([1-9][0-9]*)\.md")
+"""A version numbered in its name, as haytham wrote them before versions were named by time."""
+_TIMED_FILE = re.compile(r"requirements_([0-9]{8}T[0-9]{6}(?:\.[0-9]{1,6})?Z)_(.+)\.md")
+"""A version named by its completion time (``20241124T100004Z``) and session id."""
 _TIMESTAMP_FIELDS = ("created", "last_updated")
 
 
@@ -232,10 +238,13 @@ class ProjectManager:
         requirements_content: str,
         metrics: Mapping[str, object] | None = None,
     ) -> dict[str, Any]:
-        """Save the session's requirements as the next version and as the latest.
+        """Save the session's requirements as a new version and as the latest.
 
-        The version is chosen under the project lock, so concurrent completions never
-        share one. The content is stored byte for byte and checked by reading it back.
+        The version's file is ``outputs/requirements_{time}_{session_id}.md``, chosen under
+        the project lock so concurrent completions never share one, and unique across git
+        clones; its number is its place among the versions (``list_requirements``).
+        ``latest_requirements.md`` is a copy of the newest version. The content is stored
+        byte for byte and checked by reading it back.
         """
         _check_text("requirements_content", requirements_content, blank_ok=True)
         extra = _check_metrics(metrics)
@@ -243,16 +252,35 @@ class ProjectManager:
         with self._editing(project_id) as data:
             self.checkpoints.load_manifest(project_id, session_id)
             outputs = directory / "outputs"
-            version = (_latest_version(outputs) or 0) + 1
-            path = outputs / f"requirements_v{version}.md"
+            now = self._now()
+            path = _unused_version_path(outputs, now, session_id)
             latest = outputs / LATEST_FILE
             with _all_or_nothing(path, latest, directory / CHANGELOG):
                 _storage.make_dirs(outputs)
                 _write_exact(path, requirements_content)
-                _write_exact(latest, requirements_content)
-                fields = [("Session", session_id), ("Version", version), ("File", f"outputs/{path.name}")]
-                self._log(data, "Session completed", fields + extra)
+                versions = order_versions(os.listdir(outputs))
+                version = next(number for number, name in versions if name == path.name)
+                newest = outputs / versions[-1][1]  # this one, unless a clone's clock ran ahead
+                _write_exact(
+                    latest, requirements_content if newest == path else newest.read_bytes().decode("utf-8")
+                )
+                fields = [("Session", session_id), ("File", f"outputs/{path.name}")]
+                self._log(data, "Session completed", fields + extra, now)
         return {"version": version, "path": str(path), "latest_path": str(latest)}
+
+    def list_requirements(self, project_id: str) -> list[dict[str, Any]]:
+        """The project's requirement versions, oldest first: ``{"version", "path"}`` each.
+
+        Numbers are derived from the files (see ``order_versions``), so after a git merge of
+        two clones' completions they run 1, 2, 3, ... again, ordered by completion time.
+        """
+        self._read_project(project_id)
+        outputs = self.project_dir(project_id) / "outputs"
+        try:
+            names = os.listdir(outputs)
+        except FileNotFoundError:
+            return []
+        return [{"version": number, "path": str(outputs / name)} for number, name in order_versions(names)]
 
     # ------------------------------------------------------------ preferences
 
@@ -423,13 +451,60 @@ def _read_preferences(path: Path) -> dict[str, Any]:
         raise DocumentError(str(error), path=path, field=error.field) from None
 
 
+def order_versions(names: Iterable[str]) -> list[tuple[int, str]]:
+    """The requirement versions among ``names`` in order, each with its number.
+
+    Files numbered in their name (``requirements_v7.md``, written by earlier haytham or by
+    hand) keep their number and come first; files named by time come after, ordered by
+    their completion time then name and numbered on from the highest numbered one. Other
+    names are not versions and are left out.
+    """
+    names = list(names)
+    numbered = sorted(
+        (int(found.group(1)), name) for name in names if (found := _NUMBERED_FILE.fullmatch(name))
+    )
+    timed = sorted(
+        (moment, name)
+        for name in names
+        if (found := _TIMED_FILE.fullmatch(name)) and (moment := _parse_compact(found.group(1))) is not None
+    )
+    start = numbered[-1][0] if numbered else 0
+    return numbered + [(start + index, name) for index, (_, name) in enumerate(timed, 1)]
+
+
 def _latest_version(outputs: Path) -> int | None:
     try:
         names = os.listdir(outputs)
     except FileNotFoundError:
         return None
-    versions = [int(found.group(1)) for name in names if (found := _VERSION_FILE.fullmatch(name))]
-    return max(versions, default=None)
+    versions = order_versions(names)
+    return versions[-1][0] if versions else None
+
+
+def _compact(timestamp: str) -> str:
+    """``2024-11-24T10:00:04Z`` as ``20241124T100004Z``: sortable and safe in a file name."""
+    return timestamp.replace("-", "").replace(":", "")
+
+
+def _parse_compact(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(
+            text.replace("Z", "+0000"), "%Y%m%dT%H%M%S.%f%z" if "." in text else "%Y%m%dT%H%M%S%z"
+        )
+    except ValueError:
+        return None
+
+
+def _unused_version_path(outputs: Path, timestamp: str, session_id: str) -> Path:
+    """``requirements_{time}_{session_id}.md``; a second completion of the session in the
+    same clock tick gets ``~2``, ``~3``, ... before ``.md`` (they sort after the first)."""
+    stem = f"requirements_{_compact(timestamp)}_{session_id}"
+    path = outputs / f"{stem}.md"
+    count = 1
+    while path.exists():
+        count += 1
+        path = outputs / f"{stem}~{count}.md"
+    return path
 
 
 def _write_exact(path: Path, content: str) -> None:
@@ -579,4 +654,4 @@ def _slug(name: str) -> str:
     return slug[:50].rstrip("-") or "project"
 
 
-__all__ = ["PROJECT_STATUSES", "ProjectManager"]
+__all__ = ["PROJECT_STATUSES", "ProjectManager", "order_versions"]

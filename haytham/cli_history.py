@@ -1,0 +1,350 @@
+"""The command line's time-travel and transfer commands: history, diff, fork, export, import.
+
+Like ``haytham.cli``, each command parses its arguments, calls the library and prints;
+errors are one line, ``Error: ...``, with exit code 1, and read commands take ``--json``.
+``haytham.cli`` registers ``COMMANDS`` in its group, so this module imports nothing from
+it: the few shared conventions (the ``--base-dir`` option and its environment variable,
+the error line) are restated here.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import re
+import shlex
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from haytham import transfer
+from haytham.checkpoint.checkpoint_manager import CheckpointManager
+from haytham.compare import Comparison, compare
+from haytham.errors import HaythamError
+from haytham.records import PHASE_STATUSES, HistoryEntry
+
+DEFAULT_BASE_DIR = "projects"
+BASE_DIR_ENVVAR = "HAYTHAM_BASE_DIR"
+ENTRY_KEYS = (
+    "entry_id",
+    "parent",
+    "phase_number",
+    "phase_name",
+    "attempt",
+    "status",
+    "timestamp",
+    "name",
+    "reason",
+)
+"""The keys of each entry in ``history --json`` (the checkpoint text is left out)."""
+JSON_OUTPUT: dict[str, dict[str, str]] = {
+    "history": {
+        "project_id": "the project id",
+        "session_id": "the session id",
+        "entries": "the matching history entries, oldest first",
+        "entries[].entry_id": "12 hex digits; a unique prefix is enough for `diff`",
+        "entries[].parent": "the id of the entry saved before it, or null for the first",
+        "entries[].phase_number": "phase number",
+        "entries[].phase_name": "phase name",
+        "entries[].attempt": "1 for the first run of the phase, 2 after its first retry, ...",
+        "entries[].status": "the phase status that save wrote",
+        "entries[].timestamp": "ISO 8601 UTC timestamp",
+        "entries[].name": "the name given to the save, or null",
+        "entries[].reason": "the reason given for the save, or null",
+    },
+    "diff": {
+        "same": "true when nothing differs",
+        "metadata": "the fields that changed, an object: field name -> [old, new]",
+        "status": "[old, new] when the status changed, else null",
+        "metrics": "every metric either side knows, an object: name -> [old, new, new - old]",
+        "agents": "every agent output of either side (`phase:agent` for sessions)",
+        "agents[].agent": "the agent",
+        "agents[].change": "`added`, `removed`, `changed` or `same`",
+        "agents[].diff": "a unified diff from `a/{agent}.md` to `b/{agent}.md`, empty when the same",
+    },
+}
+"""Each ``--json`` command's keys, for ``haytham.cli.JSON_OUTPUT`` (``metadata`` and
+``metrics`` of ``diff`` are objects whose keys are the names of what changed)."""
+F = TypeVar("F", bound=Callable[..., Any])
+_REFERENCE = re.compile(r"(?P<project>[^/@]+)/(?P<session>[^/@]+)(?:@(?P<entry>[^/@]+))?")
+
+
+class _Command(click.Command):
+    """A command that turns library and OS errors into ``Error: ...`` and exit code 1.
+
+    The group of ``haytham.cli`` does the same; this makes the commands behave alike when
+    they are invoked on their own.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (HaythamError, OSError) as error:
+            if isinstance(error, OSError) and error.errno == errno.EPIPE:
+                raise
+            raise click.ClickException(_describe_error(error)) from None
+
+
+def _describe_error(error: BaseException) -> str:
+    if isinstance(error, OSError) and not isinstance(error, HaythamError) and error.strerror:
+        where = f"{error.filename}: " if error.filename else ""
+        return f"{where}{error.strerror}"
+    return str(error)
+
+
+def _base_dir_option(function: F) -> F:
+    return click.option(
+        "--base-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=DEFAULT_BASE_DIR,
+        envvar=BASE_DIR_ENVVAR,
+        show_default=True,
+        show_envvar=True,
+        help="The directory that holds the projects.",
+    )(function)
+
+
+def _json_option(function: F) -> F:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON for scripts (keys in docs/cli.md)."
+    )(function)
+
+
+def _emit_json(data: object) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _suggest(*words: str) -> str:
+    """A haytham command line to suggest, with ``--base-dir`` when it was given on this one."""
+    line = ["haytham", *words]
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.get_parameter_source("base_dir") == click.core.ParameterSource.COMMANDLINE:
+        line += ["--base-dir", str(ctx.params["base_dir"])]
+    return shlex.join(line)
+
+
+def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Plain aligned columns, no trailing spaces: readable on a terminal and in a pipe."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    )
+
+
+# ---------------------------------------------------------------------- history
+
+
+@click.command("history", cls=_Command)
+@click.argument("project")
+@click.argument("session")
+@click.option("--phase", type=int, metavar="N", help="Only entries of this phase.")
+@click.option("--status", type=click.Choice(PHASE_STATUSES), help="Only entries with this status.")
+@click.option("--name", metavar="X", help="Only entries saved with this name.")
+@click.option("--since", metavar="T", help="Only entries at or after this ISO 8601 UTC time.")
+@click.option("--until", metavar="T", help="Only entries at or before this ISO 8601 UTC time.")
+@_base_dir_option
+@_json_option
+def history_command(
+    project: str,
+    session: str,
+    phase: int | None,
+    status: str | None,
+    name: str | None,
+    since: str | None,
+    until: str | None,
+    base_dir: Path,
+    as_json: bool,
+) -> None:
+    """List a session's history: one entry per checkpoint save, oldest first.
+
+    Each entry's id (or a unique prefix) can be compared with haytham diff
+    PROJECT/SESSION@ID PROJECT/SESSION@ID.
+    """
+    manager = CheckpointManager(base_dir)
+    entries = manager.history(
+        project, session, phase=phase, status=status, name=name, since=since, until=until
+    )
+    if as_json:
+        _emit_json(
+            {
+                "project_id": project,
+                "session_id": session,
+                "entries": [{key: getattr(e, key) for key in ENTRY_KEYS} for e in entries],
+            }
+        )
+        return
+    if not entries:
+        click.echo(f"No history entries of {project}/{session} match")
+        return
+    rows = [
+        [
+            e.entry_id,
+            e.timestamp,
+            f"{e.phase_number} {e.phase_name}",
+            str(e.attempt),
+            e.status,
+            e.name or "-",
+            e.reason or "-",
+        ]
+        for e in entries
+    ]
+    click.echo(_columns(["Entry", "Time", "Phase", "Attempt", "Status", "Name", "Reason"], rows))
+
+
+# ------------------------------------------------------------------------- diff
+
+
+def _reference(value: str, hint: str) -> tuple[str, str, str | None]:
+    match = _REFERENCE.fullmatch(value)
+    if match is None:
+        raise click.BadParameter(
+            f"{value!r} is not PROJECT/SESSION or PROJECT/SESSION@ENTRY", param_hint=hint
+        )
+    return match["project"], match["session"], match["entry"]
+
+
+def _entry(
+    manager: CheckpointManager, project: str, session: str, entry_id: str
+) -> tuple[HistoryEntry, dict[str, str]]:
+    entry = manager.history_entry(project, session, entry_id)
+    return entry, manager.entry_state(project, session, entry)[1]
+
+
+@click.command("diff", cls=_Command)
+@click.argument("a")
+@click.argument("b")
+@_base_dir_option
+@_json_option
+def diff_command(a: str, b: str, base_dir: Path, as_json: bool) -> None:
+    """Show what changed from A to B: two sessions, or two history entries.
+
+    A and B are PROJECT/SESSION (the sessions as they are now) or PROJECT/SESSION@ENTRY (the
+    state a history entry recorded; see haytham history). Metadata, status and metrics
+    changes come first, then a unified diff of each agent output that differs. The exit
+    code is 0 whether or not anything differs.
+    """
+    first, second = _reference(a, "A"), _reference(b, "B")
+    if (first[2] is None) != (second[2] is None):
+        raise click.UsageError("compare two sessions or two history entries, not one of each")
+    manager = CheckpointManager(base_dir)
+    comparison: Comparison
+    if first[2] is not None and second[2] is not None:
+        old, old_outputs = _entry(manager, first[0], first[1], first[2])
+        new, new_outputs = _entry(manager, second[0], second[1], second[2])
+        comparison = compare(old, new, outputs=(old_outputs, new_outputs))
+    else:
+        comparison = compare((manager, first[0], first[1]), (manager, second[0], second[1]))
+    if as_json:
+        _emit_json(comparison.to_dict())
+        return
+    click.echo(f"--- {a}\n+++ {b}")
+    if comparison.same:
+        click.echo("No differences")
+        return
+    if comparison.status is not None:
+        click.echo(f"status: {comparison.status[0] or '-'} -> {comparison.status[1] or '-'}")
+    for key, (old_value, new_value) in comparison.metadata.items():
+        click.echo(f"{key}: {_shown(old_value)} -> {_shown(new_value)}")
+    for key, (old_number, new_number, delta) in comparison.metrics.items():
+        if old_number != new_number:
+            change = "" if delta is None else f" ({delta:+g})"
+            click.echo(f"{key}: {_shown(old_number)} -> {_shown(new_number)}{change}")
+    unchanged = [agent.agent for agent in comparison.agents if agent.change == "same"]
+    if unchanged:
+        click.echo(f"unchanged: {', '.join(unchanged)}")
+    for agent in comparison.agents:
+        if agent.change != "same":
+            click.echo(f"{agent.agent}: {agent.change}")
+            click.echo(agent.diff, nl=False)
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False) if not value or "\n" in value else value
+    return str(list(value) if isinstance(value, tuple) else value)
+
+
+# ------------------------------------------------------------------------- fork
+
+
+@click.command("fork", cls=_Command)
+@click.argument("project")
+@click.argument("session")
+@click.argument("new")
+@click.option("--from-phase", type=int, required=True, metavar="N", help="The first phase NEW runs again.")
+@click.option("--user", help="Who NEW belongs to (default: SESSION's user).")
+@_base_dir_option
+def fork_command(
+    project: str, session: str, new: str, from_phase: int, user: str | None, base_dir: Path
+) -> None:
+    """Start session NEW from SESSION's phases before --from-phase.
+
+    SESSION is never changed. NEW gets copies of the earlier phases' checkpoints, outputs,
+    feedback and attempts, records where it came from, and runs again from phase N with
+    haytham resume. (Resume continues a session; fork starts a new one.)
+    """
+    directory = CheckpointManager(base_dir).fork_session(project, session, new, from_phase, user_id=user)
+    click.echo(f"Forked {project}/{session} at phase {from_phase} into {project}/{new} ({directory})")
+    click.echo(f"Next: run {_suggest('resume', project, new)}")
+
+
+# ------------------------------------------------------------- export / import
+
+
+@click.command("export", cls=_Command)
+@click.argument("project")
+@click.argument("session")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Write FILE: .json for the JSON document, .tar.gz or .tgz for an archive (default: JSON on stdout).",
+)
+@_base_dir_option
+def export_command(project: str, session: str, output: Path | None, base_dir: Path) -> None:
+    """Export a session: every file of it, as one JSON document or a .tar.gz archive.
+
+    Lock and temporary files are left out; haytham import reads either form back, byte
+    for byte.
+    """
+    manager = CheckpointManager(base_dir)
+    if output is None:
+        click.echo(transfer.dump_export(transfer.export_session(manager, project, session)), nl=False)
+        return
+    if not output.name.endswith((".json", *transfer.ARCHIVE_SUFFIXES)):
+        raise click.BadParameter(
+            f"{str(output)!r} must end with .json, .tar.gz or .tgz", param_hint="--output"
+        )
+    transfer.export_file(manager, project, session, output)
+    click.echo(f"Exported {project}/{session} to {output}")
+
+
+@click.command("import", cls=_Command)
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--overwrite", is_flag=True, help="Replace a session that already exists.")
+@click.option("--project", "project_id", help="Import under this project id (default: the export's).")
+@click.option("--session", "session_id", help="Import under this session id (default: the export's).")
+@_base_dir_option
+def import_command(
+    file: Path, overwrite: bool, project_id: str | None, session_id: str | None, base_dir: Path
+) -> None:
+    """Import a session from FILE, a .json export or a .tar.gz archive.
+
+    Everything is checked before anything is written; an existing session is refused
+    unless --overwrite is given.
+    """
+    manager = CheckpointManager(base_dir)
+    directory = transfer.import_session(
+        manager, file, project_id=project_id, session_id=session_id, overwrite=overwrite
+    )
+    click.echo(f"Imported {file} into {directory}")
+
+
+COMMANDS: list[click.Command] = [history_command, diff_command, fork_command, export_command, import_command]
+"""The commands for ``haytham.cli`` to register, in the order of a session's life."""

@@ -1,0 +1,407 @@
+"""The ``prune`` and ``stats`` commands: keeping a store tidy, and what its sessions cost.
+
+They follow the conventions of ``haytham.cli`` (``--base-dir`` with ``HAYTHAM_BASE_DIR``,
+``--json`` with the keys of ``JSON_OUTPUT``, one line ``Error: ...`` and exit code 1 for
+library errors, rich only on a terminal) and read their defaults from ``./haytham.yaml``
+when there is one: its ``storage.base_dir`` unless ``--base-dir`` or the environment
+variable says otherwise, and its ``retention`` settings unless an option overrides them.
+They are kept apart from ``haytham.cli`` so that it can register ``COMMANDS`` without this
+module importing it back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import functools
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any, TypeVar, cast
+
+import click
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+from rich.text import Text
+
+from haytham.analytics import Analytics, summarize
+from haytham.checkpoint.checkpoint_manager import CheckpointManager
+from haytham.config import DEFAULT_BASE_DIR, HaythamConfig, find_config
+from haytham.errors import HaythamError
+from haytham.retention import CleanupReport, Removal, cleanup
+
+BASE_DIR_ENVVAR = "HAYTHAM_BASE_DIR"
+F = TypeVar("F", bound=Callable[..., Any])
+
+_USAGE_KEYS = {
+    "tokens": "tokens (from the checkpoints, else the agent output files)",
+    "input_tokens": "input tokens (from the agent output files)",
+    "output_tokens": "output tokens (from the agent output files)",
+    "cost": "dollars",
+    "duration": "seconds (a phase's wall-clock Duration; an agent's own run time)",
+}
+JSON_OUTPUT: dict[str, dict[str, str]] = {
+    "prune": {
+        "dry_run": "true when nothing was removed because of `--dry-run`",
+        "removed": "what was removed (with `--dry-run`: exactly what a real run removes)",
+        "removed[].kind": "`session` or `attempt`",
+        "removed[].path": "the directory",
+        "removed[].reason": "why, as a sentence",
+        "removed[].rule": "`max_age_days`, `max_sessions_per_project`, `max_sessions_per_user`, "
+        "`max_attempts_per_phase` or `leftover` (debris of an interrupted cleanup)",
+        "removed[].project_id": "the project id",
+        "removed[].session_id": "the session id",
+        "removed[].phase": "the phase of an attempt, or null",
+        "removed[].attempt": "the attempt number, or null",
+        "skipped": "what a rule selected but was kept (in progress, unreadable, changed meanwhile)",
+        "skipped[].path": "the directory or file",
+        "skipped[].reason": "why it was kept",
+        "skipped[].project_id": "the project id, or null",
+        "skipped[].session_id": "the session id, or null",
+    },
+    "stats": {
+        "project_id": "the `--project` given, or null",
+        "session_id": "the `--session` given, or null",
+        "user_id": "the `--user` given, or null",
+        "sessions": "how many sessions were summarized",
+        "by_status": "sessions per status: `in_progress`, `completed`, `failed`",
+        "totals": "over every phase",
+        **{f"totals.{k}": v for k, v in _USAGE_KEYS.items()},
+        "reviews": "reviews whose waiting time is known",
+        "review_wait": "seconds between phases completing and their review, summed",
+        "phases": "per phase, by number and name",
+        "phases[].phase": "phase number",
+        "phases[].name": "phase name",
+        "phases[].sessions": "sessions in which the phase ran",
+        "phases[].attempts": "attempts kept on disk, the current ones included",
+        "phases[].retries": "times reviewers sent the phase back (Retry Count)",
+        **{f"phases[].{k}": v for k, v in _USAGE_KEYS.items()},
+        "phases[].reviews": "reviews whose waiting time is known",
+        "phases[].review_wait": "seconds waited for those reviews, summed",
+        "agents": "per agent of each phase",
+        "agents[].phase": "phase number",
+        "agents[].agent": "agent name",
+        "agents[].runs": "attempts in which the agent ran",
+        **{f"agents[].{k}": v for k, v in _USAGE_KEYS.items()},
+        "problems": "files that could not be read (their sessions are counted, not added up)",
+    },
+}
+"""Each command's ``--json`` keys, in the form of ``haytham.cli.JSON_OUTPUT``."""
+
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([hdw])\s*$")
+_DAYS_PER_UNIT = {"h": 1 / 24, "d": 1.0, "w": 7.0}
+
+
+def parse_age(text: str) -> float:
+    """``30d``, ``12h`` or ``2w`` (decimals allowed) as a number of days; ValueError otherwise."""
+    found = _AGE.match(text)
+    if found is None:
+        raise ValueError(f"{text!r} is not an age such as 30d, 12h or 2w")
+    return float(found.group(1)) * _DAYS_PER_UNIT[found.group(2)]
+
+
+def _age_option(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_age(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx, param) from None
+
+
+# ----------------------------------------------------------------------- plumbing
+
+
+def _errors_as_messages(function: F) -> F:
+    """Library and OS errors become ``Error: ...`` and exit code 1, as in ``haytham.cli``.
+
+    The group in ``haytham.cli`` does this too; doing it here keeps the commands right when
+    they are invoked on their own.
+    """
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except (HaythamError, OSError) as error:
+            if isinstance(error, OSError) and error.errno == errno.EPIPE:
+                raise
+            if isinstance(error, OSError) and not isinstance(error, HaythamError) and error.strerror:
+                where = f"{error.filename}: " if error.filename else ""
+                raise click.ClickException(f"{where}{error.strerror}") from None
+            raise click.ClickException(str(error)) from None
+
+    return cast(F, wrapper)
+
+
+def _base_dir_option(function: F) -> F:
+    return click.option(
+        "--base-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=DEFAULT_BASE_DIR,
+        envvar=BASE_DIR_ENVVAR,
+        show_default=True,
+        show_envvar=True,
+        help="The directory that holds the projects (without the option or the variable: "
+        "storage.base_dir of ./haytham.yaml when there is one).",
+    )(function)
+
+
+def _json_option(function: F) -> F:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON for scripts (keys in docs/cli.md)."
+    )(function)
+
+
+def _store(base_dir: Path) -> tuple[CheckpointManager, HaythamConfig]:
+    """The manager and the settings: ``--base-dir`` or its variable win over haytham.yaml."""
+    config = find_config()
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("base_dir") in (None, click.core.ParameterSource.DEFAULT):
+        base_dir = config.base_dir
+    return CheckpointManager(base_dir), config
+
+
+def _console(stream: IO[str] | None = None) -> Console:
+    """A rich console: colour and live display only on a terminal (as in ``haytham.cli``)."""
+    stream = stream or sys.stdout
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    return Console(
+        file=stream,
+        force_terminal=terminal,
+        force_interactive=terminal,
+        highlight=False,
+        width=None if terminal else 500,
+    )
+
+
+def _table(console: Console, *columns: str, numeric: int = 0) -> Table:
+    """A table with a box on a terminal, plain columns when piped; the last ``numeric``
+    columns are right-aligned."""
+    if console.is_terminal:
+        table = Table(box=box.SIMPLE_HEAD, header_style="bold")
+    else:
+        table = Table(box=None, pad_edge=False, show_edge=False, header_style="")
+    for index, column in enumerate(columns):
+        table.add_column(column, justify="right" if index >= len(columns) - numeric else "left")
+    return table
+
+
+def _print_table(console: Console, table: Table) -> None:
+    if console.is_terminal:
+        console.print(table)
+        return
+    with console.capture() as captured:
+        console.print(table)
+    click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
+
+
+def _emit_json(data: object) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _seconds(value: float) -> str:
+    if value >= 3600:
+        return f"{value / 3600:.1f}h"
+    if value >= 60:
+        return f"{value / 60:.1f}m"
+    return f"{value:.1f}s"
+
+
+# ----------------------------------------------------------------------- commands
+
+
+@click.command()
+@click.option("--project", help="Only this project's sessions.")
+@click.option(
+    "--older-than",
+    callback=_age_option,
+    metavar="AGE",
+    help="Remove sessions last updated more than AGE ago: 30d, 12h or 2w (only completed or "
+    "failed ones unless --include-in-progress).",
+)
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Keep the N most recently created sessions of each project (of the user, with --user).",
+)
+@click.option(
+    "--keep-attempts",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Keep the newest N attempts of each phase (the current one always stays).",
+)
+@click.option("--user", help="Only this user's sessions.")
+@click.option("--dry-run", is_flag=True, help="List what would be removed and remove nothing.")
+@click.option(
+    "--include-in-progress", is_flag=True, help="Let every rule remove sessions that are in progress too."
+)
+@_base_dir_option
+@_json_option
+@_errors_as_messages
+def prune(
+    project: str | None,
+    older_than: float | None,
+    keep: int | None,
+    keep_attempts: int | None,
+    user: str | None,
+    dry_run: bool,
+    include_in_progress: bool,
+    base_dir: Path,
+    as_json: bool,
+) -> None:
+    """Remove old sessions and old attempts by rule.
+
+    Options left out take their value from the retention settings of ./haytham.yaml, if
+    there is one. Sessions in progress and the current attempt of every phase are never
+    removed (sessions in progress only with --include-in-progress). A session disappears in
+    one step: it is renamed to a hidden name under its lock, then deleted. --dry-run lists
+    exactly what the same command without it removes.
+    """
+    manager, config = _store(base_dir)
+    changes: dict[str, Any] = {
+        "max_age_days": older_than,
+        "max_attempts_per_phase": keep_attempts,
+        "max_sessions_per_user" if user else "max_sessions_per_project": keep,
+    }
+    if include_in_progress:
+        changes.update(include_in_progress=True, only_finished=False)
+    policy = dataclasses.replace(config.retention, **{k: v for k, v in changes.items() if v is not None})
+    if policy.is_empty:
+        raise click.UsageError(
+            "nothing to prune: give --older-than, --keep or --keep-attempts "
+            "(or set retention in haytham.yaml)"
+        )
+    console = _console()
+    with Progress(
+        TextColumn("Removing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal or as_json or dry_run,
+    ) as bar:
+        task = bar.add_task("prune", total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        report = cleanup(manager, policy, project_id=project, user_id=user, dry_run=dry_run, progress=advance)
+    if as_json:
+        _emit_json(report.to_dict())
+        return
+    _print_report(report)
+
+
+def _print_report(report: CleanupReport) -> None:
+    verb = "Would remove" if report.dry_run else "Removed"
+    for removal in report.removed:
+        click.echo(f"{verb} {_what(removal)}: {removal.reason}")
+    for kept in report.skipped:
+        where = f"{kept.project_id}/{kept.session_id}" if kept.session_id else str(kept.path)
+        click.echo(f"Kept {where}: {kept.reason}")
+    sessions = sum(1 for r in report.removed if r.kind == "session")
+    attempts = len(report.removed) - sessions
+    summary = f"{sessions} session{'s' * (sessions != 1)} and {attempts} attempt{'s' * (attempts != 1)}"
+    if report.dry_run:
+        click.echo(f"Dry run: would remove {summary}; nothing was removed")
+    else:
+        click.echo(f"Removed {summary}")
+
+
+def _what(removal: Removal) -> str:
+    session = f"{removal.project_id}/{removal.session_id}"
+    if removal.rule == "leftover":
+        return f"leftover {removal.path}"
+    if removal.kind == "session":
+        return f"session {session}"
+    return f"attempt {removal.attempt} of phase {removal.phase} of {session}"
+
+
+@click.command()
+@click.option("--project", help="Only this project's sessions.")
+@click.option("--session", help="Only this session (needs --project).")
+@click.option("--user", help="Only this user's sessions, across projects.")
+@_base_dir_option
+@_json_option
+@_errors_as_messages
+def stats(project: str | None, session: str | None, user: str | None, base_dir: Path, as_json: bool) -> None:
+    """Show tokens, cost and duration per phase and per agent, read from the files.
+
+    Every attempt counts, archived ones included; review wait is the time between a phase
+    completing and its review. Sessions are also counted by status.
+    """
+    if session is not None and project is None:
+        raise click.UsageError("--session needs --project (session ids are per project)")
+    manager, _ = _store(base_dir)
+    analytics = summarize(manager, project_id=project, session_id=session, user_id=user)
+    if as_json:
+        _emit_json(analytics.to_dict())
+        return
+    _print_stats(analytics)
+
+
+def _print_stats(analytics: Analytics) -> None:
+    for problem in analytics.problems:
+        click.echo(f"warning: not added up: {problem}", err=True)
+    counts = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in analytics.by_status.items())
+    click.echo(f"{analytics.sessions} session{'s' * (analytics.sessions != 1)}: {counts}")
+    if not analytics.phases:
+        click.echo("No phase has run yet")
+        return
+    console = _console()
+    phases = _table(
+        console,
+        "Phase",
+        "Name",
+        "Sessions",
+        "Attempts",
+        "Retries",
+        "Tokens",
+        "In",
+        "Out",
+        "Cost",
+        "Duration",
+        "Review wait",
+        numeric=9,
+    )
+    for p in analytics.phases:
+        u = p.usage
+        wait = _seconds(p.review_wait) if p.reviews else "-"
+        cells = (
+            p.phase,
+            p.name,
+            p.sessions,
+            p.attempts,
+            p.retries,
+            u.tokens,
+            u.input_tokens,
+            u.output_tokens,
+        )
+        phases.add_row(*(Text(str(c)) for c in cells), f"${u.cost:.4f}", _seconds(u.duration), wait)
+    _print_table(console, phases)
+    agents = _table(console, "Phase", "Agent", "Runs", "Tokens", "In", "Out", "Cost", "Duration", numeric=6)
+    for a in analytics.agents:
+        u = a.usage
+        row = (a.phase, a.agent, a.runs, u.tokens, u.input_tokens, u.output_tokens)
+        agents.add_row(*(Text(str(c)) for c in row), f"${u.cost:.4f}", _seconds(u.duration))
+    click.echo()
+    _print_table(console, agents)
+    t = analytics.totals
+    click.echo(
+        f"\nTotals: {t.tokens} tokens ({t.input_tokens} in, {t.output_tokens} out), ${t.cost:.4f}, "
+        f"{_seconds(t.duration)}; {analytics.reviews} review{'s' * (analytics.reviews != 1)}, "
+        f"{_seconds(analytics.review_wait)} waiting"
+    )
+
+
+COMMANDS: list[click.Command] = [prune, stats]
+"""The commands to register on the ``haytham`` group (``cli.add_command``)."""

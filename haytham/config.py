@@ -1,0 +1,173 @@
+"""``haytham.yaml``: a project's settings for where sessions live and how long they are kept.
+
+The file sits in the project's root folder, the one that holds the base directory (the
+current directory by default). It is checked against ``schemas/config.schema.json``; every
+mistake, an unknown key included, is a DocumentError naming the file, the line and the key.
+Every key does something: ``storage.base_dir`` is where ``manager()`` keeps sessions,
+``retention`` is the ``RetentionPolicy`` of ``cleanup`` and ``haytham prune``, and
+``cleanup_on_start`` makes ``open_store`` run that cleanup before handing out the store.
+
+.. code-block:: yaml
+
+    storage:
+      base_dir: projects          # relative to this file's folder
+    retention:
+      max_attempts_per_phase: 3
+      max_sessions_per_project: 50
+      max_sessions_per_user: null # no limit
+      max_age_days: 90
+      only_finished: true
+      include_in_progress: false
+    cleanup_on_start: false
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from haytham._clock import Clock
+from haytham._reader import decode
+from haytham._schema import describe, schema_errors
+from haytham.checkpoint.checkpoint_manager import CheckpointManager
+from haytham.errors import DocumentError, InvalidArgumentError, NotFoundError
+from haytham.events import LOGGER
+from haytham.retention import RetentionPolicy, cleanup
+
+CONFIG_FILE = "haytham.yaml"
+DEFAULT_BASE_DIR = "projects"
+
+
+@dataclass(frozen=True)
+class HaythamConfig:
+    """The settings of ``haytham.yaml``, or the defaults when there is none."""
+
+    base_dir: Path = Path(DEFAULT_BASE_DIR)
+    """Where the sessions are kept, already joined to the config file's folder."""
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    cleanup_on_start: bool = False
+    path: Path | None = None
+    """The file these settings came from; None for the defaults."""
+
+    def manager(self, *, clock: Clock | None = None) -> CheckpointManager:
+        """A CheckpointManager on the configured base directory."""
+        return CheckpointManager(self.base_dir, clock=clock)
+
+
+def load_config(path: str | os.PathLike[str]) -> HaythamConfig:
+    """Read and check a ``haytham.yaml``; errors are DocumentErrors at file, line and key.
+
+    An empty file means the defaults. A relative ``storage.base_dir`` is taken from the
+    file's folder, so the same file works whatever the current directory.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise NotFoundError(f"configuration file {path} does not exist", path=path) from None
+    text = decode(raw, path)
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise DocumentError(
+            f"is not valid YAML: {getattr(error, 'problem', None) or error}", path=path, line=line
+        ) from None
+    if node is None:
+        return HaythamConfig(base_dir=path.parent / DEFAULT_BASE_DIR, path=path)
+    if not isinstance(data, dict):
+        raise DocumentError("a configuration file must be a YAML mapping of settings", path=path, line=1)
+    _check_duplicates(node, path, [])
+    invalid = schema_errors("config", data)
+    if invalid:
+        raise _located(invalid[0], node, path)
+    storage = data.get("storage") or {}
+    retention = data.get("retention") or {}
+    try:
+        policy = RetentionPolicy(**retention)
+    except InvalidArgumentError as error:  # what the schema cannot say, such as .inf days
+        keys = ["retention", error.field] if error.field else ["retention"]
+        raise DocumentError(str(error), path=path, line=_line_of(node, keys), field=".".join(keys)) from None
+    return HaythamConfig(
+        base_dir=path.parent / storage.get("base_dir", DEFAULT_BASE_DIR),
+        retention=policy,
+        cleanup_on_start=data.get("cleanup_on_start", False),
+        path=path,
+    )
+
+
+def find_config(directory: str | os.PathLike[str] = ".") -> HaythamConfig:
+    """``{directory}/haytham.yaml`` when it exists, else the defaults (base dir ``projects``)."""
+    candidate = Path(directory) / CONFIG_FILE
+    if candidate.is_file():
+        return load_config(candidate)
+    return HaythamConfig(base_dir=Path(directory) / DEFAULT_BASE_DIR)
+
+
+def open_store(
+    config_path: str | os.PathLike[str] | None = None, *, clock: Clock | None = None
+) -> CheckpointManager:
+    """The CheckpointManager that ``haytham.yaml`` describes, cleaned up first if it says so.
+
+    Without ``config_path`` the file is ``./haytham.yaml`` when there is one, else the
+    defaults. With ``cleanup_on_start: true`` the configured retention policy is applied
+    before the manager is returned; what it removed is logged on the ``haytham`` logger
+    (nobody can have subscribed to the new manager's ``cleanup_done`` yet).
+    """
+    config = find_config() if config_path is None else load_config(config_path)
+    manager = config.manager(clock=clock)
+    if config.cleanup_on_start:
+        report = cleanup(manager, config.retention)
+        for removal in report.removed:
+            LOGGER.info("haytham: cleanup on start removed %s (%s)", removal.path, removal.reason)
+    return manager
+
+
+def _located(error: Any, node: yaml.Node, path: Path) -> DocumentError:
+    """A schema error as a DocumentError at the line of the key it is about."""
+    keys = [str(k) for k in error.absolute_path]
+    if error.validator == "additionalProperties":
+        known = sorted(error.schema.get("properties", {}))
+        unknown = sorted(str(k) for k in error.instance if k not in known)
+        keys.append(unknown[0])
+        message = f"unknown key {unknown[0]!r} (expected one of {', '.join(known)})"
+        return DocumentError(message, path=path, line=_line_of(node, keys), field=".".join(keys))
+    return DocumentError(describe(error), path=path, line=_line_of(node, keys), field=".".join(keys) or None)
+
+
+def _check_duplicates(node: yaml.Node, path: Path, keys: list[str]) -> None:
+    """YAML keeps the last of two equal keys silently; a settings file must not."""
+    if not isinstance(node, yaml.MappingNode):
+        return
+    seen: set[str] = set()
+    for key, value in node.value:
+        name = str(key.value)
+        if name in seen:
+            raise DocumentError(
+                f"key {name!r} is given twice (the second would silently win)",
+                path=path,
+                line=int(key.start_mark.line) + 1,
+                field=".".join([*keys, name]),
+            )
+        seen.add(name)
+        _check_duplicates(value, path, [*keys, name])
+
+
+def _line_of(node: yaml.Node, keys: list[str]) -> int:
+    """The 1-based line where the key at ``keys`` is written, or its nearest parent's."""
+    line = int(node.start_mark.line) + 1
+    for name in keys:
+        if not isinstance(node, yaml.MappingNode):
+            break
+        pair = next(((k, v) for k, v in node.value if str(k.value) == name), None)
+        if pair is None:
+            break
+        line = int(pair[0].start_mark.line) + 1
+        node = pair[1]
+    return line

@@ -1,0 +1,160 @@
+"""Talking to git: find the repository around a path, commit a path alone, read a path's log.
+
+haytham keeps working without git; only the opt-in git features (``haytham.autocommit``,
+``haytham.gitmerge``, ``haytham log``) call it, through ``run_git`` here, so that a missing
+git, a directory outside any repository and a failed command all become one typed error,
+``GitError``, whose message says what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from haytham.errors import HaythamError
+
+GIT_TIMEOUT = 120.0
+"""Seconds a single git command may take before it is given up on."""
+_LOG_FORMAT = "%H%x1f%h%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e"
+
+
+class GitError(HaythamError, RuntimeError):
+    """git is not installed, a path is not in a git repository, or a git command failed."""
+
+    def __init__(self, message: str, *, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit as ``haytham log`` shows it."""
+
+    commit: str
+    """The full hash."""
+    short: str
+    author: str
+    email: str
+    date: str
+    """The author date, ISO 8601 with the author's offset."""
+    subject: str
+
+
+def git_executable() -> str:
+    """The path of ``git`` on the current PATH, or GitError saying it is missing."""
+    found = shutil.which("git")
+    if found is None:
+        raise GitError(
+            "git is not installed or not on PATH (install git, or add its directory to PATH, "
+            "to use haytham's git features)"
+        )
+    return found
+
+
+def run_git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    stdin: bytes | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git ARGS`` in ``cwd``; with ``check`` a non-zero exit is a GitError with git's words."""
+    command = [git_executable(), *args]
+    try:
+        result = subprocess.run(
+            command, cwd=cwd, input=stdin, capture_output=True, timeout=GIT_TIMEOUT, check=False
+        )
+    except FileNotFoundError:
+        raise GitError(f"{cwd} does not exist, so git cannot run there", path=cwd) from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {' '.join(args)} took more than {GIT_TIMEOUT:g}s in {cwd}", path=cwd) from None
+    if check and result.returncode != 0:
+        said = result.stderr.decode("utf-8", "replace").strip() or result.stdout.decode("utf-8", "replace")
+        raise GitError(f"git {' '.join(args)} failed in {cwd}: {said.strip()}", path=cwd)
+    return result
+
+
+def repo_root(path: str | os.PathLike[str]) -> Path:
+    """The top directory of the git work tree that holds ``path`` (which may not exist yet)."""
+    start = Path(path).absolute()
+    directory = start
+    while not directory.is_dir():
+        if directory.parent == directory:
+            break
+        directory = directory.parent
+    result = run_git(["rev-parse", "--show-toplevel"], directory, check=False)
+    if result.returncode != 0:
+        raise GitError(
+            f"{start} is not inside a git repository (run `git init` there, or give the repository's path)",
+            path=start,
+        )
+    return Path(os.fsdecode(result.stdout.strip())).resolve()
+
+
+def relative_to_root(root: Path, path: str | os.PathLike[str]) -> str:
+    """``path`` relative to the work tree ``root`` in git's spelling (``/``), or GitError."""
+    absolute = Path(path).absolute()
+    for candidate in (absolute, absolute.resolve()):
+        try:
+            relative = candidate.relative_to(root)
+        except ValueError:
+            continue
+        return relative.as_posix() or "."
+    raise GitError(f"{absolute} is not inside the git repository {root}", path=absolute)
+
+
+def commit_path(
+    root: Path,
+    path: str | os.PathLike[str],
+    message: str,
+    *,
+    identity: tuple[str, str] | None = None,
+) -> str | None:
+    """Commit everything under ``path`` (new, changed and removed files) and nothing else.
+
+    ``git add --all -- PATH`` then ``git commit --only -- PATH``: whatever else the user has
+    staged stays staged and uncommitted, and their other changes are left alone. Returns
+    the new commit's hash, or None when nothing under ``path`` had changed. ``identity``
+    (name, email) is used for the commit instead of git's configured user.
+    """
+    spec = relative_to_root(root, path)
+    run_git(["add", "--all", "--", spec], root)
+    staged = run_git(["diff", "--cached", "--quiet", "--", spec], root, check=False)
+    if staged.returncode == 0:
+        return None
+    if staged.returncode != 1:
+        raise GitError(f"git diff --cached failed in {root}: {staged.stderr.decode('utf-8', 'replace')}")
+    config = ["-c", f"user.name={identity[0]}", "-c", f"user.email={identity[1]}"] if identity else []
+    run_git([*config, "commit", "--quiet", "--only", "-m", message, "--", spec], root)
+    return run_git(["rev-parse", "HEAD"], root).stdout.decode("ascii").strip()
+
+
+def path_log(path: str | os.PathLike[str], *, limit: int | None = None) -> list[Commit]:
+    """The commits that touched ``path``, newest first (``git log -- PATH``)."""
+    root = repo_root(path)
+    spec = relative_to_root(root, path)
+    args = ["log", f"--format={_LOG_FORMAT}"]
+    if limit is not None:
+        args.append(f"--max-count={limit}")
+    result = run_git([*args, "--", spec], root, check=False)
+    if result.returncode != 0:
+        said = result.stderr.decode("utf-8", "replace").strip()
+        if "does not have any commits yet" in said:
+            return []
+        raise GitError(f"git log failed in {root}: {said}", path=root)
+    commits = []
+    for record in result.stdout.decode("utf-8", "replace").split("\x1e"):
+        fields = record.strip("\n").split("\x1f")
+        if len(fields) == 6:
+            commits.append(Commit(*fields))
+    return commits
+
+
+__all__ = ["Commit", "GitError", "commit_path", "git_executable", "path_log", "repo_root", "run_git"]

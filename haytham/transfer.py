@@ -1,0 +1,645 @@
+"""Export a session as one JSON document or a ``.tar.gz``, and import either one back.
+
+An export carries every file of the session that haytham knows (the manifest, the phase
+files and their attempts, the history, ``workflow.yaml``) byte for byte, and nothing else:
+no lock, no temporary file, no stray notes. An import checks everything before it writes
+anything: the document against ``schemas/export.schema.json``, every path (relative, no
+``..``, a name a session holds), every tar member (regular files and directories only),
+every markdown file against its format, and that the ids agree. Only then are the files
+written into a hidden staging directory that is renamed into place, so a failed or
+interrupted import never leaves half a session behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import gzip
+import io
+import json
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from haytham import _storage
+from haytham._names import check_inside, check_name, check_no_case_twin
+from haytham._reader import decode
+from haytham._schema import describe, schema_errors
+from haytham.checkpoint.scan import kind_of
+from haytham.documents import MANIFEST
+from haytham.errors import (
+    DocumentError,
+    InvalidArgumentError,
+    SessionExistsError,
+    UnsafeNameError,
+    UnsafePathError,
+)
+from haytham.records import AgentOutput, PhaseCheckpoint, SessionManifest
+from haytham.workflow import Workflow, load_workflow
+
+if TYPE_CHECKING:
+    from haytham.checkpoint.checkpoint_manager import CheckpointManager
+
+FORMAT = "haytham-session"
+"""The ``format`` of an export document."""
+VERSION = 1
+"""The ``version`` of the export format this module writes and reads."""
+MANIFEST_FILE = "session_manifest.md"
+WORKFLOW_FILE = "workflow.yaml"
+HISTORY_DIR = "history"
+ATTEMPTS_DIR = "attempts"
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
+STAGING_SUFFIX = ".haytham-staging"
+"""Hidden directories in the project directory that hold a session being written whole."""
+EXPECTED = "session_manifest.md, workflow.yaml, history/*.md, phase_*/*.md or phase_*/attempts/N/*.md"
+
+
+# ------------------------------------------------------------------ which files
+
+
+def is_session_path(relative: str) -> bool:
+    """True for the relative (``/``-separated) path of a file a session directory holds."""
+    parts = relative.split("/")
+    if not all(_safe_part(part) for part in parts):
+        return False
+    if len(parts) == 1:
+        return parts[0] in (MANIFEST_FILE, WORKFLOW_FILE)
+    if parts[-1] == MANIFEST_FILE or kind_of(Path(*parts)) is None:
+        return False
+    if len(parts) == 2:
+        return parts[0] == HISTORY_DIR or parts[0].startswith("phase_")
+    return (
+        len(parts) == 4 and parts[0].startswith("phase_") and parts[1] == ATTEMPTS_DIR and parts[2].isdigit()
+    )
+
+
+def is_session_directory(relative: str) -> bool:
+    """True for the relative path of a directory a session holds (``history``, a phase, ...)."""
+    parts = relative.split("/")
+    if not all(_safe_part(part) for part in parts):
+        return False
+    if parts == [HISTORY_DIR]:
+        return True
+    if not parts[0].startswith("phase_"):
+        return False
+    if len(parts) == 1:
+        return True
+    return parts[1] == ATTEMPTS_DIR and (len(parts) == 2 or (len(parts) == 3 and parts[2].isdigit()))
+
+
+def _safe_part(part: str) -> bool:
+    try:
+        check_name("path", part)
+    except UnsafeNameError:
+        return False
+    return True
+
+
+def read_session_files(directory: Path) -> tuple[dict[str, bytes], list[str]]:
+    """The session's files by relative path (sorted) and its directories, as they are now.
+
+    Only what ``is_session_path`` and ``is_session_directory`` accept is read; the lock,
+    temporary files and anything a person added are left out. A symlink where a session
+    file or directory belongs is refused: a session holds regular files only.
+    """
+    files: dict[str, bytes] = {}
+    directories: list[str] = []
+    for root, subdirs, names in os.walk(directory):
+        here = Path(root)
+        prefix = here.relative_to(directory).as_posix()
+        prefix = "" if prefix == "." else prefix + "/"
+        for name in sorted(subdirs):
+            if is_session_directory(prefix + name):
+                _refuse_symlink(here / name)
+                directories.append(prefix + name)
+        subdirs[:] = sorted(s for s in subdirs if is_session_directory(prefix + s))
+        for name in sorted(names):
+            if is_session_path(prefix + name):
+                _refuse_symlink(here / name)
+                files[prefix + name] = (here / name).read_bytes()
+    return dict(sorted(files.items())), sorted(directories)
+
+
+def _refuse_symlink(path: Path) -> None:
+    if path.is_symlink():
+        raise UnsafePathError(
+            f"{path} is a symlink: a session holds regular files and directories only", field="path"
+        )
+
+
+# -------------------------------------------------------------------- exporting
+
+
+def export_session(manager: CheckpointManager, project_id: str, session_id: str) -> dict[str, Any]:
+    """The whole session as one JSON-ready document (``schemas/export.schema.json``).
+
+    ``files`` maps each relative path to the file's exact text; the session is read under
+    its lock, so the export is a consistent snapshot even while a runner saves.
+    """
+    files, _ = _snapshot(manager, project_id, session_id)
+    texts = {path: _text(data, path) for path, data in files.items()}
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "project_id": project_id,
+        "session_id": session_id,
+        "files": texts,
+    }
+
+
+def dump_export(document: Mapping[str, Any]) -> str:
+    """The canonical JSON text of an export: indented, UTF-8, keys in order, final newline."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def export_archive(manager: CheckpointManager, project_id: str, session_id: str, target: Path) -> Path:
+    """Write the session as a deterministic ``.tar.gz`` at ``target``; return ``target``.
+
+    Members are ``{project_id}/sessions/{session_id}/...`` (so ``tar -xzf`` into a base
+    directory puts the session in its place), sorted, with mtime 0, uid and gid 0 and no
+    owner names; the gzip header has no name and no time. The same session gives the same
+    bytes.
+    """
+    files, directories = _snapshot(manager, project_id, session_id)
+    prefix = f"{project_id}/sessions/{session_id}"
+    members: dict[str, bytes | None] = {prefix: None}
+    members.update({f"{prefix}/{d}": None for d in directories})
+    for path, data in files.items():
+        parent = PurePosixPath(path).parent
+        while str(parent) != ".":
+            members.setdefault(f"{prefix}/{parent}", None)
+            parent = parent.parent
+        members[f"{prefix}/{path}"] = data
+    buffer = io.BytesIO()
+    with (
+        gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as zipped,
+        tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive,
+    ):
+        for name in sorted(members):
+            content = members[name]
+            info = tarfile.TarInfo(name)
+            info.mtime = 0
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            if content is None:
+                info.type = tarfile.DIRTYPE
+                info.mode = 0o755
+                archive.addfile(info)
+            else:
+                info.mode = 0o644
+                info.size = len(content)
+                archive.addfile(info, io.BytesIO(content))
+    target = Path(target)
+    _storage.atomic_write(target, buffer.getvalue())
+    return target
+
+
+def export_file(manager: CheckpointManager, project_id: str, session_id: str, target: Path) -> Path:
+    """Export to ``target``: a ``.json`` document or a ``.tar.gz``/``.tgz`` archive, by suffix."""
+    target = Path(target)
+    if target.name.endswith(ARCHIVE_SUFFIXES):
+        return export_archive(manager, project_id, session_id, target)
+    if target.suffix != ".json":
+        raise InvalidArgumentError(
+            f"{target} must end with .json, .tar.gz or .tgz (the form of the export)", field="target"
+        )
+    _storage.atomic_write(target, dump_export(export_session(manager, project_id, session_id)))
+    return target
+
+
+def _snapshot(
+    manager: CheckpointManager, project_id: str, session_id: str
+) -> tuple[dict[str, bytes], list[str]]:
+    """The session's files and directories, read under its lock (none on a read-only tree)."""
+    directory = check_inside(manager.base_dir, manager.session_dir(project_id, session_id))
+    manager.load_manifest(project_id, session_id)  # a missing session is a NotFoundError
+    with contextlib.ExitStack() as stack:
+        with contextlib.suppress(PermissionError):  # nobody writes to a tree we cannot lock
+            stack.enter_context(
+                _storage.locked(directory, manager.lock_timeout, f"session {project_id}/{session_id}")
+            )
+        return read_session_files(directory)
+
+
+def _text(data: bytes, path: str) -> str:
+    """The exact text of a file: strict UTF-8, BOM and CRLF kept."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        decode(data, Path(path))  # raises the located DocumentError
+        raise
+
+
+# -------------------------------------------------------------------- importing
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """An import that passed every check: where it goes and exactly what to write."""
+
+    project_id: str
+    session_id: str
+    files: dict[str, bytes]
+    directories: list[str]
+
+
+def import_session(
+    manager: CheckpointManager,
+    source: Mapping[str, Any] | str | os.PathLike[str],
+    *,
+    project_id: str | None = None,
+    session_id: str | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write an exported session under ``manager.base_dir``; return its directory.
+
+    ``source`` is an export document, a ``.json`` file or a ``.tar.gz``/``.tgz`` archive.
+    ``project_id`` and ``session_id`` put the session under other ids (its manifest is
+    rewritten to say so). Everything is checked before anything is written; an existing
+    session is refused (SessionExistsError) unless ``overwrite=True``, which replaces it
+    whole. The files go to a hidden staging directory renamed into place, so a crash leaves
+    either no session or the complete one.
+    """
+    if isinstance(source, Mapping):
+        origin = None
+        found_project, found_session, texts = _read_document(source, None)
+    elif isinstance(source, (str, os.PathLike)):
+        origin = Path(source)
+        if origin.name.endswith(ARCHIVE_SUFFIXES):
+            found_project, found_session, texts = _read_archive(origin)
+        elif origin.suffix == ".json":
+            found_project, found_session, texts = _read_document(_load_json(origin), origin)
+        else:
+            raise InvalidArgumentError(
+                f"{origin} must end with .json, .tar.gz or .tgz (the form of the export)", field="source"
+            )
+    else:
+        raise InvalidArgumentError(
+            f"source must be an export document or the path of a .json or .tar.gz file, not "
+            f"{type(source).__name__}",
+            field="source",
+        )
+    checked = _check(manager, found_project, found_session, texts, origin, project_id, session_id)
+    target = manager.session_dir(checked.project_id, checked.session_id)
+    if target.exists() and not overwrite:
+        raise SessionExistsError(
+            f"session {checked.project_id}/{checked.session_id} already exists at {target}; it was "
+            "left untouched (pass overwrite=True to replace it)",
+            path=target,
+        )
+    write_session_dir(
+        target,
+        checked.files,
+        checked.directories,
+        overwrite=overwrite,
+        lock_timeout=manager.lock_timeout,
+        what=f"session {checked.project_id}/{checked.session_id}",
+    )
+    _storage.ensure_gitignore(manager.base_dir)
+    return target
+
+
+def _load_json(path: Path) -> object:
+    data = path.read_bytes()
+    try:
+        return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
+    except UnicodeDecodeError:
+        decode(data, path)  # raises the located DocumentError
+        raise
+    except json.JSONDecodeError as error:
+        raise DocumentError(f"is not valid JSON: {error.msg}", path=path, line=error.lineno) from None
+    except DocumentError as error:
+        raise DocumentError(error.message, path=path, field=error.field) from None
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (JSON would silently keep the last)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise DocumentError(f"the key {key!r} appears twice", field=key)
+        found[key] = value
+    return found
+
+
+def _read_document(document: object, origin: Path | None) -> tuple[str, str, dict[str, str]]:
+    """The ids and files of an export document that passes its schema."""
+    if not isinstance(document, Mapping):
+        raise DocumentError(f"a haytham export is a JSON object, not {type(document).__name__}", path=origin)
+    errors = schema_errors("export", document)
+    if errors:
+        where = ".".join(str(p) for p in errors[0].absolute_path) or None
+        raise DocumentError(f"is not a haytham export: {describe(errors[0])}", path=origin, field=where)
+    return document["project_id"], document["session_id"], dict(document["files"])
+
+
+def _read_archive(path: Path) -> tuple[str, str, dict[str, str]]:
+    """The ids and files of a ``.tar.gz`` export; every member is checked before it is read."""
+    files: dict[str, str] = {}
+    ids: tuple[str, str] | None = None
+    try:
+        with tarfile.open(path, "r:gz") as archive:
+            members = archive.getmembers()
+            for member in members:
+                parts = _relative_parts(member.name, path)
+                if member.issym() or member.islnk():
+                    kind = "a symlink" if member.issym() else "a hard link"
+                    raise UnsafePathError(
+                        f"{path}: member {member.name!r} is {kind} (to {member.linkname!r}); an export "
+                        "holds regular files and directories only",
+                        field="path",
+                    )
+                if not (member.isfile() or member.isdir()):
+                    raise UnsafePathError(
+                        f"{path}: member {member.name!r} is a device or pipe; an export holds regular "
+                        "files and directories only",
+                        field="path",
+                    )
+                if len(parts) < 3 or parts[1] != "sessions":
+                    raise UnsafePathError(
+                        f"{path}: member {member.name!r} is not under PROJECT/sessions/SESSION/",
+                        field="path",
+                    )
+                if ids is None:
+                    ids = (parts[0], parts[2])
+                elif (parts[0], parts[2]) != ids:
+                    raise UnsafePathError(
+                        f"{path}: member {member.name!r} is not under {ids[0]}/sessions/{ids[1]}/ like "
+                        "the others: an export holds one session",
+                        field="path",
+                    )
+                relative = "/".join(parts[3:])
+                if member.isdir():
+                    if relative and not is_session_directory(relative):
+                        raise UnsafePathError(
+                            f"{path}: member {member.name!r} is not a directory a session holds",
+                            field="path",
+                        )
+                    continue
+                if relative in files:
+                    raise UnsafePathError(f"{path}: member {member.name!r} appears twice", field="path")
+                _check_relative(relative, path)
+                stream = archive.extractfile(member)
+                assert stream is not None  # a regular file always has data
+                files[relative] = _text(stream.read(), f"{path}:{relative}")
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise DocumentError(f"is not a readable .tar.gz archive ({error})", path=path) from None
+    if ids is None:
+        raise DocumentError("the archive is empty", path=path)
+    return ids[0], ids[1], files
+
+
+def _relative_parts(name: str, origin: Path | None) -> list[str]:
+    """The parts of a relative ``/`` path, refusing absolute paths, ``..``, ``.`` and ``\\``."""
+    where = f"{origin}: " if origin is not None else ""
+    if name.startswith("/") or re.match(r"[A-Za-z]:", name) or "\\" in name:
+        raise UnsafePathError(
+            f"{where}{name!r} is an absolute path or uses '\\': an export holds relative paths only",
+            field="path",
+        )
+    parts = name.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise UnsafePathError(
+            f"{where}{name!r} is not a plain relative path (empty, '.' or '..' parts): it could "
+            "lead outside the session",
+            field="path",
+        )
+    return parts
+
+
+def _check_relative(relative: str, origin: Path | None) -> None:
+    _relative_parts(relative, origin)
+    if not is_session_path(relative):
+        where = f"{origin}: " if origin is not None else ""
+        raise UnsafePathError(
+            f"{where}{relative!r} is not a file a session holds (expected {EXPECTED})", field="path"
+        )
+
+
+def _check(
+    manager: CheckpointManager,
+    project_id: str,
+    session_id: str,
+    texts: Mapping[str, str],
+    origin: Path | None,
+    new_project_id: str | None,
+    new_session_id: str | None,
+) -> _Checked:
+    """Every check of an import, in memory; returns exactly what to write."""
+    check_name("project_id", project_id)
+    check_name("session_id", session_id)
+    files: dict[str, bytes] = {}
+    folded: dict[str, str] = {}
+    for relative, text in texts.items():
+        _check_relative(relative, origin)
+        twin = folded.setdefault(relative.casefold(), relative)
+        if twin != relative:
+            raise UnsafePathError(
+                f"{relative!r} and {twin!r} differ only by letter case: they cannot both exist on "
+                "a case-insensitive file system",
+                field="path",
+            )
+        try:
+            files[relative] = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise DocumentError(
+                "holds a lone surrogate, which UTF-8 cannot store", path=_shown(origin, relative)
+            ) from None
+    if MANIFEST_FILE not in files:
+        raise DocumentError(f"the export has no {MANIFEST_FILE}", path=origin)
+    records = {relative: _parse(relative, data, origin) for relative, data in files.items()}
+    manifest = records[MANIFEST_FILE]
+    assert isinstance(manifest, SessionManifest)
+    if (manifest.project_id, manifest.session_id) != (project_id, session_id):
+        raise DocumentError(
+            f"the manifest is of session {manifest.project_id}/{manifest.session_id}, but the export "
+            f"says {project_id}/{session_id}",
+            path=_shown(origin, MANIFEST_FILE),
+            field="Session ID",
+        )
+    workflow = _workflow(manager, manifest, files.get(WORKFLOW_FILE), origin)
+    phases = workflow.phases_for(manifest.execution_mode)
+    directories = {phase.directory: phase.number for phase in workflow.phases}
+    for relative, record in records.items():
+        parts = relative.split("/")
+        if parts[0] == HISTORY_DIR or len(parts) == 1:
+            continue
+        if parts[0] not in directories:
+            raise UnsafePathError(
+                f"{relative!r} is in {parts[0]!r}, which is no phase directory of workflow {workflow.name!r}",
+                field="path",
+            )
+        if isinstance(record, PhaseCheckpoint) and record.phase_number != directories[parts[0]]:
+            raise DocumentError(
+                f"{record.phase_number} is not this directory's phase {directories[parts[0]]}",
+                path=_shown(origin, relative),
+                field="Phase Number",
+            )
+        if isinstance(record, AgentOutput) and record.agent_name != PurePosixPath(relative).stem:
+            raise DocumentError(
+                f"{record.agent_name!r} does not match the file name {parts[-1]!r}",
+                path=_shown(origin, relative),
+                field="Agent",
+            )
+    project_id = check_name("project_id", new_project_id or project_id)
+    session_id = check_name("session_id", new_session_id or session_id)
+    if (project_id, session_id) != (manifest.project_id, manifest.session_id):
+        renamed = replace(manifest, project_id=project_id, session_id=session_id)
+        MANIFEST.check_record(renamed)
+        files[MANIFEST_FILE] = MANIFEST.render(renamed).encode("utf-8")
+    target = manager.session_dir(project_id, session_id)
+    check_no_case_twin(manager.base_dir, project_id, "project_id")
+    check_no_case_twin(target.parent, session_id, "session_id")
+    check_inside(manager.base_dir, target)
+    wanted = {phase.directory for phase in phases}
+    wanted.update(str(parent) for path in files for parent in PurePosixPath(path).parents)
+    wanted.discard(".")
+    return _Checked(project_id, session_id, files, sorted(wanted))
+
+
+def _parse(relative: str, data: bytes, origin: Path | None) -> object:
+    """The record of one exported file (None for workflow.yaml, checked separately)."""
+    if relative == WORKFLOW_FILE:
+        return None
+    kind = kind_of(Path(relative))
+    assert kind is not None  # is_session_path accepted the name
+    shown = _shown(origin, relative)
+    return kind.parse(decode(data, shown), shown)
+
+
+def _workflow(
+    manager: CheckpointManager, manifest: SessionManifest, own_copy: bytes | None, origin: Path | None
+) -> Workflow:
+    """The workflow the imported session runs: its workflow.yaml, else a known one by name."""
+    if own_copy is None:
+        found = manager.workflows.get(manifest.workflow_type)
+        if found is None:
+            raise InvalidArgumentError(
+                f"the session runs workflow {manifest.workflow_type!r}, which this manager does not "
+                "know and the export does not carry (register it with CheckpointManager(workflows=...))",
+                field="workflow_type",
+            )
+        return found
+    with tempfile.TemporaryDirectory(prefix="haytham-import-") as scratch:
+        path = Path(scratch) / WORKFLOW_FILE
+        path.write_bytes(own_copy)
+        try:
+            return load_workflow(path)
+        except DocumentError as error:
+            raise DocumentError(
+                error.message, path=_shown(origin, WORKFLOW_FILE), line=error.line, field=error.field
+            ) from None
+
+
+def _shown(origin: Path | None, relative: str) -> Path:
+    """How a file of an export is named in messages: ``export.json:phase_1_concept/a.md``."""
+    return Path(relative) if origin is None else Path(f"{origin}:{relative}")
+
+
+# ---------------------------------------------------------------------- writing
+
+
+def write_session_dir(
+    target: Path,
+    files: Mapping[str, bytes],
+    directories: Iterable[str] = (),
+    *,
+    overwrite: bool = False,
+    lock_timeout: float = _storage.DEFAULT_LOCK_TIMEOUT,
+    what: str = "session",
+) -> None:
+    """Make ``target`` a session directory holding exactly ``files``, all at once.
+
+    The files are written (atomically, durably) into a hidden staging directory beside the
+    project's ``sessions/`` and renamed into place: readers never see part of a session. An
+    existing ``target`` raises SessionExistsError, or with ``overwrite`` is swapped out under
+    its lock and deleted. On any failure the staging directory and the parents this call
+    made are removed.
+    """
+    project_dir = target.parent.parent
+    made = list(_missing(target.parent))
+    staging = project_dir / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}{STAGING_SUFFIX}"
+    try:
+        _storage.make_dirs(target.parent)
+        staging.mkdir()
+        for directory in sorted(directories):
+            _storage.make_dirs(staging / directory)
+        for relative, data in sorted(files.items()):
+            path = staging / relative
+            _storage.make_dirs(path.parent)
+            _storage.atomic_write(path, data)
+        _storage.fsync_dir(staging)
+        if overwrite and target.exists():
+            _swap(staging, target, lock_timeout, what)
+        else:
+            _move_into_place(staging, target, what)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        for parent in reversed(made):
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+        raise
+
+
+def _missing(directory: Path) -> Iterator[Path]:
+    """``directory`` and its parents that do not exist yet, outermost first."""
+    missing: list[Path] = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    return reversed(missing)
+
+
+def _move_into_place(staging: Path, target: Path, what: str) -> None:
+    try:
+        os.rename(staging, target)
+    except OSError as error:
+        if error.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.EISDIR, errno.ENOTDIR):
+            raise SessionExistsError(
+                f"{what} appeared at {target} while it was being written; it was left untouched",
+                path=target,
+            ) from None
+        raise
+    _storage.fsync_dir(target.parent)
+
+
+def _swap(staging: Path, target: Path, lock_timeout: float, what: str) -> None:
+    """Replace the session at ``target`` with ``staging`` while holding its lock.
+
+    The old lock file is unlinked before the lock is released, so a saver that was waiting
+    for it finds the lock gone and locks the new session instead.
+    """
+    old = staging.with_name(staging.name.replace(STAGING_SUFFIX, ".haytham-replaced"))
+    with _storage.locked(target, lock_timeout, what):
+        os.rename(target, old)
+        try:
+            os.rename(staging, target)
+        except BaseException:
+            os.rename(old, target)
+            raise
+        _storage.fsync_dir(target.parent)
+        _storage.fsync_dir(old.parent)
+        (old / _storage.LOCK_NAME).unlink(missing_ok=True)
+    shutil.rmtree(old)
+
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "dump_export",
+    "export_archive",
+    "export_file",
+    "export_session",
+    "import_session",
+    "is_session_directory",
+    "is_session_path",
+    "read_session_files",
+    "write_session_dir",
+]
