@@ -54,11 +54,13 @@ class Document:
 
     def find(self, title: str) -> Section | None:
         """The first section whose title matches ``title`` ignoring case and spacing."""
-        key = normalise_label(title)
-        for section in self.sections:
-            if normalise_label(section.title) == key:
-                return section
-        return None
+        by_title: dict[str, Section] | None = self.__dict__.get("_by_title")
+        if by_title is None:  # made on first use; not a field, so equality is unchanged
+            by_title = {}
+            for section in self.sections:
+                by_title.setdefault(normalise_label(section.title), section)
+            object.__setattr__(self, "_by_title", by_title)
+        return by_title.get(normalise_label(title))
 
 
 class _LocatingState(BlockState):
@@ -218,22 +220,26 @@ def _document(text: str, sections: list[Section], preamble_end: int) -> Document
 # text, link reference definitions, CR, control characters, a BOM) sends the whole document
 # to mistune.
 _UNSAFE_CHARS = re.compile("[\\x00-\\x08\\x0b-\\x1f\\x7f\\x85\\u2028\\u2029\\ufeff]")
+_ASCII_CONTROL = bytes([*range(0x09), *range(0x0B, 0x20), 0x7F])
+"""The ASCII characters of ``_UNSAFE_CHARS``: all control characters but tab and LF."""
 _TITLE_CHAR = r"""(?:[^\W_]|[:.,()'"/+=?%;@$-]|(?<=[^\W_])_(?=[^\W_]))"""
 _SAFE_TITLE = rf"{_TITLE_CHAR}+(?: {_TITLE_CHAR}+)*"
 _PLAIN_FIRST = r"[^\s#><`~\-*+=_\[\]\\\d]"
 _NUMBER = r"\d+(?![\d.)])"
 _TEXT_FIRST = rf"(?:{_PLAIN_FIRST}|{_NUMBER}|\[[ xX]?\](?!:))"
-_SAFE_LINE = (
-    rf"(?:[-*+] {_TEXT_FIRST}[^\n]*"
-    rf"|\d{{1,9}}[.)] {_TEXT_FIRST}[^\n]*"
-    rf"|{_PLAIN_FIRST}[^\n]*"
-    rf"|{_NUMBER}[^\n]*"
-    rf"|#{{1,2}} {_SAFE_TITLE}"
-    rf"|###[^\n]*"
-    rf"| +(?:{_PLAIN_FIRST}|{_NUMBER})[^\n]*"
-    rf"|[ \t]*)"
+_SAFE_START = (
+    rf"(?:[-*+] {_TEXT_FIRST}"
+    rf"|\d{{1,9}}[.)] {_TEXT_FIRST}"
+    rf"|{_PLAIN_FIRST}"
+    rf"|{_NUMBER}"
+    rf"|#{{1,2}} {_SAFE_TITLE}$"
+    r"|###"
+    rf"| +(?:{_PLAIN_FIRST}|{_NUMBER})"
+    r"|[ \t]*$)"
 )
-_SAFE_REGION = re.compile(rf"(?:{_SAFE_LINE}\n)*{_SAFE_LINE}")
+"""How a line outside fences may start (what follows on the line does not matter)."""
+_SAFE_FIRST_LINE = re.compile(_SAFE_START, re.M)
+_UNSAFE_NEXT_LINE = re.compile(rf"\n(?!{_SAFE_START})", re.M)
 _HEADING_START = re.compile(r"\n#")
 _FAST_FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*(.*)$", re.M)
 
@@ -246,7 +252,10 @@ def _fence_closer(marker: str) -> re.Pattern[str]:
 
 def _fast_headings(text: str) -> list[tuple[int, int, str]] | None:
     """``(offset, level, title)`` of each level-1/2 heading, or None to let mistune decide."""
-    if _UNSAFE_CHARS.search(text):
+    if text.isascii():  # control characters are found faster in bytes
+        if len(text.encode("ascii").translate(None, _ASCII_CONTROL)) != len(text):
+            return None
+    elif _UNSAFE_CHARS.search(text):
         return None
     found: list[tuple[int, int, str]] = []
     position = 0
@@ -255,7 +264,9 @@ def _fast_headings(text: str) -> list[tuple[int, int, str]] | None:
     while position <= size:
         opener = _FAST_FENCE.search(text, position) if fenced else None
         stop = size if opener is None else opener.start()
-        if _SAFE_REGION.fullmatch(text, position, stop) is None:
+        if _SAFE_FIRST_LINE.match(text, position, stop) is None or _UNSAFE_NEXT_LINE.search(
+            text, position, stop
+        ):
             return None
         starts = [m.start() + 1 for m in _HEADING_START.finditer(text, position, stop)]
         if text.startswith("#", position) and position < stop:

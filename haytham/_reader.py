@@ -34,9 +34,10 @@ def decode(data: bytes, path: Path | None) -> str:
         ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
-    crlf = text.count("\r\n")
-    if crlf and crlf == text.count("\n"):
-        text = text.replace("\r\n", "\n")
+    if "\r" in text:  # a one-character search is far cheaper than counting "\r\n"
+        crlf = text.count("\r\n")
+        if crlf and crlf == text.count("\n"):
+            text = text.replace("\r\n", "\n")
     return text
 
 
@@ -110,13 +111,15 @@ class Reader:
             return found
         item_match = _ITEM.match
         for line_number, line in iter_unfenced_lines(section.body, section.body_line):
-            item = item_match(line.rstrip("\r") if line.endswith("\r") else line)
-            if item is None:
-                continue
-            content = item.group(1)
+            if line.startswith("- "):  # the usual bullet: what _ITEM would take, found faster
+                content = line[2:].strip()
+            else:
+                item = item_match(line.rstrip("\r") if line.endswith("\r") else line)
+                if item is None:
+                    continue
+                content = (item.group(1) or "").strip()
             if not content:
                 continue
-            content = content.strip()
             checkbox = _CHECKBOX.fullmatch(content) if content.startswith("[") else None
             if checkbox:
                 label, colon, value = checkbox.group(2).partition(":")

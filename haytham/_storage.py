@@ -31,6 +31,7 @@ GITIGNORE_TEXT = (
     "# Written by haytham: its lock and temporary files never belong in version control.\n"
     f"{LOCK_NAME}\n"
     f".*{TMP_SUFFIX}\n"
+    ".haytham-cache/\n"
 )
 
 

@@ -29,6 +29,7 @@ from haytham.checkpoint.scan import (
     list_sessions,
     session_dirs,
     session_files,
+    validate_sessions,
 )
 from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
 from haytham.documents.feedback import rewrite_fields
@@ -933,21 +934,23 @@ class CheckpointManager:
         session is also checked for a manifest that disagrees with its checkpoints.
         """
         roots = [Path(p) for p in paths] or [self.base_dir]
-        issues: list[Issue] = []
         sessions = {d for root in roots if root.is_dir() for d in session_dirs(root)}
-        for directory in sorted(sessions):
+
+        def validate(directory: Path) -> list[Issue]:
             manager = CheckpointManager(directory.parents[2], workflows=self.workflows.values())
             try:
-                issues += manager.validate_session(directory.parent.parent.name, directory.name)
+                return manager.validate_session(directory.parent.parent.name, directory.name)
             except HaythamError as error:
-                issues.append(
-                    Issue(error.path or directory / MANIFEST_FILE, error.line, error.field, str(error))
-                )
-        for path in session_files(roots):
-            if not any(d in path.parents for d in sessions):
-                kind = kind_of(path)
-                assert kind is not None
-                issues += kind.read_path(path)[1]
+                return [Issue(error.path or directory / MANIFEST_FILE, error.line, error.field, str(error))]
+
+        # A session's result is remembered in the base directory's index while its files
+        # stay unchanged (haytham/_index.py); the definitions it was checked against count.
+        definitions = sorted((name, w.fingerprint()) for name, w in self.workflows.items())
+        issues = validate_sessions(sorted(sessions), validate, repr(definitions))
+        for path in session_files(roots, outside=sessions):
+            kind = kind_of(path)
+            assert kind is not None
+            issues += kind.read_path(path)[1]
         unique = dict.fromkeys(issues)
         return sorted(unique, key=lambda i: (str(i.path), i.line or 0))
 

@@ -6,15 +6,24 @@ accepts what a linter would: the base dir, a project, a session or a single file
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import gc
+import hashlib
+import json
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from haytham import _index
 from haytham._names import check_inside
+from haytham._storage import LOCK_NAME, TMP_SUFFIX
 from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
 from haytham.errors import Issue
+from haytham.records import SessionManifest
 
 MANIFEST_FILE = "session_manifest.md"
 
@@ -40,6 +49,28 @@ class SessionSummary:
 
 def session_dirs(root: Path) -> Iterator[Path]:
     """Session directories under ``root``: ``{project}/sessions/{session}`` with a manifest."""
+    for directory, _, _ in session_manifests(root):
+        yield directory
+
+
+Found = tuple[Path, str, "os.stat_result | None"]
+"""A session directory, the path of its manifest (as text) and the manifest's ``stat``."""
+
+
+def session_manifests(root: Path) -> list[Found]:
+    """``session_dirs(root)`` with the ``stat`` of each manifest, found with ``os.scandir``.
+
+    The result is exactly what ``root.glob("*/sessions/*/session_manifest.md")`` and then
+    ``"sessions/*/..."`` give, each sorted (or ``root`` alone when it holds a manifest);
+    on an error other than a missing path the globs themselves run and the stats are None.
+    """
+    try:
+        return _scan_manifests(root)
+    except OSError:
+        return [(d, os.path.join(d, MANIFEST_FILE), None) for d in _glob_session_dirs(root)]
+
+
+def _glob_session_dirs(root: Path) -> Iterator[Path]:
     if (root / MANIFEST_FILE).is_file():
         yield root
         return
@@ -49,6 +80,60 @@ def session_dirs(root: Path) -> Iterator[Path]:
             yield manifest.parent
 
 
+_MISSING = (FileNotFoundError, NotADirectoryError)
+
+
+def _stat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except _MISSING:
+        return None
+
+
+def _scan_manifests(root: Path) -> list[Found]:
+    top = os.fspath(root)
+    own_name = os.path.join(top, MANIFEST_FILE)
+    own = _stat_or_none(own_name)
+    if own is not None and stat.S_ISREG(own.st_mode):
+        return [(root, own_name, own)]
+    found = _stat_or_none(top)
+    if found is None or not stat.S_ISDIR(found.st_mode):
+        return []
+    result: list[Found] = []
+    with os.scandir(top) as entries:
+        projects = sorted(e.name for e in entries if e.is_dir())
+    for parent in [*((project, "sessions") for project in projects), ("sessions",)]:
+        sessions = _scan_sessions(os.path.join(top, *parent))
+        if sessions:
+            parent_path = root.joinpath(*parent)
+            result += ((parent_path / name, manifest, st) for name, manifest, st in sessions)
+    return result
+
+
+def _scan_sessions(directory: str) -> list[tuple[str, str, os.stat_result]]:
+    """Sorted ``(name, manifest path, manifest stat)`` of the directories in ``directory``
+    that hold a session manifest."""
+    found = _stat_or_none(directory)
+    if found is None or not stat.S_ISDIR(found.st_mode):
+        return []
+    with os.scandir(directory) as entries:
+        names = sorted(e.name for e in entries if e.is_dir())
+    prefix = os.path.join(directory, "")
+    suffix = os.sep + MANIFEST_FILE
+    sessions = []
+    for name in names:
+        manifest = prefix + name + suffix
+        st = _stat_or_none(manifest)
+        if st is not None:
+            sessions.append((name, manifest, st))
+    return sessions
+
+
+INDEX_MIN_SESSIONS = 50
+"""A base directory gets an index (``haytham/_index.py``) once a listing finds this many
+sessions; an index that exists is always used."""
+
+
 def list_sessions(
     base_dir: Path,
     *,
@@ -56,36 +141,102 @@ def list_sessions(
     user_id: str | None = None,
     status: str | None = None,
 ) -> tuple[list[SessionSummary], list[Issue]]:
-    """Summaries of the sessions under ``base_dir``, newest update first, and unreadable ones."""
+    """Summaries of the sessions under ``base_dir``, newest update first, and unreadable ones.
+
+    Each manifest's summary (or its issues) is remembered in the base directory's index and
+    used again while the manifest file is unchanged, so a listing of thousands of sessions
+    reads only the manifests that changed.
+    """
+    with _no_cycle_collection():
+        return _list_sessions(base_dir, project_id, user_id, status)
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause the cycle collector while a listing makes its many small objects.
+
+    None of them is part of a reference cycle, yet creating tens of thousands of objects
+    sets off full collections that walk every object of the process: with 10,000 sessions
+    they took a third of the listing's time. The collector's state is put back afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _list_sessions(
+    base_dir: Path, project_id: str | None, user_id: str | None, status: str | None
+) -> tuple[list[SessionSummary], list[Issue]]:
     root = base_dir / project_id if project_id else base_dir
+    found = session_manifests(root)
+    index = _index.Index.open(base_dir, create=len(found) >= INDEX_MIN_SESSIONS)
+    known = index.entries("summary") if index is not None else {}
+    learnt: list[tuple[str, str, str]] = []
+    results: list[Any] = [None] * len(found)
+    remembered: list[tuple[int, str]] = []
+    for position, (directory, name, st) in enumerate(found):
+        ident = ""
+        if index is not None and st is not None:
+            ident = _index.identity(st)
+            kept = known.get(name)
+            if kept is not None and kept[0] == ident:
+                remembered.append((position, kept[1]))
+                continue
+        result = results[position] = _summary_data(*MANIFEST.read_path(directory / MANIFEST_FILE))
+        if index is not None and st is not None and index.settled(st.st_mtime_ns, st.st_ctime_ns):
+            learnt.append((name, ident, json.dumps(result)))
+    if remembered:  # one json.loads for all of them is much cheaper than one each
+        values = json.loads("[" + ",".join(value for _, value in remembered) + "]")
+        for (position, _), value in zip(remembered, values, strict=True):
+            results[position] = value
     summaries: list[SessionSummary] = []
     issues: list[Issue] = []
-    for directory in session_dirs(root):
-        manifest, found = MANIFEST.read_path(directory / MANIFEST_FILE)
-        if manifest is None:
-            issues += found
+    for (directory, _, _), result in zip(found, results, strict=True):
+        if "issues" in result:
+            issues += [_issue(data) for data in result["issues"]]
             continue
-        if (user_id and manifest.user_id != user_id) or (status and manifest.status != status):
+        if (user_id and result["user_id"] != user_id) or (status and result["status"] != status):
             continue
-        summaries.append(
-            SessionSummary(
-                project_id=manifest.project_id,
-                session_id=manifest.session_id,
-                user_id=manifest.user_id,
-                workflow_type=manifest.workflow_type,
-                execution_mode=manifest.execution_mode,
-                status=manifest.status,
-                current_phase=manifest.current.number,
-                current_phase_name=manifest.current.name,
-                created=manifest.created,
-                last_updated=manifest.last_updated,
-                total_tokens=manifest.metrics.total_tokens,
-                total_cost=manifest.metrics.total_cost,
-                path=directory,
-            )
-        )
+        summaries.append(SessionSummary(**result, path=directory))
+    if index is not None:
+        listed = {name for _, name, _ in found}
+        index.store("summary", learnt, forget=set(known) - listed if root == base_dir else ())
+        index.close()
     summaries.sort(key=lambda s: (s.last_updated, s.project_id, s.session_id), reverse=True)
     return summaries, issues
+
+
+def _summary_data(manifest: SessionManifest | None, found: list[Issue]) -> dict[str, Any]:
+    """What a listing needs of one manifest, as JSON data: its summary, or its issues."""
+    if manifest is None:
+        return {"issues": [_issue_data(issue) for issue in found]}
+    return {
+        "project_id": manifest.project_id,
+        "session_id": manifest.session_id,
+        "user_id": manifest.user_id,
+        "workflow_type": manifest.workflow_type,
+        "execution_mode": manifest.execution_mode,
+        "status": manifest.status,
+        "current_phase": manifest.current.number,
+        "current_phase_name": manifest.current.name,
+        "created": manifest.created,
+        "last_updated": manifest.last_updated,
+        "total_tokens": manifest.metrics.total_tokens,
+        "total_cost": manifest.metrics.total_cost,
+    }
+
+
+def _issue_data(issue: Issue) -> list[Any]:
+    return [None if issue.path is None else os.fspath(issue.path), issue.line, issue.field, issue.message]
+
+
+def _issue(data: list[Any]) -> Issue:
+    path, line, field, message = data
+    return Issue(None if path is None else Path(path), line, field, message)
 
 
 def kind_of(path: Path) -> DocumentFormat[object] | None:
@@ -105,15 +256,138 @@ def kind_of(path: Path) -> DocumentFormat[object] | None:
     return AGENT_OUTPUT  # type: ignore[return-value]
 
 
-def session_files(paths: Iterable[Path]) -> Iterator[Path]:
-    """Every session file under ``paths`` (a file is taken as it is), each once, in order."""
+def session_files(paths: Iterable[Path], *, outside: Collection[Path] = ()) -> Iterator[Path]:
+    """Every session file under ``paths`` (a file is taken as it is), each once, in order.
+
+    Files inside a directory of ``outside`` (some ``d in file.parents``) are left out, and
+    such directories are not even walked.
+    """
+    skip = set(outside)
     seen: set[Path] = set()
     for path in paths:
-        candidates = [path] if path.is_file() else sorted(path.rglob("*.md"))
+        if skip and (path in skip or not skip.isdisjoint(path.parents)):
+            continue
+        candidates = [path] if path.is_file() else sorted(_markdown_files(path, skip))
         for candidate in candidates:
             if candidate not in seen and kind_of(candidate) is not None:
                 seen.add(candidate)
                 yield candidate
+
+
+_IGNORED_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+
+
+def _markdown_files(root: Path, skip: set[Path]) -> list[Path]:
+    """``root.rglob("*.md")`` (any entry named ``*.md``; symlinked directories are not
+    entered, unreadable ones are passed over) without descending into ``skip``."""
+    if not root.is_dir():
+        return []
+    found: list[Path] = []
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = list(listing)
+        except PermissionError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.endswith(".md"):
+                found.append(directory / name)
+            try:
+                is_dir = entry.is_dir()
+            except OSError as error:
+                if error.errno not in _IGNORED_ERRNOS:
+                    raise
+                continue
+            if is_dir and not entry.is_symlink():
+                child = directory / name
+                if child not in skip:
+                    pending.append(child)
+    return found
+
+
+def validate_sessions(
+    directories: Iterable[Path], validate: Callable[[Path], list[Issue]], workflows: str
+) -> list[Issue]:
+    """``validate(directory)`` for each session directory, in order, remembered in the
+    index of its base directory while none of the session's files changes.
+
+    ``workflows`` names the workflow definitions the validation used (a fingerprint): a
+    result is used again only with the same definitions. A session holding a symlink is
+    always validated afresh.
+    """
+    directories = list(directories)
+    bases: dict[Path, list[Path]] = {}
+    for directory in directories:
+        bases.setdefault(_base_of(directory), []).append(directory)
+    indexes = {
+        base: _index.Index.open(base, create=len(group) >= INDEX_MIN_SESSIONS)
+        for base, group in bases.items()
+    }
+    issues: list[Issue] = []
+    with _no_cycle_collection():
+        known = {base: index.entries("validate") for base, index in indexes.items() if index is not None}
+        learnt: dict[Path, list[tuple[str, str, str]]] = {base: [] for base in known}
+        for directory in directories:
+            base = _base_of(directory)
+            index = indexes[base]
+            name = os.fspath(directory)
+            state = _session_state(name, workflows) if index is not None else None
+            if index is not None and state is not None:
+                kept = known[base].get(name)
+                if kept is not None and kept[0] == state[0]:
+                    issues += [_issue(data) for data in json.loads(kept[1])]
+                    continue
+            found = validate(directory)
+            issues += found
+            if index is not None and state is not None and index.settled(state[1]):
+                learnt[base].append((name, state[0], json.dumps([_issue_data(i) for i in found])))
+    for base, index in indexes.items():
+        if index is not None:
+            seen = {os.fspath(d) for d in bases[base]}
+            bulk = len(seen) >= INDEX_MIN_SESSIONS  # a big run also forgets sessions that are gone
+            gone = [
+                name for name in known.get(base, {}) if bulk and name not in seen and not os.path.isdir(name)
+            ]
+            index.store("validate", learnt.get(base, ()), forget=gone)
+            index.close()
+    return issues
+
+
+def _base_of(session_dir: Path) -> Path:
+    """The base directory of ``{base}/{project}/sessions/{session}``."""
+    parents = session_dir.parents
+    return parents[2] if len(parents) > 2 else session_dir
+
+
+def _session_state(directory: str, workflows: str) -> tuple[str, int] | None:
+    """A digest of every file of a session directory (name, device, inode, size, times) and
+    the newest change time among them; None when the directory holds a symlink."""
+    entries: list[tuple[str, str]] = []
+    newest = 0
+    pending = [("", directory)]
+    while pending:
+        relative, path = pending.pop()
+        with os.scandir(path) as listing:
+            for entry in listing:
+                name = entry.name
+                if name == LOCK_NAME or (name.startswith(".") and name.endswith(TMP_SUFFIX)):
+                    continue  # the lock and temporary files are never read by a validation
+                if entry.is_symlink():
+                    return None
+                child = f"{relative}/{name}"
+                if entry.is_dir():
+                    entries.append((child, "dir"))
+                    pending.append((child, entry.path))
+                    continue
+                st = entry.stat()
+                entries.append((child, _index.identity(st)))
+                newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    entries.sort()
+    digest = hashlib.sha256(f"{workflows}\n{entries!r}".encode()).hexdigest()
+    return digest, newest
 
 
 def check_below(base_dir: Path, path: Path) -> Path:

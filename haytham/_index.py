@@ -1,0 +1,160 @@
+"""A rebuildable index of what reading session files taught, kept in SQLite beside them.
+
+``{base_dir}/.haytham-cache/index.sqlite3`` remembers, for a file or a set of files, a result
+that took reading and parsing them (a session's summary for ``list_sessions``, a session's
+issues for ``validate_paths``), together with each file's identity: device, inode, size,
+modification and change times in nanoseconds. A remembered result is used only while every
+one of those is unchanged; otherwise the files are read again. The markdown files stay the
+only source of truth: deleting the directory loses nothing, and any problem with the index
+(a read-only base directory, a database that is locked, damaged or from other code) makes
+haytham read the files as if there were no index.
+
+Two rules keep a remembered result from ever hiding a change:
+
+- A result is stored only for files whose last change is at least ``RACY_NS`` older than
+  the file system's own clock (read from a marker file touched for the purpose). A file
+  changed again later gets a later change time, even on a file system whose timestamps are
+  coarse (FAT keeps two seconds), so its identity differs from the stored one. This is
+  git's "racily clean" rule.
+- The index is tied to haytham's own source, its schemas and the parser versions
+  (``code_stamp``): other code starts from an empty index.
+
+``HAYTHAM_INDEX=0`` in the environment turns the index off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.metadata
+import os
+import sqlite3
+import sys
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+INDEX_DIR = ".haytham-cache"
+INDEX_FILE = "index.sqlite3"
+RACY_NS = 3_000_000_000
+"""How much older than the file system's clock a file's last change must be to be remembered."""
+_FORMAT = "1"
+_LOCK = threading.Lock()
+
+
+def enabled() -> bool:
+    return os.environ.get("HAYTHAM_INDEX", "1") != "0"
+
+
+def identity(st: os.stat_result) -> str:
+    """What must be unchanged for a remembered result of a file to stand."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+@functools.cache
+def code_stamp() -> str:
+    """A hash of haytham's source and schemas and of the versions of the parsers it uses."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256(f"{_FORMAT}:{sys.version_info[:2]}".encode())
+    for name in ("haytham", "mistune", "jsonschema", "PyYAML"):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            digest.update(f"{name}={importlib.metadata.version(name)};".encode())
+    for path in sorted(package.rglob("*")):
+        if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+class Index:
+    """One base directory's index. Use ``Index.open``; every method swallows SQLite errors."""
+
+    def __init__(self, connection: sqlite3.Connection, clock_ns: int) -> None:
+        self._connection = connection
+        self.clock_ns = clock_ns
+        """The file system's time when the index was opened."""
+
+    @classmethod
+    def open(cls, base_dir: Path, *, create: bool = True) -> Index | None:
+        """The index of ``base_dir`` (made first when ``create``); None when it cannot be had."""
+        if not enabled():
+            return None
+        directory = base_dir / INDEX_DIR
+        try:
+            if not directory.is_dir():
+                if not create or not base_dir.is_dir():
+                    return None
+                directory.mkdir(exist_ok=True)
+                (directory / ".gitignore").write_text("# haytham's rebuildable index\n*\n", encoding="utf-8")
+            marker = directory / "clock"
+            with open(marker, "a", encoding="utf-8"):
+                pass
+            os.utime(marker)
+            clock_ns = os.stat(marker).st_mtime_ns
+            connection = sqlite3.connect(
+                directory / INDEX_FILE, timeout=1.0, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.Error):
+            return None
+        try:
+            with _LOCK:
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute("PRAGMA synchronous=NORMAL")  # a cache: no fsync per commit
+                connection.execute(
+                    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID"
+                )
+                connection.execute(
+                    "CREATE TABLE IF NOT EXISTS entries (kind TEXT, path TEXT, identity TEXT, value TEXT,"
+                    " PRIMARY KEY (kind, path)) WITHOUT ROWID"
+                )
+                row = connection.execute("SELECT value FROM meta WHERE key = 'stamp'").fetchone()
+                if row is None or row[0] != code_stamp():
+                    connection.execute("BEGIN IMMEDIATE")
+                    connection.execute("DELETE FROM entries")
+                    connection.execute("INSERT OR REPLACE INTO meta VALUES ('stamp', ?)", (code_stamp(),))
+                    connection.execute("COMMIT")
+        except sqlite3.Error:
+            connection.close()
+            return None
+        return cls(connection, clock_ns)
+
+    def settled(self, *change_times_ns: int) -> bool:
+        """Whether files last changed at these times may be remembered (see the module doc)."""
+        return max(change_times_ns, default=0) < self.clock_ns - RACY_NS
+
+    def entries(self, kind: str) -> dict[str, tuple[str, str]]:
+        """Every remembered ``path: (identity, value)`` of one kind."""
+        try:
+            with _LOCK:
+                rows = self._connection.execute(
+                    "SELECT path, identity, value FROM entries WHERE kind = ?", (kind,)
+                ).fetchall()
+        except sqlite3.Error:
+            return {}
+        return {path: (ident, value) for path, ident, value in rows}
+
+    def store(self, kind: str, rows: Iterable[tuple[str, str, str]], *, forget: Iterable[str] = ()) -> None:
+        """Remember ``(path, identity, value)`` rows and forget entries of ``forget`` paths."""
+        rows = list(rows)
+        gone = [(kind, path) for path in forget]
+        if not rows and not gone:
+            return
+        try:
+            with _LOCK:
+                self._connection.execute("BEGIN IMMEDIATE")
+                try:
+                    self._connection.executemany("DELETE FROM entries WHERE kind = ? AND path = ?", gone)
+                    self._connection.executemany(
+                        "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)",
+                        [(kind, path, ident, value) for path, ident, value in rows],
+                    )
+                    self._connection.execute("COMMIT")
+                except BaseException:
+                    self._connection.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error:
+            return
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._connection.close()

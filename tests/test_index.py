@@ -1,0 +1,320 @@
+"""The index in ``{base_dir}/.haytham-cache`` is only a memory: the files decide.
+
+``list_sessions`` and ``validate_paths`` remember what they learnt from each manifest and
+each session in a SQLite file beside the sessions and use it while the files are unchanged.
+Whatever happens to the files (hand edits, a new session, a deleted one, a change that keeps
+the size and even the modification time) and to the index (deleted, damaged, unreadable,
+written by other code), the answers must be exactly those of a run without any index.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from haytham import CheckpointManager, _index, _storage
+from haytham.checkpoint import scan
+from haytham.documents.base import clear_cache
+
+P = "proj"
+SESSIONS = 55  # past scan.INDEX_MIN_SESSIONS, so that a listing makes the index
+
+
+@pytest.fixture(autouse=True)
+def settled_at_once(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Files count as settled as soon as they are written (the real rule waits 3 s)."""
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    clear_cache()
+    yield
+    clear_cache()
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("index-tree")
+    manager = CheckpointManager(base)
+    manager.create_session(P, "s00", "ada", execution_mode="mvp")
+    manager.save_agent_output(P, "s00", 1, "writer", "# Draft\n\ntext\n", model="m")
+    manager.save_checkpoint(P, "s00", 1, "completed", [{"agent_name": "writer", "tokens": 5, "cost": 0.5}])
+    manager.save_user_feedback(P, "s00", 1, True, True, "fine")
+    template = manager.session_dir(P, "s00")
+    for number in range(1, SESSIONS):
+        target = manager.session_dir(P, f"s{number:02d}")
+        target.mkdir(parents=True)
+        for path in sorted(template.rglob("*")):
+            destination = target / path.relative_to(template)
+            if path.is_dir():
+                destination.mkdir(exist_ok=True)
+            elif path.suffix == ".md":
+                text = path.read_text(encoding="utf-8")
+                destination.write_text(text.replace("Session ID: s00", f"Session ID: s{number:02d}"), "utf-8")
+    return base
+
+
+@pytest.fixture
+def base(tree: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the tree, without an index."""
+    copy = tmp_path / "base"
+    for path in sorted(tree.rglob("*")):
+        if _index.INDEX_DIR in path.parts:
+            continue
+        destination = copy / path.relative_to(tree)
+        if path.is_dir():
+            destination.mkdir(parents=True, exist_ok=True)
+        else:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_bytes(path.read_bytes())
+    return copy
+
+
+def without_index(monkeypatch: pytest.MonkeyPatch, call: object) -> object:
+    with monkeypatch.context() as patch:
+        patch.setenv("HAYTHAM_INDEX", "0")
+        clear_cache()
+        return call()  # type: ignore[operator]
+
+
+def listing(base: Path) -> tuple[list[scan.SessionSummary], list[object]]:
+    summaries, issues = scan.list_sessions(base)
+    return summaries, list(issues)
+
+
+def entries(base: Path, kind: str) -> int:
+    with sqlite3.connect(base / _index.INDEX_DIR / _index.INDEX_FILE) as connection:
+        return int(connection.execute("SELECT count(*) FROM entries WHERE kind = ?", (kind,)).fetchone()[0])
+
+
+def manifest_of(base: Path, session: str) -> Path:
+    return base / P / "sessions" / session / "session_manifest.md"
+
+
+def test_a_listing_makes_the_index_and_gives_what_the_files_say(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = without_index(monkeypatch, lambda: listing(base))
+    assert not (base / _index.INDEX_DIR).exists()
+    assert listing(base) == expected  # reads every manifest, fills the index
+    assert entries(base, "summary") == SESSIONS
+    assert listing(base) == expected  # from the index
+    assert len(expected[0]) == SESSIONS
+
+
+def test_hand_edits_new_and_deleted_sessions_show_at_once(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listing(base)
+    path = manifest_of(base, "s07")
+    path.write_text(path.read_text("utf-8").replace("- User ID: ada", "- User ID: bob"), "utf-8")
+    broken = manifest_of(base, "s08")
+    broken.write_text(broken.read_text("utf-8").replace("- Status: in_progress", "- Status: maybe"), "utf-8")
+    manifest_of(base, "s09").unlink()
+    fresh = base / P / "sessions" / "s99"
+    fresh.mkdir()
+    fresh.joinpath("session_manifest.md").write_bytes(manifest_of(base, "s00").read_bytes())
+    found = listing(base)
+    assert found == without_index(monkeypatch, lambda: listing(base))
+    by_id = {s.path.name: s for s in found[0]}
+    assert by_id["s07"].user_id == "bob"
+    assert "s08" not in by_id and "s09" not in by_id and "s99" in by_id
+    assert [str(i.path) for i in found[1]] == [str(broken)]  # type: ignore[attr-defined]
+    assert listing(base) == found
+
+
+def test_a_change_that_keeps_size_and_modification_time_is_seen(base: Path) -> None:
+    listing(base)
+    path = manifest_of(base, "s03")
+    before = path.stat()
+    text = path.read_text("utf-8")
+    path.write_text(text.replace("- User ID: ada", "- User ID: eve"), "utf-8")  # same length
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # the same mtime too
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+    by_id = {s.path.name: s for s in listing(base)[0]}
+    assert by_id["s03"].user_id == "eve"  # the change time moved: the index is not trusted
+
+
+def test_deleting_or_damaging_the_index_loses_nothing(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = without_index(monkeypatch, lambda: listing(base))
+    issues = without_index(monkeypatch, lambda: CheckpointManager(base).validate_paths())
+    manager = CheckpointManager(base)
+    assert listing(base) == expected and manager.validate_paths() == issues
+    index_file = base / _index.INDEX_DIR / _index.INDEX_FILE
+    for path in (base / _index.INDEX_DIR).iterdir():
+        if path.is_file():
+            path.unlink()
+    assert listing(base) == expected and manager.validate_paths() == issues
+    index_file.write_bytes(b"this is not a database" * 100)
+    for name in ("-wal", "-shm"):
+        Path(f"{index_file}{name}").unlink(missing_ok=True)
+    assert listing(base) == expected and manager.validate_paths() == issues
+
+
+def test_an_index_of_other_code_is_ignored(base: Path) -> None:
+    listing(base)
+    index_file = base / _index.INDEX_DIR / _index.INDEX_FILE
+    with sqlite3.connect(index_file) as connection:
+        connection.execute("UPDATE entries SET value = '{\"issues\": []}'")
+        connection.execute("UPDATE meta SET value = 'other' WHERE key = 'stamp'")
+    assert len(listing(base)[0]) == SESSIONS
+
+
+def test_files_changed_in_the_last_seconds_are_not_remembered(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_index, "RACY_NS", 3_000_000_000)
+    listing(base)  # every file was written a moment ago
+    assert entries(base, "summary") == 0
+
+
+def test_validation_is_remembered_per_session_until_a_file_changes(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = CheckpointManager(base)
+    assert manager.validate_paths() == []
+    assert entries(base, "validate") == SESSIONS
+    feedback = base / P / "sessions" / "s05" / "phase_1_concept" / "user_feedback.md"
+    feedback.write_text(feedback.read_text("utf-8").replace("- Approved: true", "- Approved: maybe"), "utf-8")
+    found = manager.validate_paths()
+    assert found == without_index(monkeypatch, lambda: CheckpointManager(base).validate_paths())
+    assert [(i.path, i.field) for i in found] == [(feedback, "Approved")]
+    output = base / P / "sessions" / "s06" / "phase_1_concept" / "writer.md"
+    output.unlink()
+    (output.parent / "stray.md").write_text("# Agent Output: stray\n", "utf-8")
+    found = manager.validate_paths()
+    assert found == without_index(monkeypatch, lambda: CheckpointManager(base).validate_paths())
+    assert {i.path for i in found} == {feedback, output.parent / "stray.md"}
+    feedback.write_text(feedback.read_text("utf-8").replace("- Approved: maybe", "- Approved: true"), "utf-8")
+    assert {i.path for i in manager.validate_paths()} == {output.parent / "stray.md"}
+
+
+def test_validation_depends_on_the_workflow_definitions(base: Path) -> None:
+    from haytham.workflow import BUILTIN_WORKFLOWS, Workflow
+
+    builtin = BUILTIN_WORKFLOWS["idea_validation"]
+    assert CheckpointManager(base).validate_paths() == []
+    smaller = Workflow(builtin.name, builtin.phases[:1], {"mvp": (1,), "full": (1,)}, builtin.max_retries)
+    changed = CheckpointManager(base, workflows=[smaller]).validate_paths()
+    assert changed != []  # the manifests list phases this definition does not have
+    assert CheckpointManager(base).validate_paths() == []
+
+
+def test_a_read_only_base_directory_is_read_without_an_index(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = without_index(monkeypatch, lambda: listing(base))
+    mode = base.stat().st_mode
+    base.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        if os.geteuid() == 0:  # root writes anyway: make the index's first write fail instead
+
+            def refuse(*args: object, **kwargs: object) -> None:
+                raise PermissionError(13, "Permission denied")
+
+            monkeypatch.setattr(Path, "mkdir", refuse)
+        assert listing(base) == expected
+        assert CheckpointManager(base).validate_paths() == []
+    finally:
+        base.chmod(mode)
+    assert not (base / _index.INDEX_DIR).exists()
+
+
+def test_small_trees_get_no_index(tmp_path: Path) -> None:
+    manager = CheckpointManager(tmp_path)
+    manager.create_session(P, "only", "ada")
+    assert [s.session_id for s in manager.list_sessions()] == ["only"]
+    assert manager.validate_paths() == []
+    assert sorted(os.listdir(tmp_path)) == [".gitignore", P]
+
+
+def test_the_index_is_kept_out_of_version_control(base: Path) -> None:
+    listing(base)
+    assert ".haytham-cache/" in _storage.GITIGNORE_TEXT.splitlines()
+    assert (base / _index.INDEX_DIR / ".gitignore").read_text("utf-8").splitlines()[-1] == "*"
+
+
+def test_the_environment_can_turn_the_index_off(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HAYTHAM_INDEX", "0")
+    listing(base)
+    CheckpointManager(base).validate_paths()
+    assert not (base / _index.INDEX_DIR).exists()
+
+
+def test_sessions_that_are_gone_are_forgotten(base: Path) -> None:
+    manager = CheckpointManager(base)
+    manager.validate_paths()
+    listing(base)
+    shutil.rmtree(base / P / "sessions" / "s10")
+    assert len(manager.validate_paths()) == 0
+    assert len(listing(base)[0]) == SESSIONS - 1
+    assert entries(base, "validate") == SESSIONS - 1
+    assert entries(base, "summary") == SESSIONS - 1
+
+
+# ------------------------------------------------------------------ the faster tree walks
+
+
+def odd_tree(root: Path) -> Path:
+    """A base directory with everything a walk can trip on."""
+    base = root / "odd"
+    for project in ("p1", "p2", ".hidden", "z"):
+        for session in ("a", "b", ".h", "c"):
+            directory = base / project / "sessions" / session
+            directory.mkdir(parents=True)
+            if session != "c":
+                (directory / "session_manifest.md").write_text("x", "utf-8")
+    (base / "p3" / "sessions").mkdir(parents=True)
+    (base / "p3" / "sessions" / "file.md").write_text("x", "utf-8")
+    (base / "p3" / "sessions" / "dir-manifest" / "session_manifest.md").mkdir(parents=True)
+    (base / "p4").mkdir()
+    (base / "p4" / "sessions").write_text("not a directory", "utf-8")
+    (base / "sessions" / "top").mkdir(parents=True)
+    (base / "sessions" / "top" / "session_manifest.md").write_text("x", "utf-8")
+    (base / "linked").symlink_to(base / "p1", target_is_directory=True)
+    (base / "p1" / "sessions" / "broken").mkdir()
+    (base / "p1" / "sessions" / "broken" / "session_manifest.md").symlink_to(base / "nowhere")
+    phase = base / "p1" / "sessions" / "a" / "phase_1_x"
+    phase.mkdir()
+    for name in ("w.md", "checkpoint.md", "user_feedback.md", ".hidden.md", "UPPER.MD", "a.b.md", "x.txt"):
+        (phase / name).write_text("x", "utf-8")
+    (phase / "dir.md").mkdir()
+    (phase / "link.md").symlink_to(phase / "w.md")
+    (phase / "dangling.md").symlink_to(phase / "missing.md")
+    (base / "loose.md").write_text("x", "utf-8")
+    return base
+
+
+def test_session_discovery_matches_the_globs(tmp_path: Path) -> None:
+    base = odd_tree(tmp_path)
+    for root in (base, base / "p1", base / "p1" / "sessions" / "a", base / "nowhere", base / "loose.md"):
+        assert [d for d, _, _ in scan.session_manifests(root)] == list(scan._glob_session_dirs(root))
+
+
+def test_agent_files_match_the_manager(tmp_path: Path) -> None:
+    from haytham.checkpoint.checkpoint_manager import _agent_files
+
+    phase = odd_tree(tmp_path) / "p1" / "sessions" / "a" / "phase_1_x"
+    for order in ((), ("w",), ("link", "a.b", "zzz")):
+        assert scan.agent_files(phase, order) == _agent_files(phase, order)
+
+
+def test_session_files_outside_sessions_match_the_plain_walk(tmp_path: Path) -> None:
+    base = odd_tree(tmp_path)
+    for roots in (
+        [base],
+        [base / "p1"],
+        [base / "p1" / "sessions" / "a" / "phase_1_x"],
+        [base / "loose.md", base],
+    ):
+        sessions = {d for root in roots if root.is_dir() for d in scan.session_dirs(root)}
+        expected: list[Path] = []  # what validate_paths did before: rglob, then a parents test
+        for root in roots:
+            for path in [root] if root.is_file() else sorted(root.rglob("*.md")):
+                inside = any(d in path.parents for d in sessions)
+                if path not in expected and scan.kind_of(path) is not None and not inside:
+                    expected.append(path)
+        assert list(scan.session_files(roots, outside=sessions)) == expected
