@@ -138,3 +138,14 @@ def test_a_save_after_start_attempt_keeps_the_attempt_number(manager: Checkpoint
     manager.save_checkpoint(P, S, 1, "completed", [])  # no retry_count given
     assert manager.load_checkpoint(P, S, 1).retry_count == 1
     assert [a.number for a in manager.load_attempts(P, S, 1)] == [1, 2]
+
+
+def test_a_projects_changelog_is_not_taken_for_a_history_entry(tmp_path: Path) -> None:
+    from haytham import ProjectManager
+
+    projects = ProjectManager(base_dir=tmp_path)
+    project = projects.create_project("ada", "A marketplace for solo founders")
+    session = projects.start_session(project["project_id"])
+    projects.complete_session(project["project_id"], session["session_id"], "# Requirements\n")
+    assert (tmp_path / project["project_id"] / "history" / "changelog.md").is_file()
+    assert CheckpointManager(base_dir=tmp_path).validate_paths() == []

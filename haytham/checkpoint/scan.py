@@ -12,6 +12,7 @@ import gc
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -239,6 +240,9 @@ def _issue(data: list[Any]) -> Issue:
     return Issue(None if path is None else Path(path), line, field, message)
 
 
+_HISTORY_ENTRY_NAME = re.compile(r"\d{8}T\d{6}(?:\.\d+)?Z_[0-9a-f]{12}\.md")
+
+
 def kind_of(path: Path) -> DocumentFormat[object] | None:
     """The document kind of a session file, judged by its name and place; None if not one."""
     if path.suffix != ".md" or path.name.startswith("."):
@@ -246,7 +250,10 @@ def kind_of(path: Path) -> DocumentFormat[object] | None:
     if path.name == MANIFEST_FILE:
         return MANIFEST  # type: ignore[return-value]
     if path.parent.name == "history":
-        return HISTORY_ENTRY  # type: ignore[return-value]
+        # A session's entries are named by time and id; a project's history/changelog.md is
+        # not a session file.
+        is_entry = _HISTORY_ENTRY_NAME.fullmatch(path.name) is not None
+        return HISTORY_ENTRY if is_entry else None  # type: ignore[return-value]
     if not (path.parent.name.startswith("phase_") or path.parent.parent.name == "attempts"):
         return None
     if path.name == "checkpoint.md":
