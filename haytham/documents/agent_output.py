@@ -24,14 +24,16 @@ _OUTPUT_HEADING = re.compile(r" {0,3}##[ \t]+output[ \t]*#*[ \t]*\r?", re.IGNORE
 _ERROR_HEADING = re.compile(r" {0,3}##[ \t]+error details[ \t]*#*[ \t]*", re.IGNORECASE)
 
 
-def split_output(text: str) -> tuple[str, str, int] | None:
-    """``(header, raw_output, output_line)`` split at the first top-level ``## Output``."""
+def split_output(text: str) -> tuple[int, int, int] | None:
+    """``(header_end, body_start, output_line)`` at the first top-level ``## Output``.
+
+    Offsets, not slices: a 10 MB output is copied once, when its content is taken.
+    """
     for number, line in iter_unfenced_lines(text, 1):
         if _OUTPUT_HEADING.fullmatch(line):
             start = _offset_of_line(text, number)
             end = text.find("\n", start)
-            body = "" if end < 0 else text[end + 1 :]
-            return text[:start], body, number + 1
+            return start, len(text) if end < 0 else end + 1, number + 1
     return None
 
 
@@ -51,12 +53,18 @@ def encode_content(content: str) -> tuple[str, int, bool]:
     return body, len(text) - len(stripped), crlf
 
 
-def decode_content(body: str, final_newlines: int, crlf: bool) -> str:
-    """The inverse of encode_content, lenient about blank lines an editor adds at the end."""
-    if body.startswith("\n"):
-        body = body[1:]
-    text = body.rstrip("\n") + "\n" * final_newlines
-    return text.replace("\n", "\r\n") if crlf else text
+def decode_content(text: str, start: int, final_newlines: int, crlf: bool) -> str:
+    """The output held in ``text[start:]``: the inverse of encode_content, lenient about the
+    blank lines an editor adds at the end. Takes one copy of the body."""
+    if text.startswith("\n", start):
+        start += 1
+    end = len(text)
+    while end > start and text[end - 1] == "\n":
+        end -= 1
+    content = text[start:end]
+    if final_newlines:
+        content += "\n" * final_newlines
+    return content.replace("\n", "\r\n") if crlf else content
 
 
 class AgentOutputFormat(DocumentFormat[AgentOutput]):
@@ -83,7 +91,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
 
     def _reader(self, text: str, path: Path | None) -> Reader:
         split = split_output(text)
-        header = text if split is None else split[0]
+        header = text if split is None else text[: split[0]]
         return Reader(text, path, self.labels, sections_text=header)
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
@@ -130,12 +138,14 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             reader.error(None, None, "section '## Output' is missing")
             data["content"] = ""
             return data
-        _, raw_output, output_line = split
+        _, body_start, output_line = split
         reader.lines[("content",)] = output_line - 1
+        text, start = reader.text, body_start
         if data["status"] == "failed" and reader.section("Error Details", required=False) is None:
-            raw_output, legacy = _split_legacy_error_details(raw_output, reader, output_line)
+            text, legacy = _split_legacy_error_details(text[body_start:], reader, output_line)
+            start = 0
             data.update(legacy)
-        data["content"] = decode_content(raw_output, final_newlines, line_endings == "crlf")
+        data["content"] = decode_content(text, start, final_newlines, line_endings == "crlf")
         return data
 
     def _build(self, data: dict[str, Any]) -> AgentOutput:
