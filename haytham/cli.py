@@ -13,13 +13,12 @@ from __future__ import annotations
 import dataclasses
 import errno
 import importlib
-import json
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
 import click
 from rich import box
@@ -29,6 +28,18 @@ from rich.table import Table
 from rich.text import Text
 
 from haytham import __version__
+from haytham._cli_common import (
+    base_dir_option as _base_dir_option,
+)
+from haytham._cli_common import (
+    describe_error as _describe_error,
+)
+from haytham._cli_common import (
+    emit_json as _emit_json,
+)
+from haytham._cli_common import (
+    json_option as _json_option,
+)
 from haytham.checkpoint.checkpoint_manager import FEEDBACK_FILE, CheckpointManager
 from haytham.checkpoint.doctor import Finding
 from haytham.checkpoint.scan import SessionSummary, list_sessions, session_dirs, session_files
@@ -47,8 +58,6 @@ from haytham.runner import Agent, PhaseRunner
 from haytham.runner import next_step as runner_next_step
 from haytham.workflow import IDEA_VALIDATION, load_workflow
 
-DEFAULT_BASE_DIR = "projects"
-BASE_DIR_ENVVAR = "HAYTHAM_BASE_DIR"
 SESSION_STATUSES = ("in_progress", "completed", "failed")
 COMMANDS = (
     "demo",
@@ -71,7 +80,6 @@ COMMANDS = (
     "git",
 )
 """Every command, in the order docs/cli.md describes them."""
-F = TypeVar("F", bound=Callable[..., Any])
 
 # Each read command's --json keys. ``a[].b`` is key ``b`` of each item of list ``a``; keys in
 # JSON_RECORDS hold a record of haytham.records with its fields as keys (null when absent).
@@ -189,14 +197,6 @@ class _Group(click.Group):
             raise click.ClickException(_describe_error(error)) from None
 
 
-def _describe_error(error: BaseException) -> str:
-    """One line for an error: the library's message, or an OS error's file and reason."""
-    if isinstance(error, OSError) and not isinstance(error, HaythamError) and error.strerror:
-        where = f"{error.filename}: " if error.filename else ""
-        return f"{where}{error.strerror}"
-    return str(error)
-
-
 def _is_terminal(stream: IO[str]) -> bool:
     try:
         return stream.isatty()
@@ -255,10 +255,6 @@ def _status_cell(status: str) -> Text:
     return Text(status, style=_STATUS_STYLES.get(status, ""))
 
 
-def _emit_json(data: object) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
 def _plain(value: Any) -> Any:
     """A record as JSON data: dataclasses become objects, tuples lists, paths strings."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -268,24 +264,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
-
-
-def _base_dir_option(function: F) -> F:
-    return click.option(
-        "--base-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=DEFAULT_BASE_DIR,
-        envvar=BASE_DIR_ENVVAR,
-        show_default=True,
-        show_envvar=True,
-        help="The directory that holds the projects.",
-    )(function)
-
-
-def _json_option(function: F) -> F:
-    return click.option(
-        "--json", "as_json", is_flag=True, help="Print JSON for scripts (keys in docs/cli.md)."
-    )(function)
 
 
 def _suggest(*words: str) -> str:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import click
 
-from haytham.cli import BASE_DIR_ENVVAR, COMMANDS, DEFAULT_BASE_DIR, JSON_OUTPUT, JSON_RECORDS, cli
+from haytham._cli_common import BASE_DIR_ENVVAR, DEFAULT_BASE_DIR
+from haytham.cli import COMMANDS, JSON_OUTPUT, JSON_RECORDS, cli
 
 DOCS_FILE = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
 """Where the reference lives in a source checkout."""

@@ -12,22 +12,22 @@ which works whether or not the main command line has the ``git`` group.
 
 from __future__ import annotations
 
-import errno
-import functools
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 
+from haytham._cli_common import (
+    base_dir_option as _base_dir_option,
+)
+from haytham._cli_common import (
+    errors_as_messages as _errors_as_click,
+)
 from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.errors import HaythamError
 from haytham.gitmerge import describe_conflicts, run_driver, setup
 from haytham.gitrepo import path_log
 
-DEFAULT_BASE_DIR = "projects"
-BASE_DIR_ENVVAR = "HAYTHAM_BASE_DIR"
 """The same option and variable as ``haytham.cli``."""
 JSON_OUTPUT: dict[str, dict[str, str]] = {
     "log": {
@@ -43,37 +43,6 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
     }
 }
 """The ``--json`` keys of ``log``, in the form of ``haytham.cli.JSON_OUTPUT``."""
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _errors_as_click(function: F) -> F:
-    """Library and OS errors become ``Error: ...`` and exit code 1, as in ``haytham.cli``."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except (HaythamError, OSError) as error:
-            if isinstance(error, OSError) and error.errno == errno.EPIPE:
-                raise
-            if isinstance(error, OSError) and not isinstance(error, HaythamError) and error.strerror:
-                where = f"{error.filename}: " if error.filename else ""
-                raise click.ClickException(f"{where}{error.strerror}") from None
-            raise click.ClickException(str(error)) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _base_dir_option(function: F) -> F:
-    return click.option(
-        "--base-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=DEFAULT_BASE_DIR,
-        envvar=BASE_DIR_ENVVAR,
-        show_default=True,
-        show_envvar=True,
-        help="The directory that holds the projects.",
-    )(function)
 
 
 @click.group("git")

@@ -13,20 +13,30 @@ import errno
 import json
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from haytham import transfer
+from haytham._cli_common import (
+    base_dir_option as _base_dir_option,
+)
+from haytham._cli_common import (
+    describe_error as _describe_error,
+)
+from haytham._cli_common import (
+    emit_json as _emit_json,
+)
+from haytham._cli_common import (
+    json_option as _json_option,
+)
 from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.compare import Comparison, compare
 from haytham.errors import HaythamError
 from haytham.records import PHASE_STATUSES, HistoryEntry
 
-DEFAULT_BASE_DIR = "projects"
-BASE_DIR_ENVVAR = "HAYTHAM_BASE_DIR"
 ENTRY_KEYS = (
     "entry_id",
     "parent",
@@ -67,7 +77,6 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
 }
 """Each ``--json`` command's keys, for ``haytham.cli.JSON_OUTPUT`` (``metadata`` and
 ``metrics`` of ``diff`` are objects whose keys are the names of what changed)."""
-F = TypeVar("F", bound=Callable[..., Any])
 _REFERENCE = re.compile(r"(?P<project>[^/@]+)/(?P<session>[^/@]+)(?:@(?P<entry>[^/@]+))?")
 
 
@@ -85,35 +94,6 @@ class _Command(click.Command):
             if isinstance(error, OSError) and error.errno == errno.EPIPE:
                 raise
             raise click.ClickException(_describe_error(error)) from None
-
-
-def _describe_error(error: BaseException) -> str:
-    if isinstance(error, OSError) and not isinstance(error, HaythamError) and error.strerror:
-        where = f"{error.filename}: " if error.filename else ""
-        return f"{where}{error.strerror}"
-    return str(error)
-
-
-def _base_dir_option(function: F) -> F:
-    return click.option(
-        "--base-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=DEFAULT_BASE_DIR,
-        envvar=BASE_DIR_ENVVAR,
-        show_default=True,
-        show_envvar=True,
-        help="The directory that holds the projects.",
-    )(function)
-
-
-def _json_option(function: F) -> F:
-    return click.option(
-        "--json", "as_json", is_flag=True, help="Print JSON for scripts (keys in docs/cli.md)."
-    )(function)
-
-
-def _emit_json(data: object) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def _suggest(*words: str) -> str:

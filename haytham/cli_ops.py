@@ -12,14 +12,10 @@ module importing it back.
 from __future__ import annotations
 
 import dataclasses
-import errno
-import functools
-import json
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, TypeVar, cast
+from typing import IO, Any
 
 import click
 from rich import box
@@ -28,14 +24,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
+from haytham._cli_common import (
+    BASE_DIR_ENVVAR,
+    F,
+)
+from haytham._cli_common import (
+    emit_json as _emit_json,
+)
+from haytham._cli_common import (
+    errors_as_messages as _errors_as_messages,
+)
+from haytham._cli_common import (
+    json_option as _json_option,
+)
 from haytham.analytics import Analytics, summarize
 from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.config import DEFAULT_BASE_DIR, HaythamConfig, find_config
-from haytham.errors import HaythamError
 from haytham.retention import CleanupReport, Removal, cleanup
-
-BASE_DIR_ENVVAR = "HAYTHAM_BASE_DIR"
-F = TypeVar("F", bound=Callable[..., Any])
 
 _USAGE_KEYS = {
     "tokens": "tokens (from the checkpoints, else the agent output files)",
@@ -116,28 +121,6 @@ def _age_option(ctx: click.Context, param: click.Parameter, value: str | None) -
 # ----------------------------------------------------------------------- plumbing
 
 
-def _errors_as_messages(function: F) -> F:
-    """Library and OS errors become ``Error: ...`` and exit code 1, as in ``haytham.cli``.
-
-    The group in ``haytham.cli`` does this too; doing it here keeps the commands right when
-    they are invoked on their own.
-    """
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except (HaythamError, OSError) as error:
-            if isinstance(error, OSError) and error.errno == errno.EPIPE:
-                raise
-            if isinstance(error, OSError) and not isinstance(error, HaythamError) and error.strerror:
-                where = f"{error.filename}: " if error.filename else ""
-                raise click.ClickException(f"{where}{error.strerror}") from None
-            raise click.ClickException(str(error)) from None
-
-    return cast(F, wrapper)
-
-
 def _base_dir_option(function: F) -> F:
     return click.option(
         "--base-dir",
@@ -148,12 +131,6 @@ def _base_dir_option(function: F) -> F:
         show_envvar=True,
         help="The directory that holds the projects (without the option or the variable: "
         "storage.base_dir of ./haytham.yaml when there is one).",
-    )(function)
-
-
-def _json_option(function: F) -> F:
-    return click.option(
-        "--json", "as_json", is_flag=True, help="Print JSON for scripts (keys in docs/cli.md)."
     )(function)
 
 
@@ -201,10 +178,6 @@ def _print_table(console: Console, table: Table) -> None:
     with console.capture() as captured:
         console.print(table)
     click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
-
-
-def _emit_json(data: object) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def _seconds(value: float) -> str:
