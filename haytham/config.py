@@ -33,6 +33,7 @@ import yaml
 from haytham._clock import Clock
 from haytham._reader import decode
 from haytham._schema import describe, schema_errors
+from haytham._yaml import line_of, parse_yaml
 from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.errors import DocumentError, InvalidArgumentError, NotFoundError
 from haytham.events import LOGGER
@@ -70,15 +71,7 @@ def load_config(path: str | os.PathLike[str]) -> HaythamConfig:
     except FileNotFoundError:
         raise NotFoundError(f"configuration file {path} does not exist", path=path) from None
     text = decode(raw, path)
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise DocumentError(
-            f"is not valid YAML: {getattr(error, 'problem', None) or error}", path=path, line=line
-        ) from None
+    node, data = parse_yaml(text, path)
     if node is None:
         return HaythamConfig(base_dir=path.parent / DEFAULT_BASE_DIR, path=path)
     if not isinstance(data, dict):
@@ -93,7 +86,7 @@ def load_config(path: str | os.PathLike[str]) -> HaythamConfig:
         policy = RetentionPolicy(**retention)
     except InvalidArgumentError as error:  # what the schema cannot say, such as .inf days
         keys = ["retention", error.field] if error.field else ["retention"]
-        raise DocumentError(str(error), path=path, line=_line_of(node, keys), field=".".join(keys)) from None
+        raise DocumentError(str(error), path=path, line=line_of(node, keys), field=".".join(keys)) from None
     return HaythamConfig(
         base_dir=path.parent / storage.get("base_dir", DEFAULT_BASE_DIR),
         retention=policy,
@@ -137,8 +130,8 @@ def _located(error: Any, node: yaml.Node, path: Path) -> DocumentError:
         unknown = sorted(str(k) for k in error.instance if k not in known)
         keys.append(unknown[0])
         message = f"unknown key {unknown[0]!r} (expected one of {', '.join(known)})"
-        return DocumentError(message, path=path, line=_line_of(node, keys), field=".".join(keys))
-    return DocumentError(describe(error), path=path, line=_line_of(node, keys), field=".".join(keys) or None)
+        return DocumentError(message, path=path, line=line_of(node, keys), field=".".join(keys))
+    return DocumentError(describe(error), path=path, line=line_of(node, keys), field=".".join(keys) or None)
 
 
 def _check_duplicates(node: yaml.Node, path: Path, keys: list[str]) -> None:
@@ -157,17 +150,3 @@ def _check_duplicates(node: yaml.Node, path: Path, keys: list[str]) -> None:
             )
         seen.add(name)
         _check_duplicates(value, path, [*keys, name])
-
-
-def _line_of(node: yaml.Node, keys: list[str]) -> int:
-    """The 1-based line where the key at ``keys`` is written, or its nearest parent's."""
-    line = int(node.start_mark.line) + 1
-    for name in keys:
-        if not isinstance(node, yaml.MappingNode):
-            break
-        pair = next(((k, v) for k, v in node.value if str(k.value) == name), None)
-        if pair is None:
-            break
-        line = int(pair[0].start_mark.line) + 1
-        node = pair[1]
-    return line

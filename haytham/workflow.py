@@ -18,6 +18,7 @@ import yaml
 
 from haytham._reader import decode
 from haytham._schema import describe, schema_errors
+from haytham._yaml import line_of, parse_yaml
 from haytham.errors import DocumentError, InvalidArgumentError, UnknownPhaseError
 from haytham.records import RunStyle
 
@@ -167,22 +168,14 @@ def load_workflow(path: str | Path) -> Workflow:
     """
     path = Path(path)
     text = decode(path.read_bytes(), path)
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise DocumentError(
-            f"is not valid YAML: {getattr(error, 'problem', error)}", path=path, line=line
-        ) from None
+    node, data = parse_yaml(text, path)
     if not isinstance(data, dict) or node is None:
         raise DocumentError("a workflow file must be a YAML mapping", path=path, line=1)
     invalid = schema_errors("workflow", data)
     if invalid:
         keys = list(invalid[0].absolute_path)
         field_name = ".".join(str(k) for k in keys) or None
-        raise DocumentError(describe(invalid[0]), path=path, line=_line_of(node, keys), field=field_name)
+        raise DocumentError(describe(invalid[0]), path=path, line=line_of(node, keys), field=field_name)
     phases = []
     for item in data["phases"]:
         number = item["number"]
@@ -213,7 +206,7 @@ def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
             raise DocumentError(
                 f"phase number {phase.number} is used twice",
                 path=path,
-                line=_line_of(node, ["phases", index, "number"]),
+                line=line_of(node, ["phases", index, "number"]),
                 field="number",
             )
     directories = [p.directory for p in workflow.phases]
@@ -222,7 +215,7 @@ def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
             raise DocumentError(
                 f"directory {phase.directory!r} is used twice",
                 path=path,
-                line=_line_of(node, ["phases", index]),
+                line=line_of(node, ["phases", index]),
                 field="directory",
             )
     for mode, selected in workflow.modes.items():
@@ -232,23 +225,9 @@ def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
                     f"mode {mode!r} names phase {number}, which is not defined (phases are "
                     f"{', '.join(map(str, numbers))})",
                     path=path,
-                    line=_line_of(node, ["modes", mode, index]),
+                    line=line_of(node, ["modes", mode, index]),
                     field=f"modes.{mode}",
                 )
-
-
-def _line_of(node: Any, keys: list[Any]) -> int:
-    """The 1-based line of the YAML node at ``keys``, or of its nearest parent."""
-    for key in keys:
-        child = None
-        if isinstance(node, yaml.MappingNode):
-            child = next((v for k, v in node.value if k.value == str(key)), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            child = node.value[key]
-        if child is None:
-            break
-        node = child
-    return int(node.start_mark.line) + 1
 
 
 def _slug(name: str) -> str:

@@ -1,0 +1,39 @@
+"""YAML that people write (workflows, haytham.yaml): safely loaded, errors located by line."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from haytham.errors import DocumentError
+
+
+def parse_yaml(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
+    """The node tree (for line numbers) and the data, loaded only with the safe loader."""
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader), yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(error, "problem", None) or error
+        raise DocumentError(f"is not valid YAML: {problem}", path=path, line=line) from None
+
+
+def line_of(node: yaml.Node, keys: Sequence[Any]) -> int:
+    """The 1-based line of the key (or list item) at ``keys``, or of its nearest parent."""
+    line = int(node.start_mark.line) + 1
+    for key in keys:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if str(k.value) == str(key)), None)
+            if pair is None:
+                break
+            line, node = int(pair[0].start_mark.line) + 1, pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = int(node.start_mark.line) + 1
+        else:
+            break
+    return line
