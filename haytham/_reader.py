@@ -69,6 +69,14 @@ class Reader:
         """Paths of required values already reported missing; the schema does not repeat them."""
         source = text if sections_text is None else sections_text
         self.document: Document = parse_document(source)
+        if "<<<<<<< " in source or ">>>>>>> " in source:
+            self._report_conflict_markers(source)
+
+    def _report_conflict_markers(self, source: str) -> None:
+        """A merge left unresolved would otherwise read as plausible text (in comments, say)."""
+        for number, line in iter_unfenced_lines(source, 1):
+            if line.startswith(("<<<<<<< ", ">>>>>>> ")):
+                self.error(number, None, f"{line.strip()!r} is a git conflict marker: resolve the merge")
 
     def error(self, line: int | None, field: str | None, message: str) -> None:
         """Record a problem; one with no line of its own (a missing section) is placed at the

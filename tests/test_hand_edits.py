@@ -95,3 +95,20 @@ def test_update_feedback_leaves_a_broken_file_alone(tmp_path: Path) -> None:
     with pytest.raises(DocumentError, match="'maybe' is not a boolean"):
         manager.update_feedback("p", "s", 2, action="approved")
     assert target.read_bytes() == before
+
+
+def test_an_unresolved_merge_in_the_comments_is_reported_at_its_line(tmp_path: Path) -> None:
+    text = (
+        "# User Feedback: Market Research\n\n## Review Status\n- Reviewed: true\n- Approved: false\n\n"
+        "## User Comments\n<<<<<<< HEAD\nMore EU data.\n=======\nLooks fine.\n>>>>>>> theirs\n"
+    )
+    record, issues = FEEDBACK.read(text, Path("user_feedback.md"))
+    assert record is None
+    assert [(i.line, i.message) for i in issues[:2]] == [
+        (8, "'<<<<<<< HEAD' is a git conflict marker: resolve the merge"),
+        (12, "'>>>>>>> theirs' is a git conflict marker: resolve the merge"),
+    ]
+    manager = CheckpointManager(base_dir=tmp_path)
+    manager.create_session("p", "s", "u")
+    manager.save_user_feedback("p", "s", 1, True, False, comments="<<<<<<< not a merge\nquoted text")
+    assert manager.load_feedback("p", "s", 1).comments == "<<<<<<< not a merge\nquoted text"  # type: ignore[union-attr]
