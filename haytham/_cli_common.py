@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
 from haytham.errors import HaythamError
 
@@ -72,3 +75,25 @@ def json_option(function: F) -> F:
 def emit_json(data: object) -> None:
     """Print ``data`` as indented JSON (paths and other objects as strings)."""
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def table(console: Console, *columns: str, numeric: int = 0) -> Table:
+    """A table with a box on a terminal, plain aligned columns when piped; the last
+    ``numeric`` columns are right-aligned."""
+    if console.is_terminal:
+        result = Table(box=box.SIMPLE_HEAD, header_style="bold")
+    else:
+        result = Table(box=None, pad_edge=False, show_edge=False, header_style="")
+    for index, column in enumerate(columns):
+        result.add_column(column, justify="right" if index >= len(columns) - numeric else "left")
+    return result
+
+
+def print_table(console: Console, table: Table) -> None:
+    """Print a table; piped, without the padding rich leaves at the end of each line."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    with console.capture() as captured:
+        console.print(table)
+    click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))

@@ -21,10 +21,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import click
-from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
 from rich.text import Text
 
 from haytham import __version__
@@ -39,6 +37,12 @@ from haytham._cli_common import (
 )
 from haytham._cli_common import (
     json_option as _json_option,
+)
+from haytham._cli_common import (
+    print_table as _print_table,
+)
+from haytham._cli_common import (
+    table as _table,
 )
 from haytham.checkpoint.checkpoint_manager import FEEDBACK_FILE, CheckpointManager
 from haytham.checkpoint.doctor import Finding
@@ -219,27 +223,6 @@ def _console(stream: IO[str] | None = None) -> Console:
         highlight=False,
         width=None if terminal else 500,
     )
-
-
-def _table(console: Console, *columns: str) -> Table:
-    """A table with a box on a terminal, plain aligned columns when piped."""
-    if console.is_terminal:
-        table = Table(box=box.SIMPLE_HEAD, header_style="bold")
-    else:
-        table = Table(box=None, pad_edge=False, show_edge=False, header_style="")
-    for column in columns:
-        table.add_column(column, justify="right" if column in ("Tokens", "Cost") else "left")
-    return table
-
-
-def _print_table(console: Console, table: Table) -> None:
-    """Print a table; piped, without the padding rich leaves at the end of each line."""
-    if console.is_terminal:
-        console.print(table)
-        return
-    with console.capture() as captured:
-        console.print(table)
-    click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
 
 
 def _cell(value: object) -> Text:
@@ -507,7 +490,17 @@ def list_command(
         return
     console = _console()
     table = _table(
-        console, "Project", "Session", "User", "Mode", "Status", "Current phase", "Updated", "Tokens", "Cost"
+        console,
+        "Project",
+        "Session",
+        "User",
+        "Mode",
+        "Status",
+        "Current phase",
+        "Updated",
+        "Tokens",
+        "Cost",
+        numeric=2,
     )
     for s in page:
         table.add_row(

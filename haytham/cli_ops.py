@@ -18,10 +18,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import click
-from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
 from rich.text import Text
 
 from haytham._cli_common import (
@@ -36,6 +34,12 @@ from haytham._cli_common import (
 )
 from haytham._cli_common import (
     json_option as _json_option,
+)
+from haytham._cli_common import (
+    print_table as _print_table,
+)
+from haytham._cli_common import (
+    table as _table,
 )
 from haytham.analytics import Analytics, summarize
 from haytham.checkpoint.checkpoint_manager import CheckpointManager
@@ -157,27 +161,6 @@ def _console(stream: IO[str] | None = None) -> Console:
         highlight=False,
         width=None if terminal else 500,
     )
-
-
-def _table(console: Console, *columns: str, numeric: int = 0) -> Table:
-    """A table with a box on a terminal, plain columns when piped; the last ``numeric``
-    columns are right-aligned."""
-    if console.is_terminal:
-        table = Table(box=box.SIMPLE_HEAD, header_style="bold")
-    else:
-        table = Table(box=None, pad_edge=False, show_edge=False, header_style="")
-    for index, column in enumerate(columns):
-        table.add_column(column, justify="right" if index >= len(columns) - numeric else "left")
-    return table
-
-
-def _print_table(console: Console, table: Table) -> None:
-    if console.is_terminal:
-        console.print(table)
-        return
-    with console.capture() as captured:
-        console.print(table)
-    click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
 
 
 def _seconds(value: float) -> str:

@@ -58,8 +58,12 @@ class DocumentError(HaythamError, ValueError):
         super().__init__(str(Issue(path, line, field, message)))
 
 
-class NotFoundError(HaythamError, FileNotFoundError):
-    """A project, session, phase or file that was asked for does not exist."""
+class PathError(HaythamError):
+    """An error about a path, whose message is the whole story.
+
+    It comes first among the bases of errors that also derive from an OSError kind, so
+    their text is the message rather than OSError's ``[Errno ...]`` form.
+    """
 
     def __init__(self, message: str, *, path: Path | None = None) -> None:
         super().__init__(message)
@@ -67,6 +71,10 @@ class NotFoundError(HaythamError, FileNotFoundError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class NotFoundError(PathError, FileNotFoundError):
+    """A project, session, phase or file that was asked for does not exist."""
 
 
 class ProjectNotFoundError(NotFoundError):
@@ -81,15 +89,8 @@ class PhaseNotFoundError(NotFoundError):
     """The phase directory or its checkpoint does not exist."""
 
 
-class AlreadyExistsError(HaythamError, FileExistsError):
+class AlreadyExistsError(PathError, FileExistsError):
     """Creating something that is already there; the existing one is left untouched."""
-
-    def __init__(self, message: str, *, path: Path | None = None) -> None:
-        super().__init__(message)
-        self.path = path
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 class SessionExistsError(AlreadyExistsError):
@@ -100,15 +101,8 @@ class ProjectExistsError(AlreadyExistsError):
     """``create_project`` was called with the id of an existing project."""
 
 
-class LockTimeout(HaythamError, TimeoutError):
+class LockTimeout(PathError, TimeoutError):
     """Waiting for a session's lock took longer than the configured timeout."""
-
-    def __init__(self, message: str, *, path: Path | None = None) -> None:
-        super().__init__(message)
-        self.path = path
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 @dataclass(frozen=True)

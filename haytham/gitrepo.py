@@ -15,22 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from haytham.errors import HaythamError
+from haytham.errors import PathError
 
 GIT_TIMEOUT = 120.0
 """Seconds a single git command may take before it is given up on."""
 _LOG_FORMAT = "%H%x1f%h%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e"
 
 
-class GitError(HaythamError, RuntimeError):
+class GitError(PathError, RuntimeError):
     """git is not installed, a path is not in a git repository, or a git command failed."""
-
-    def __init__(self, message: str, *, path: Path | None = None) -> None:
-        super().__init__(message)
-        self.path = path
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 @dataclass(frozen=True)

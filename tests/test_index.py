@@ -294,12 +294,22 @@ def test_session_discovery_matches_the_globs(tmp_path: Path) -> None:
         assert [d for d, _, _ in scan.session_manifests(root)] == list(scan._glob_session_dirs(root))
 
 
-def test_agent_files_match_the_manager(tmp_path: Path) -> None:
-    from haytham.checkpoint.checkpoint_manager import _agent_files
+def _plain_agent_files(directory: Path, order: tuple[str, ...]) -> list[Path]:
+    """The rule stated plainly: ``*.md`` files, not hidden, not the phase's own, ordered."""
+    own = {"checkpoint.md", "user_feedback.md", "session_manifest.md"}
+    rank = {name: index for index, name in enumerate(order)}
+    found = (
+        p
+        for p in directory.iterdir()
+        if p.suffix == ".md" and p.name not in own and not p.name.startswith(".") and p.is_file()
+    )
+    return sorted(found, key=lambda p: (rank.get(p.stem, len(rank)), p.name))
 
+
+def test_agent_files_match_the_plain_rule(tmp_path: Path) -> None:
     phase = odd_tree(tmp_path) / "p1" / "sessions" / "a" / "phase_1_x"
     for order in ((), ("w",), ("link", "a.b", "zzz")):
-        assert scan.agent_files(phase, order) == _agent_files(phase, order)
+        assert scan.agent_files(phase, order) == _plain_agent_files(phase, order)
 
 
 def test_session_files_outside_sessions_match_the_plain_walk(tmp_path: Path) -> None:

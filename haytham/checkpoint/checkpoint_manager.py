@@ -496,11 +496,11 @@ class CheckpointManager:
             number = current.retry_count + 1
             archive = directory / ATTEMPTS_DIR / str(number)
             _storage.make_dirs(archive)
-            files = [directory / CHECKPOINT_FILE, *_agent_files(directory), directory / FEEDBACK_FILE]
+            files = [directory / CHECKPOINT_FILE, *agent_files(directory), directory / FEEDBACK_FILE]
             for path in files:
                 if path.is_file() and not (archive / path.name).exists():
                     _storage.atomic_write(archive / path.name, path.read_bytes())
-            for path in _agent_files(directory):
+            for path in agent_files(directory):
                 path.unlink()
             fresh = dataclasses.replace(
                 current,
@@ -1096,7 +1096,7 @@ class CheckpointManager:
         elif require_checkpoint:
             issues.append(Issue(checkpoint_path, None, None, "checkpoint.md is missing"))
         if directory.is_dir():
-            for path in _agent_files(directory):
+            for path in agent_files(directory):
                 output, found = AGENT_OUTPUT.read_path(path)
                 issues += found
                 if output is not None and output.agent_name != path.stem:
@@ -1193,23 +1193,8 @@ def _load_attempt(number: int, directory: Path) -> Attempt:
 
     checkpoint = optional(CHECKPOINT, directory / CHECKPOINT_FILE)
     order = [run.agent_name for run in checkpoint.agents] if checkpoint else []
-    outputs = {p.stem: AGENT_OUTPUT.load(p).content for p in _agent_files(directory, order)}
+    outputs = {p.stem: AGENT_OUTPUT.load(p).content for p in agent_files(directory, order)}
     return Attempt(number, directory, checkpoint, optional(FEEDBACK, directory / FEEDBACK_FILE), outputs)
-
-
-def _agent_files(directory: Path, order: Sequence[str] = ()) -> list[Path]:
-    """Agent output files: ``*.md`` except the phase's own and hidden files.
-
-    Agents named in ``order`` (the checkpoint's order) come first, then the rest by name.
-    """
-    own = {CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE}
-    rank = {name: index for index, name in enumerate(order)}
-    found = (
-        p
-        for p in directory.iterdir()
-        if p.suffix == ".md" and p.name not in own and not p.name.startswith(".") and p.is_file()
-    )
-    return sorted(found, key=lambda p: (rank.get(p.stem, len(rank)), p.name))
 
 
 def _check_choice(field: str, value: object, choices: Sequence[str]) -> None:

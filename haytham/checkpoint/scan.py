@@ -465,8 +465,7 @@ def agent_files(directory: Path, order: Sequence[str] = ()) -> list[Path]:
     """Agent output files of a phase directory: ``*.md`` except the phase's own and hidden
     files, those named in ``order`` first, then the rest by name.
 
-    The same list as ``checkpoint_manager._agent_files``, from one ``os.scandir`` (whose
-    entries know their type) instead of a ``stat`` per file.
+    Read with one ``os.scandir`` (whose entries know their type), not a ``stat`` per file.
     """
     rank = {name: index for index, name in enumerate(order)}
     with os.scandir(directory) as entries:
