@@ -32,11 +32,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from haytham import CheckpointManager, _index
-from haytham.checkpoint import history
-from haytham.documents import AGENT_OUTPUT, HISTORY_ENTRY, MANIFEST
-from haytham.documents.base import clear_cache
+from haytham import CheckpointManager
+from haytham.format import AGENT_OUTPUT, HISTORY_ENTRY, MANIFEST
+from haytham.format.document import clear_cache
 from haytham.records import AgentOutput, SessionStatus
+from haytham.store import history
+from haytham.store import index as _index
 
 AGENTS = ("analyst", "critic", "writer")
 PARAGRAPH = "Lorem ipsum dolor sit amet, **consectetur** adipiscing elit; sed do eiusmod tempor.\n\n"

@@ -11,7 +11,7 @@ the feedback file yourself and continue with --resume (the latest demo session u
 --session names one). --crash-after N kills the process (os._exit) right after the Nth agent
 output is saved: run again with --resume and nothing is lost or done twice.
 
-This is a thin wrapper around ``haytham.demo.run_demo``, as is ``haytham demo``; exit codes:
+This is a thin wrapper around ``haytham.run.demo.run_demo``, as is ``haytham demo``; exit codes:
 0 done or awaiting review, 1 failed, 3 crashed on purpose.
 """
 
@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from haytham import IDEA_VALIDATION, CheckpointManager, HaythamError
-from haytham.demo import DEMO_PROJECT, REVIEW_MODES, DemoEvent, last_session_id, next_session_id, run_demo
+from haytham.run.demo import DEMO_PROJECT, REVIEW_MODES, DemoEvent, last_session_id, next_session_id, run_demo
 
 
 def main() -> int:

@@ -1,6 +1,5 @@
 """haytham: the sessions of phased multi-agent workflows, kept as plain markdown files."""
 
-from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.errors import (
     AlreadyExistsError,
     DocumentError,
@@ -18,7 +17,8 @@ from haytham.errors import (
     UnsafeNameError,
     UnsafePathError,
 )
-from haytham.project.project_manager import ProjectManager
+from haytham.format.workflow import IDEA_VALIDATION, PhaseDefinition, Workflow
+from haytham.projects import ProjectManager
 from haytham.records import (
     AgentOutput,
     AgentRun,
@@ -29,7 +29,7 @@ from haytham.records import (
     SessionMetrics,
     UserFeedback,
 )
-from haytham.workflow import IDEA_VALIDATION, PhaseDefinition, Workflow
+from haytham.store.manager import CheckpointManager
 
 __version__ = "0.1.0"
 

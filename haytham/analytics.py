@@ -20,15 +20,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from haytham._clock import parse_timestamp
-from haytham._names import check_name
-from haytham.checkpoint.scan import SessionSummary, list_sessions
-from haytham.documents import AGENT_OUTPUT
 from haytham.errors import HaythamError, InvalidArgumentError, ProjectNotFoundError
+from haytham.format import AGENT_OUTPUT
 from haytham.records import AgentOutput, AgentRun, PhaseCheckpoint
+from haytham.store.clock import parse_timestamp
+from haytham.store.names import check_name
+from haytham.store.scan import SessionSummary, list_sessions
 
 if TYPE_CHECKING:
-    from haytham.checkpoint.checkpoint_manager import Attempt, CheckpointManager
+    from haytham.store.manager import Attempt, CheckpointManager
 
 SESSION_STATUSES = ("in_progress", "completed", "failed")
 

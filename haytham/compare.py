@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from haytham.checkpoint.checkpoint_manager import Attempt
-from haytham.documents import CHECKPOINT
 from haytham.errors import InvalidArgumentError
+from haytham.format import CHECKPOINT
 from haytham.records import AgentRun, HistoryEntry, PhaseCheckpoint
+from haytham.store.manager import Attempt
 
 if TYPE_CHECKING:
-    from haytham.checkpoint.checkpoint_manager import CheckpointManager
+    from haytham.store.manager import CheckpointManager
 
 Change = Literal["added", "removed", "changed", "same"]
 Number = int | float
@@ -115,7 +115,7 @@ def compare(
 
 def _as_session(value: object) -> SessionRef | None:
     """``value`` as ``(manager, project_id, session_id)``, or None when it is not one."""
-    from haytham.checkpoint.checkpoint_manager import CheckpointManager
+    from haytham.store.manager import CheckpointManager
 
     if isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], CheckpointManager):
         manager, project_id, session_id = value

@@ -30,14 +30,14 @@ from typing import Any
 
 import yaml
 
-from haytham._clock import Clock
-from haytham._reader import decode
-from haytham._schema import describe, schema_errors
-from haytham._yaml import line_of, parse_yaml
-from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.errors import DocumentError, InvalidArgumentError, NotFoundError
-from haytham.events import LOGGER
+from haytham.format.reader import decode
+from haytham.format.schema import describe, schema_errors
+from haytham.format.yamlfile import line_of, parse_yaml
 from haytham.retention import RetentionPolicy, cleanup
+from haytham.store.clock import Clock
+from haytham.store.events import LOGGER
+from haytham.store.manager import CheckpointManager
 
 CONFIG_FILE = "haytham.yaml"
 DEFAULT_BASE_DIR = "projects"

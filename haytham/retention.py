@@ -25,16 +25,17 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from haytham import _progress, _storage
-from haytham._clock import parse_timestamp
-from haytham._names import check_name
-from haytham.checkpoint.scan import MANIFEST_FILE, SessionSummary, list_sessions
-from haytham.documents import CHECKPOINT, MANIFEST
 from haytham.errors import HaythamError, InvalidArgumentError, ProjectNotFoundError
-from haytham.events import Event
+from haytham.format import CHECKPOINT, MANIFEST
+from haytham.store import fs as _storage
+from haytham.store import progress as _progress
+from haytham.store.clock import parse_timestamp
+from haytham.store.events import Event
+from haytham.store.names import check_name
+from haytham.store.scan import MANIFEST_FILE, SessionSummary, list_sessions
 
 if TYPE_CHECKING:
-    from haytham.checkpoint.checkpoint_manager import CheckpointManager
+    from haytham.store.manager import CheckpointManager
 
 RemovalKind = Literal["attempt", "session"]
 Rule = Literal[

@@ -28,12 +28,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from haytham import _storage
-from haytham._names import check_inside, check_name, check_no_case_twin
-from haytham._reader import decode
-from haytham._schema import describe, schema_errors
-from haytham.checkpoint.scan import kind_of
-from haytham.documents import MANIFEST
 from haytham.errors import (
     DocumentError,
     InvalidArgumentError,
@@ -41,11 +35,17 @@ from haytham.errors import (
     UnsafeNameError,
     UnsafePathError,
 )
+from haytham.format import MANIFEST
+from haytham.format.reader import decode
+from haytham.format.schema import describe, schema_errors
+from haytham.format.workflow import Workflow, load_workflow
 from haytham.records import AgentOutput, PhaseCheckpoint, SessionManifest
-from haytham.workflow import Workflow, load_workflow
+from haytham.store import fs as _storage
+from haytham.store.names import check_inside, check_name, check_no_case_twin
+from haytham.store.scan import kind_of
 
 if TYPE_CHECKING:
-    from haytham.checkpoint.checkpoint_manager import CheckpointManager
+    from haytham.store.manager import CheckpointManager
 
 FORMAT = "haytham-session"
 """The ``format`` of an export document."""

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from haytham import CheckpointManager
-from haytham._storage import TMP_SUFFIX, temporary_leftovers
-from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
+from haytham.store.fs import TMP_SUFFIX, temporary_leftovers
 
 WORKER = Path(__file__).resolve().parent / "workers.py"
 PROJECT, SESSION = "crash", "s-1"

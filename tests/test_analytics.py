@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 
 from haytham import CheckpointManager, InvalidArgumentError, ProjectNotFoundError, SessionNotFoundError
 from haytham.analytics import Analytics, Usage, summarize
-from haytham.cli_ops import JSON_OUTPUT, stats
+from haytham.cli.ops import JSON_OUTPUT, stats
 from haytham.retention import RetentionPolicy, cleanup
 
 T0 = datetime(2024, 11, 24, 10, 0, tzinfo=timezone.utc)

@@ -64,7 +64,7 @@ def complete(m: CheckpointManager, phase: int, **kwargs: Any) -> None:
 
 
 def test_import_paths_of_the_product_document() -> None:
-    from haytham.checkpoint.checkpoint_manager import CheckpointManager as FromModule
+    from haytham.store.manager import CheckpointManager as FromModule
 
     assert FromModule is haytham.CheckpointManager
     assert {"CheckpointManager", "HaythamError", "Issue"} <= set(haytham.__all__)

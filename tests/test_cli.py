@@ -23,9 +23,9 @@ import yaml
 from click.testing import CliRunner, Result
 
 from haytham import CheckpointManager
-from haytham.cli import COMMANDS, JSON_OUTPUT, JSON_RECORDS, cli
-from haytham.cli_docs import DOCS_FILE, help_text, render
-from haytham.demo import DemoEvent, last_session_id, next_session_id, run_demo
+from haytham.cli.docs import DOCS_FILE, help_text, render
+from haytham.cli.main import COMMANDS, JSON_OUTPUT, JSON_RECORDS, cli
+from haytham.run.demo import DemoEvent, last_session_id, next_session_id, run_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 HAYTHAM = Path(sys.executable).parent / "haytham"
@@ -537,7 +537,7 @@ def test_every_command_has_help_and_is_in_the_generated_reference() -> None:
 
 
 def test_docs_cli_md_is_generated_and_up_to_date() -> None:
-    assert DOCS_FILE.read_text(encoding="utf-8") == render(), "run: python -m haytham.cli_docs"
+    assert DOCS_FILE.read_text(encoding="utf-8") == render(), "run: python -m haytham.cli.docs"
 
 
 # ---------------------------------------------------------------- the demo library

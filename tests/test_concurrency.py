@@ -13,7 +13,7 @@ import pytest
 from workers import PHASES, PROJECT, SESSION, content
 
 from haytham import CheckpointManager, HaythamError, LockTimeout
-from haytham.checkpoint.scan import kind_of
+from haytham.store.scan import kind_of
 
 WORKER = Path(__file__).resolve().parent / "workers.py"
 PROCESSES, SAVES = 8, 50

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from haytham import CheckpointManager, DocumentError, NotFoundError
-from haytham.cli_ops import prune
+from haytham.cli.ops import prune
 from haytham.config import CONFIG_FILE, HaythamConfig, find_config, load_config, open_store
 from haytham.retention import RetentionPolicy
 

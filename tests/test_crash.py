@@ -8,7 +8,7 @@ from pathlib import Path
 from crash_harness import PHASE_DIRS, PROJECT, SESSION, Counts, run_cycle
 
 from haytham import CheckpointManager
-from haytham._storage import temporary_leftovers
+from haytham.store.fs import temporary_leftovers
 
 CYCLES = 50
 

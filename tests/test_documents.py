@@ -28,8 +28,8 @@ from haytham import (
     SessionMetrics,
     UserFeedback,
 )
-from haytham._reader import decode
-from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
+from haytham.format.reader import decode
 
 COMPAT = Path(__file__).parent / "data" / "compat"
 SESSION = COMPAT / "proj-alpha" / "sessions" / "sess-001"

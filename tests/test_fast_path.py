@@ -25,11 +25,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from haytham import _markdown
-from haytham._markdown import _fast_headings, parse_document, parse_with_mistune
-from haytham._schema import SCHEMA_KINDS, certainly_valid, compile_schema, validator
-from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
-from haytham.documents.base import clear_cache, to_json
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
+from haytham.format import markdown as _markdown
+from haytham.format.document import clear_cache, to_json
+from haytham.format.markdown import _fast_headings, parse_document, parse_with_mistune
+from haytham.format.schema import SCHEMA_KINDS, certainly_valid, compile_schema, validator
 from haytham.records import AgentOutput, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 
 TESTS = Path(__file__).resolve().parent

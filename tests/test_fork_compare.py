@@ -21,11 +21,11 @@ from haytham import (
     UnsafeNameError,
     Workflow,
 )
-from haytham.cli_history import COMMANDS, JSON_OUTPUT, diff_command, fork_command, history_command
+from haytham.cli.history import COMMANDS, JSON_OUTPUT, diff_command, fork_command, history_command
 from haytham.compare import Comparison, compare, unified_diff
-from haytham.documents import MANIFEST
-from haytham.events import Event
-from haytham.runner import AgentContext, AgentResult, PhaseRunner
+from haytham.format import MANIFEST
+from haytham.run.runner import AgentContext, AgentResult, PhaseRunner
+from haytham.store.events import Event
 
 P, S = "acme", "s-1"
 START = datetime(2024, 11, 24, 10, tzinfo=timezone.utc)

@@ -23,14 +23,14 @@ import pytest
 from click.testing import CliRunner
 
 from haytham import CheckpointManager
-from haytham.autocommit import AutoCommit, enable_autocommit
-from haytham.checkpoint.history import HISTORY_DIR
-from haytham.cli_git import COMMANDS, JSON_OUTPUT
-from haytham.demo import DEMO_AGENTS, run_demo
-from haytham.gitmerge import attribute_lines, driver_command, setup
-from haytham.gitrepo import GitError, path_log
-from haytham.runner import PhaseRunner
-from haytham.workflow import IDEA_VALIDATION
+from haytham.cli.git import COMMANDS, JSON_OUTPUT
+from haytham.format.workflow import IDEA_VALIDATION
+from haytham.git.autocommit import AutoCommit, enable_autocommit
+from haytham.git.merge import attribute_lines, driver_command, setup
+from haytham.git.repository import GitError, path_log
+from haytham.run.demo import DEMO_AGENTS, run_demo
+from haytham.run.runner import PhaseRunner
+from haytham.store.history import HISTORY_DIR
 
 START = datetime(2024, 11, 24, 10, 0, 0, tzinfo=timezone.utc)
 IDENTITY = ("t", "t@t")
@@ -535,7 +535,7 @@ def test_git_setup_writes_attributes_and_config_once(tmp_path: Path) -> None:
     assert text.startswith("*.png binary\n\n# haytham:")
     assert text.endswith("\n".join(attribute_lines("projects")) + "\n")
     assert git(repo, "config", "--get", "merge.haytham.driver").stdout.strip() == driver_command()
-    assert driver_command() == f"{sys.executable} -m haytham.cli_git merge-driver %O %A %B %P"
+    assert driver_command() == f"{sys.executable} -m haytham.cli.git merge-driver %O %A %B %P"
     second = invoke("git", "setup", "--repo", str(repo), "--base-dir", str(repo / "projects"))
     assert second.exit_code == 0
     assert "already set up" in second.output

@@ -1,8 +1,8 @@
 """Merging haytham's files with real git: clones that diverge, then pull each other's work.
 
 Each scenario runs ``git merge`` (or ``git pull --rebase``) on real clones of a bare
-repository, with haytham's merge driver registered by ``haytham.gitmerge.setup`` as
-``python -m haytham.cli_git merge-driver``. Below them, the pure merge functions are tested
+repository, with haytham's merge driver registered by ``haytham.git.merge.setup`` as
+``python -m haytham.cli.git merge-driver``. Below them, the pure merge functions are tested
 on their own.
 """
 
@@ -18,13 +18,13 @@ import pytest
 from test_git import IDENTITY, START, TickingClock, commit_all, git, init_repo, tree_files
 
 from haytham import CheckpointManager, ProjectManager
-from haytham._clock import parse_timestamp
-from haytham.autocommit import AutoCommit
-from haytham.demo import DEMO_AGENTS
 from haytham.errors import DocumentError
-from haytham.gitmerge import merge_changelog, merge_latest, merge_manifest, run_driver, setup
-from haytham.runner import AgentContext, AgentResult, PhaseRunner
-from haytham.workflow import IDEA_VALIDATION
+from haytham.format.workflow import IDEA_VALIDATION
+from haytham.git.autocommit import AutoCommit
+from haytham.git.merge import merge_changelog, merge_latest, merge_manifest, run_driver, setup
+from haytham.run.demo import DEMO_AGENTS
+from haytham.run.runner import AgentContext, AgentResult, PhaseRunner
+from haytham.store.clock import parse_timestamp
 
 P, S = "acme", "s-001"
 MANIFEST = f"projects/{P}/sessions/{S}/session_manifest.md"
@@ -267,7 +267,7 @@ def test_two_sessions_of_one_project_on_two_clones_merge_cleanly(tmp_path: Path)
     assert status["session_count"] == 2 and status["latest_version"] == 2
     assert {s["status"] for s in status["sessions"]} == {"completed"}
     # the sessions only: validate_paths() of the whole tree takes history/changelog.md for a
-    # history entry (haytham.checkpoint.scan.kind_of), with or without git
+    # history entry (haytham.store.scan.kind_of), with or without git
     assert CheckpointManager(b / "projects").validate_paths([b / "projects" / project_id / "sessions"]) == []
     assert git(b, "log", "--format=%H", "--", f"projects/{project_id}/project.yaml").stdout.count("\n") == 1
 

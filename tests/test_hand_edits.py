@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from haytham import CheckpointManager, DocumentError
-from haytham._reader import decode
-from haytham.documents import FEEDBACK
-from haytham.documents.base import to_json
-from haytham.documents.feedback import rewrite_fields
+from haytham.format import FEEDBACK
+from haytham.format.document import to_json
+from haytham.format.feedback import rewrite_fields
+from haytham.format.reader import decode
 
 CORPUS = Path(__file__).resolve().parent / "handedits"
 CASES = sorted(p.stem for p in CORPUS.glob("*.md") if p.name != "README.md")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from haytham import CheckpointManager, InvalidArgumentError
-from haytham.events import Event
+from haytham.store.events import Event
 
 P, S = "acme", "s-1"
 

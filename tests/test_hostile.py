@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from haytham import CheckpointManager, DocumentError, HaythamError, UnsafeNameError, UnsafePathError
-from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST
 
 P, S = "acme", "s-1"
 BAD_NAMES = [

@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from haytham import CheckpointManager, _index, _storage
-from haytham.checkpoint import scan
-from haytham.documents.base import clear_cache
+from haytham import CheckpointManager
+from haytham.format.document import clear_cache
+from haytham.store import fs as _storage
+from haytham.store import index as _index
+from haytham.store import scan
 
 P = "proj"
 SESSIONS = 55  # past scan.INDEX_MIN_SESSIONS, so that a listing makes the index
@@ -193,7 +195,7 @@ def test_validation_is_remembered_per_session_until_a_file_changes(
 
 
 def test_validation_depends_on_the_workflow_definitions(base: Path) -> None:
-    from haytham.workflow import BUILTIN_WORKFLOWS, Workflow
+    from haytham.format.workflow import BUILTIN_WORKFLOWS, Workflow
 
     builtin = BUILTIN_WORKFLOWS["idea_validation"]
     assert CheckpointManager(base).validate_paths() == []

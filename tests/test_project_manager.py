@@ -16,7 +16,6 @@ import yaml
 
 import haytham
 from haytham import CheckpointManager
-from haytham._names import check_name
 from haytham.errors import (
     DocumentError,
     InvalidArgumentError,
@@ -25,6 +24,7 @@ from haytham.errors import (
     UnsafeNameError,
 )
 from haytham.project import ProjectManager
+from haytham.store.names import check_name
 
 IDEA = "A marketplace that matches freelance translators with small publishers."
 START = datetime(2024, 11, 24, 10, 0, 0, tzinfo=timezone.utc)

@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from haytham import CheckpointManager, InvalidArgumentError, LockTimeout, ProjectNotFoundError
-from haytham.cli_ops import JSON_OUTPUT, parse_age, prune
-from haytham.events import Event
+from haytham.cli.ops import JSON_OUTPUT, parse_age, prune
 from haytham.retention import CleanupReport, RetentionPolicy, cleanup
+from haytham.store.events import Event
 
 T0 = datetime(2024, 11, 1, 10, 0, tzinfo=timezone.utc)
 MVP = (1, 2, 3, 6, 7)

@@ -37,9 +37,9 @@ from haytham import (
     UserFeedback,
     Workflow,
 )
-from haytham._clock import format_timestamp
-from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
 from haytham.records import FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES
+from haytham.store.clock import format_timestamp
 
 # RT_EXAMPLES=2000 for a longer hunt; 150 keeps each property to a second or two.
 EXAMPLES = int(os.environ.get("RT_EXAMPLES", "150"))

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from haytham import IDEA_VALIDATION, CheckpointManager, DocumentError, PhaseDefinition, Workflow
-from haytham.demo import DEMO_AGENTS
-from haytham.runner import AgentContext, AgentResult, PhaseRunner, WorkflowChangedError, next_step
-from haytham.workflow import load_workflow
+from haytham.format.workflow import load_workflow
+from haytham.run.demo import DEMO_AGENTS
+from haytham.run.runner import AgentContext, AgentResult, PhaseRunner, WorkflowChangedError, next_step
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "idea_validation.py"

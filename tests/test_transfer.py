@@ -22,9 +22,9 @@ from haytham import (
     UnsafePathError,
     transfer,
 )
-from haytham._schema import schema_errors
-from haytham.cli_history import export_command, import_command
-from haytham.workflow import PhaseDefinition, Workflow
+from haytham.cli.history import export_command, import_command
+from haytham.format.schema import schema_errors
+from haytham.format.workflow import PhaseDefinition, Workflow
 
 P, S = "acme", "s-1"
 LOCK = ".haytham.lock"

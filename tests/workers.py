@@ -68,7 +68,7 @@ def concurrent_saver(base_dir: str, worker: int, saves: int) -> None:
 
 def hold_lock(base_dir: str) -> None:
     """Take the session's lock, say so, then wait to be killed."""
-    from haytham import _storage
+    from haytham.store import fs as _storage
 
     manager = CheckpointManager(base_dir=base_dir)
     with _storage.locked(manager.session_dir(PROJECT, SESSION), 5, "test"):

@@ -1,5 +1,5 @@
 """Session checkpoints: the manager that saves and loads a session's markdown files."""
 
-from haytham.checkpoint.checkpoint_manager import CheckpointManager
+from haytham.store.manager import CheckpointManager
 
 __all__ = ["CheckpointManager"]

@@ -1,5 +1,5 @@
 """Projects: ``project.yaml``, versioned outputs and the changelog."""
 
-from haytham.project.project_manager import ProjectManager
+from haytham.projects import ProjectManager
 
 __all__ = ["ProjectManager"]

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.errors import HaythamError, InvalidArgumentError
+from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
-from haytham.workflow import PhaseDefinition, Workflow, describe_changes
+from haytham.store.manager import CheckpointManager
 
 
 @dataclass(frozen=True)

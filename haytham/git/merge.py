@@ -35,14 +35,15 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from haytham import _progress, _storage
-from haytham._clock import parse_timestamp
-from haytham._reader import decode
-from haytham.documents import MANIFEST
 from haytham.errors import DocumentError, HaythamError
-from haytham.gitrepo import GitError, relative_to_root, repo_root, run_git
-from haytham.project.project_manager import order_versions
+from haytham.format import MANIFEST
+from haytham.format.reader import decode
+from haytham.git.repository import GitError, relative_to_root, repo_root, run_git
+from haytham.projects import order_versions
 from haytham.records import PhaseRow, SessionManifest, SessionMetrics
+from haytham.store import fs as _storage
+from haytham.store import progress as _progress
+from haytham.store.clock import parse_timestamp
 
 DRIVER = "haytham"
 """The merge driver's name in ``.gitattributes`` (``merge=haytham``) and git config."""
@@ -71,7 +72,7 @@ DERIVED_FIELDS = ("phases", "status", "current", "metrics", "last_updated", "his
 """Manifest fields merged by their meaning; every other field is merged three ways."""
 _EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 _BLOCK_TIME = re.compile(r"## (\S+)")
-_DRIVER_COMMAND = "-m haytham.cli_git merge-driver %O %A %B %P"
+_DRIVER_COMMAND = "-m haytham.cli.git merge-driver %O %A %B %P"
 
 
 # ----------------------------------------------------------------------------- setup
@@ -98,9 +99,9 @@ class SetupResult:
 
 
 def driver_command(python: str | None = None) -> str:
-    """``<python> -m haytham.cli_git merge-driver %O %A %B %P`` (this interpreter by default).
+    """``<python> -m haytham.cli.git merge-driver %O %A %B %P`` (this interpreter by default).
 
-    ``haytham.cli_git`` runs the ``git`` command group on its own, so the driver works
+    ``haytham.cli.git`` runs the ``git`` command group on its own, so the driver works
     whether or not ``haytham git`` is registered in the main command line.
     """
     return f"{shlex.quote(python or sys.executable)} {_DRIVER_COMMAND}"

@@ -13,9 +13,9 @@ from typing import Any, NamedTuple
 
 from jsonschema.exceptions import ValidationError
 
-from haytham._markdown import Document, Section, iter_unfenced_lines, normalise_label, parse_document
-from haytham._schema import describe, schema_errors
 from haytham.errors import DocumentError, Issue
+from haytham.format.markdown import Document, Section, iter_unfenced_lines, normalise_label, parse_document
+from haytham.format.schema import describe, schema_errors
 
 _ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
 _CHECKBOX = re.compile(r"\[([ xX]?)\][ \t]*(.*)")

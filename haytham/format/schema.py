@@ -1,4 +1,4 @@
-"""The JSON Schemas shipped in ``haytham/schemas/``, each compiled once into a validator.
+"""The JSON Schemas shipped in ``haytham/format/schemas/``, each compiled once into a validator.
 
 Every record read is checked against its schema. jsonschema walks a schema generically and
 costs more than parsing the file, so each schema is also compiled into a plain Python
@@ -26,7 +26,7 @@ SCHEMA_KINDS = ("manifest", "checkpoint", "agent_output", "feedback", "history_e
 @cache
 def validator(kind: str) -> Draft202012Validator:
     """The validator for one document kind, built on first use and kept."""
-    text = resources.files("haytham.schemas").joinpath(f"{kind}.schema.json").read_text("utf-8")
+    text = resources.files("haytham.format.schemas").joinpath(f"{kind}.schema.json").read_text("utf-8")
     schema = json.loads(text)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)

@@ -55,7 +55,7 @@ def identity(st: os.stat_result) -> str:
 @functools.cache
 def code_stamp() -> str:
     """A hash of haytham's source and schemas and of the versions of the parsers it uses."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256(f"{_FORMAT}:{sys.version_info[:2]}".encode())
     for name in ("haytham", "mistune", "jsonschema", "PyYAML"):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):

@@ -16,10 +16,10 @@ from typing import Any
 
 import yaml
 
-from haytham._reader import decode
-from haytham._schema import describe, schema_errors
-from haytham._yaml import line_of, parse_yaml
 from haytham.errors import DocumentError, InvalidArgumentError, UnknownPhaseError
+from haytham.format.reader import decode
+from haytham.format.schema import describe, schema_errors
+from haytham.format.yamlfile import line_of, parse_yaml
 from haytham.records import RunStyle
 
 

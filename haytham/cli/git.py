@@ -1,12 +1,12 @@
 """The git commands of the ``haytham`` command line: ``git setup``, ``git merge-driver``, ``log``.
 
-``COMMANDS`` holds the ``git`` group and ``log`` for ``haytham.cli`` to register. This
-module does not import ``haytham.cli`` (which imports it), so it repeats the two
+``COMMANDS`` holds the ``git`` group and ``log`` for ``haytham.cli.main`` to register. This
+module does not import ``haytham.cli.main`` (which imports it), so it repeats the two
 conventions it needs: ``--base-dir`` with ``HAYTHAM_BASE_DIR``, and library errors as one
 ``Error: ...`` line with exit code 1.
 
-``python -m haytham.cli_git`` runs the ``git`` group on its own. ``haytham git setup``
-registers the merge driver as ``<python> -m haytham.cli_git merge-driver %O %A %B %P``,
+``python -m haytham.cli.git`` runs the ``git`` group on its own. ``haytham git setup``
+registers the merge driver as ``<python> -m haytham.cli.git merge-driver %O %A %B %P``,
 which works whether or not the main command line has the ``git`` group.
 """
 
@@ -17,18 +17,18 @@ from pathlib import Path
 
 import click
 
-from haytham._cli_common import (
+from haytham.cli.common import (
     base_dir_option as _base_dir_option,
 )
-from haytham._cli_common import (
+from haytham.cli.common import (
     errors_as_messages as _errors_as_click,
 )
-from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.errors import HaythamError
-from haytham.gitmerge import describe_conflicts, run_driver, setup
-from haytham.gitrepo import path_log
+from haytham.git.merge import describe_conflicts, run_driver, setup
+from haytham.git.repository import path_log
+from haytham.store.manager import CheckpointManager
 
-"""The same option and variable as ``haytham.cli``."""
+"""The same option and variable as ``haytham.cli.main``."""
 JSON_OUTPUT: dict[str, dict[str, str]] = {
     "log": {
         "project_id": "the project id",
@@ -42,7 +42,7 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "commits[].subject": "the first line of the message",
     }
 }
-"""The ``--json`` keys of ``log``, in the form of ``haytham.cli.JSON_OUTPUT``."""
+"""The ``--json`` keys of ``log``, in the form of ``haytham.cli.main.JSON_OUTPUT``."""
 
 
 @click.group("git")
@@ -141,7 +141,7 @@ def _commit_keys() -> list[str]:
 
 
 COMMANDS: list[click.Command] = [git_group, log_command]
-"""The commands for ``haytham.cli`` to register: ``cli.add_command(command)`` each."""
+"""The commands for ``haytham.cli.main`` to register: ``cli.add_command(command)`` each."""
 
 
 if __name__ == "__main__":

@@ -13,10 +13,10 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from haytham._clock import parse_timestamp
-from haytham.documents import HISTORY_ENTRY
 from haytham.errors import Issue
+from haytham.format import HISTORY_ENTRY
 from haytham.records import HistoryEntry, PhaseStatus
+from haytham.store.clock import parse_timestamp
 
 HISTORY_DIR = "history"
 

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from haytham import _values as v
-from haytham._markdown import iter_unfenced_lines
-from haytham._reader import Reader, find_fence
-from haytham.documents.base import DocumentFormat
+from haytham.format import values as v
+from haytham.format.document import DocumentFormat
+from haytham.format.markdown import iter_unfenced_lines
+from haytham.format.reader import Reader, find_fence
 from haytham.records import AgentOutput
 
 TITLE = "Agent Output: "

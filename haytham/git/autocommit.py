@@ -17,11 +17,11 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.errors import HaythamError, InvalidArgumentError
-from haytham.events import Event, EventName
-from haytham.gitrepo import GitError, commit_path, relative_to_root, repo_root
+from haytham.git.repository import GitError, commit_path, relative_to_root, repo_root
 from haytham.records import PhaseCheckpoint
+from haytham.store.events import Event, EventName
+from haytham.store.manager import CheckpointManager
 
 AUTO_COMMIT_EVENTS: tuple[EventName, ...] = ("checkpoint_saved", "feedback_saved", "agent_output_saved")
 """The events ``AutoCommit`` can commit after (``checkpoint_saved`` by default)."""

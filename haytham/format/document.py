@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from haytham._reader import Reader, decode
-from haytham._schema import certainly_valid
 from haytham.errors import DocumentError, Issue
+from haytham.format.reader import Reader, decode
+from haytham.format.schema import certainly_valid
 
 R = TypeVar("R")
 
@@ -47,7 +47,7 @@ class DocumentFormat(ABC, Generic[R]):
     """One kind of session file. Subclasses say how its fields are spelled."""
 
     kind: str
-    """The schema's name, ``haytham/schemas/{kind}.schema.json``."""
+    """The schema's name, ``haytham/format/schemas/{kind}.schema.json``."""
     labels: ClassVar[Mapping[str, str]]
     """Record attribute to the label written in the file."""
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from haytham import _values as v
-from haytham._reader import Reader
-from haytham.documents.base import DocumentFormat
+from haytham.format import values as v
+from haytham.format.document import DocumentFormat
+from haytham.format.reader import Reader
 from haytham.records import AgentRun, PhaseCheckpoint
 
 TITLE = "Phase Checkpoint: "

@@ -6,10 +6,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from haytham import _values as v
-from haytham._markdown import iter_unfenced_lines, normalise_label
-from haytham._reader import Reader
-from haytham.documents.base import DocumentFormat
+from haytham.format import values as v
+from haytham.format.document import DocumentFormat
+from haytham.format.markdown import iter_unfenced_lines, normalise_label
+from haytham.format.reader import Reader
 from haytham.records import CurrentPhase, PhaseRow, SessionManifest, SessionMetrics
 
 TITLE = "Session Manifest"

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from haytham import _values as v
-from haytham._reader import Reader, find_fence
-from haytham.documents.base import DocumentFormat
+from haytham.format import values as v
+from haytham.format.document import DocumentFormat
+from haytham.format.reader import Reader, find_fence
 from haytham.records import HistoryEntry
 
 TITLE = "History Entry: "

@@ -12,11 +12,11 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from haytham import _values as v
-from haytham._markdown import Section, iter_unfenced_lines
-from haytham._reader import Reader, find_fence
-from haytham.documents.base import DocumentFormat
 from haytham.errors import InvalidArgumentError
+from haytham.format import values as v
+from haytham.format.document import DocumentFormat
+from haytham.format.markdown import Section, iter_unfenced_lines
+from haytham.format.reader import Reader, find_fence
 from haytham.records import UserFeedback
 
 TITLE = "User Feedback: "

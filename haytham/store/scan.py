@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from haytham import _index
-from haytham._names import check_inside
-from haytham._storage import LOCK_NAME, TMP_SUFFIX
-from haytham.documents import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
 from haytham.errors import Issue
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
 from haytham.records import SessionManifest
+from haytham.store import index as _index
+from haytham.store.fs import LOCK_NAME, TMP_SUFFIX
+from haytham.store.names import check_inside
 
 MANIFEST_FILE = "session_manifest.md"
 

@@ -11,12 +11,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from haytham import _progress, _storage
-from haytham.documents import CHECKPOINT, MANIFEST
 from haytham.errors import Issue
+from haytham.format import CHECKPOINT, MANIFEST
+from haytham.store import fs as _storage
+from haytham.store import progress as _progress
 
 if TYPE_CHECKING:
-    from haytham.checkpoint.checkpoint_manager import CheckpointManager
+    from haytham.store.manager import CheckpointManager
 
 FindingKind = Literal[
     "checkpoint_not_in_manifest",

@@ -1,7 +1,7 @@
 """Talking to git: find the repository around a path, commit a path alone, read a path's log.
 
-haytham keeps working without git; only the opt-in git features (``haytham.autocommit``,
-``haytham.gitmerge``, ``haytham log``) call it, through ``run_git`` here, so that a missing
+haytham keeps working without git; only the opt-in git features (``haytham.git.autocommit``,
+``haytham.git.merge``, ``haytham log``) call it, through ``run_git`` here, so that a missing
 git, a directory outside any repository and a failed command all become one typed error,
 ``GitError``, whose message says what to do.
 """

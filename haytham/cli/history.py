@@ -1,8 +1,8 @@
 """The command line's time-travel and transfer commands: history, diff, fork, export, import.
 
-Like ``haytham.cli``, each command parses its arguments, calls the library and prints;
+Like ``haytham.cli.main``, each command parses its arguments, calls the library and prints;
 errors are one line, ``Error: ...``, with exit code 1, and read commands take ``--json``.
-``haytham.cli`` registers ``COMMANDS`` in its group, so this module imports nothing from
+``haytham.cli.main`` registers ``COMMANDS`` in its group, so this module imports nothing from
 it: the few shared conventions (the ``--base-dir`` option and its environment variable,
 the error line) are restated here.
 """
@@ -20,22 +20,22 @@ from typing import Any
 import click
 
 from haytham import transfer
-from haytham._cli_common import (
+from haytham.cli.common import (
     base_dir_option as _base_dir_option,
 )
-from haytham._cli_common import (
+from haytham.cli.common import (
     describe_error as _describe_error,
 )
-from haytham._cli_common import (
+from haytham.cli.common import (
     emit_json as _emit_json,
 )
-from haytham._cli_common import (
+from haytham.cli.common import (
     json_option as _json_option,
 )
-from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.compare import Comparison, compare
 from haytham.errors import HaythamError
 from haytham.records import PHASE_STATUSES, HistoryEntry
+from haytham.store.manager import CheckpointManager
 
 ENTRY_KEYS = (
     "entry_id",
@@ -75,7 +75,7 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "agents[].diff": "a unified diff from `a/{agent}.md` to `b/{agent}.md`, empty when the same",
     },
 }
-"""Each ``--json`` command's keys, for ``haytham.cli.JSON_OUTPUT`` (``metadata`` and
+"""Each ``--json`` command's keys, for ``haytham.cli.main.JSON_OUTPUT`` (``metadata`` and
 ``metrics`` of ``diff`` are objects whose keys are the names of what changed)."""
 _REFERENCE = re.compile(r"(?P<project>[^/@]+)/(?P<session>[^/@]+)(?:@(?P<entry>[^/@]+))?")
 
@@ -83,7 +83,7 @@ _REFERENCE = re.compile(r"(?P<project>[^/@]+)/(?P<session>[^/@]+)(?:@(?P<entry>[
 class _Command(click.Command):
     """A command that turns library and OS errors into ``Error: ...`` and exit code 1.
 
-    The group of ``haytham.cli`` does the same; this makes the commands behave alike when
+    The group of ``haytham.cli.main`` does the same; this makes the commands behave alike when
     they are invoked on their own.
     """
 
@@ -327,4 +327,4 @@ def import_command(
 
 
 COMMANDS: list[click.Command] = [history_command, diff_command, fork_command, export_command, import_command]
-"""The commands for ``haytham.cli`` to register, in the order of a session's life."""
+"""The commands for ``haytham.cli.main`` to register, in the order of a session's life."""

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.errors import InvalidArgumentError
-from haytham.runner import AgentContext, AgentResult, PhaseRunner, RunResult
-from haytham.workflow import IDEA_VALIDATION
+from haytham.format.workflow import IDEA_VALIDATION
+from haytham.run.runner import AgentContext, AgentResult, PhaseRunner, RunResult
+from haytham.store.manager import CheckpointManager
 
 IDEA = "A marketplace that matches solo founders with fractional experts for a few hours a week"
 

@@ -1,11 +1,11 @@
 """The ``prune`` and ``stats`` commands: keeping a store tidy, and what its sessions cost.
 
-They follow the conventions of ``haytham.cli`` (``--base-dir`` with ``HAYTHAM_BASE_DIR``,
+They follow the conventions of ``haytham.cli.main`` (``--base-dir`` with ``HAYTHAM_BASE_DIR``,
 ``--json`` with the keys of ``JSON_OUTPUT``, one line ``Error: ...`` and exit code 1 for
 library errors, rich only on a terminal) and read their defaults from ``./haytham.yaml``
 when there is one: its ``storage.base_dir`` unless ``--base-dir`` or the environment
 variable says otherwise, and its ``retention`` settings unless an option overrides them.
-They are kept apart from ``haytham.cli`` so that it can register ``COMMANDS`` without this
+They are kept apart from ``haytham.cli.main`` so that it can register ``COMMANDS`` without this
 module importing it back.
 """
 
@@ -22,29 +22,29 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
-from haytham._cli_common import (
+from haytham.analytics import Analytics, summarize
+from haytham.cli.common import (
     BASE_DIR_ENVVAR,
     F,
 )
-from haytham._cli_common import (
+from haytham.cli.common import (
     emit_json as _emit_json,
 )
-from haytham._cli_common import (
+from haytham.cli.common import (
     errors_as_messages as _errors_as_messages,
 )
-from haytham._cli_common import (
+from haytham.cli.common import (
     json_option as _json_option,
 )
-from haytham._cli_common import (
+from haytham.cli.common import (
     print_table as _print_table,
 )
-from haytham._cli_common import (
+from haytham.cli.common import (
     table as _table,
 )
-from haytham.analytics import Analytics, summarize
-from haytham.checkpoint.checkpoint_manager import CheckpointManager
 from haytham.config import DEFAULT_BASE_DIR, HaythamConfig, find_config
 from haytham.retention import CleanupReport, Removal, cleanup
+from haytham.store.manager import CheckpointManager
 
 _USAGE_KEYS = {
     "tokens": "tokens (from the checkpoints, else the agent output files)",
@@ -99,7 +99,7 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "problems": "files that could not be read (their sessions are counted, not added up)",
     },
 }
-"""Each command's ``--json`` keys, in the form of ``haytham.cli.JSON_OUTPUT``."""
+"""Each command's ``--json`` keys, in the form of ``haytham.cli.main.JSON_OUTPUT``."""
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([hdw])\s*$")
 _DAYS_PER_UNIT = {"h": 1 / 24, "d": 1.0, "w": 7.0}
@@ -148,7 +148,7 @@ def _store(base_dir: Path) -> tuple[CheckpointManager, HaythamConfig]:
 
 
 def _console(stream: IO[str] | None = None) -> Console:
-    """A rich console: colour and live display only on a terminal (as in ``haytham.cli``)."""
+    """A rich console: colour and live display only on a terminal (as in ``haytham.cli.main``)."""
     stream = stream or sys.stdout
     try:
         terminal = stream.isatty()

@@ -36,7 +36,7 @@ def describe_error(error: BaseException) -> str:
 def errors_as_messages(function: F) -> F:
     """Library and OS errors become ``Error: ...`` and exit code 1, never a traceback.
 
-    The group in ``haytham.cli`` does this too; doing it per command keeps a command right
+    The group in ``haytham.cli.main`` does this too; doing it per command keeps a command right
     when it is invoked on its own.
     """
 

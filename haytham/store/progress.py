@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from haytham.format.workflow import PhaseDefinition
 from haytham.records import (
     DONE_STATUSES,
     CurrentPhase,
@@ -18,7 +19,6 @@ from haytham.records import (
     SessionMetrics,
     SessionStatus,
 )
-from haytham.workflow import PhaseDefinition
 
 NOT_STARTED = CurrentPhase(number=0, name="Not Started", status="pending", can_resume=False)
 

@@ -1,0 +1,1 @@
+"""Running workflows: the phase runner and the demo agents."""

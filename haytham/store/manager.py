@@ -1,0 +1,1317 @@
+"""``CheckpointManager``: create sessions, save phases, agent outputs and feedback, read back.
+
+Every write is validated against its schema first, written atomically and durably, and done
+under the session's OS lock, so a failed call changes nothing and concurrent savers never
+lose each other's manifest rows. The manifest's progress is always recomputed from the
+phase checkpoints, never patched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from haytham.errors import (
+    DocumentError,
+    HaythamError,
+    InvalidArgumentError,
+    Issue,
+    NotFoundError,
+    PhaseNotFoundError,
+    ProjectNotFoundError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
+from haytham.format.feedback import rewrite_fields
+from haytham.format.reader import decode
+from haytham.format.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow, dump_workflow, load_workflow
+from haytham.records import (
+    FEEDBACK_ACTIONS,
+    PHASE_STATUSES,
+    RUN_STYLES,
+    AgentOutput,
+    AgentRun,
+    HistoryEntry,
+    PhaseCheckpoint,
+    SessionManifest,
+    UserFeedback,
+)
+from haytham.store import fs as _storage
+from haytham.store import history
+from haytham.store import progress as _progress
+from haytham.store.clock import Clock, format_timestamp, parse_timestamp, utc_now
+from haytham.store.doctor import Finding, check_session
+from haytham.store.events import Event, EventBus
+from haytham.store.names import check_agent_name, check_inside, check_name, check_no_case_twin
+from haytham.store.scan import (
+    PhaseDirs,
+    SessionSummary,
+    agent_files,
+    check_below,
+    kind_of,
+    list_sessions,
+    session_dirs,
+    session_files,
+    validate_sessions,
+)
+
+if TYPE_CHECKING:
+    from haytham.compare import Comparison
+
+MANIFEST_FILE = "session_manifest.md"
+CHECKPOINT_FILE = "checkpoint.md"
+FEEDBACK_FILE = "user_feedback.md"
+ATTEMPTS_DIR = "attempts"
+WORKFLOW_FILE = "workflow.yaml"
+AGENT_KEYS = frozenset(
+    {"agent_name", "status", "output_file", "tokens", "input_tokens", "output_tokens", "cost", "duration"}
+)
+R = TypeVar("R")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Session:
+    """A session as the manager works on it: where it is and which phases it runs."""
+
+    base_dir: Path
+    directory: Path
+    manifest: SessionManifest
+    workflow: Workflow
+    phases: tuple[PhaseDefinition, ...]
+
+    def phase(self, number: object) -> PhaseDefinition:
+        return self.workflow.phase_in_mode(number, self.manifest.execution_mode)
+
+    def phase_dir(self, number: object) -> Path:
+        return check_inside(self.base_dir, self.directory / self.phase(number).directory)
+
+
+class CheckpointManager:
+    """Keeps the sessions of phased workflows as markdown files under ``base_dir``."""
+
+    def __init__(
+        self,
+        base_dir: str | os.PathLike[str] = "projects",
+        *,
+        clock: Clock | None = None,
+        lock_timeout: float = _storage.DEFAULT_LOCK_TIMEOUT,
+        workflows: Iterable[Workflow] = (),
+    ) -> None:
+        self.base_dir = Path(base_dir)
+        self.clock: Clock = clock or utc_now
+        self.lock_timeout = lock_timeout
+        self.workflows: dict[str, Workflow] = dict(BUILTIN_WORKFLOWS)
+        self.workflows.update((w.name, w) for w in workflows)
+        self.events = EventBus()
+        self.on = self.events.on
+        """Subscribe to an event: ``manager.on("phase_completed", callback)`` or as a decorator."""
+
+    # ------------------------------------------------------------------ paths
+
+    def project_dir(self, project_id: str) -> Path:
+        return self.base_dir / check_name("project_id", project_id)
+
+    def session_dir(self, project_id: str, session_id: str) -> Path:
+        """Where a session lives: ``{base_dir}/{project_id}/sessions/{session_id}``."""
+        return self.project_dir(project_id) / "sessions" / check_name("session_id", session_id)
+
+    def phase_dir(self, project_id: str, session_id: str, phase_num: int) -> Path:
+        """The directory of one phase of an existing session."""
+        return self._open(project_id, session_id).phase_dir(phase_num)
+
+    # --------------------------------------------------------------- creating
+
+    def create_session(
+        self,
+        project_id: str,
+        session_id: str,
+        user_id: str,
+        workflow_type: str | Workflow = "idea_validation",
+        execution_mode: str = "mvp",
+        *,
+        exist_ok: bool = False,
+    ) -> Path:
+        """Create the manifest and the phase directories of the mode; return the session dir.
+
+        An existing session is never reset: it raises SessionExistsError, or with
+        ``exist_ok=True`` is returned unchanged (if it has the same user, workflow and mode).
+        """
+        directory = self.session_dir(project_id, session_id)
+        check_name("user_id", user_id)
+        workflow = self._workflow(workflow_type)
+        phases = workflow.phases_for(execution_mode)
+        now = self._now()
+        check_no_case_twin(self.base_dir, project_id, "project_id")
+        check_no_case_twin(directory.parent, session_id, "session_id")
+        check_inside(self.base_dir, directory)
+        _storage.make_dirs(directory)
+        _storage.ensure_gitignore(self.base_dir)
+        with self._lock(directory, project_id, session_id):
+            manifest_path = directory / MANIFEST_FILE
+            if manifest_path.exists():
+                existing = MANIFEST.load(manifest_path)
+                wanted = (user_id, workflow.name, execution_mode)
+                found = (existing.user_id, existing.workflow_type, existing.execution_mode)
+                if not exist_ok or wanted != found:
+                    differs = "" if wanted == found else f" with user, workflow and mode {found}"
+                    raise SessionExistsError(
+                        f"session {project_id}/{session_id} already exists{differs} at "
+                        f"{directory}; it was left untouched (pass exist_ok=True to reuse it)",
+                        path=directory,
+                    )
+                return directory
+            for phase in phases:
+                _storage.make_dirs(directory / phase.directory)
+            if BUILTIN_WORKFLOWS.get(workflow.name) != workflow:
+                _storage.atomic_write(directory / WORKFLOW_FILE, dump_workflow(workflow))
+            manifest = SessionManifest(
+                session_id=session_id,
+                project_id=project_id,
+                user_id=user_id,
+                workflow_type=workflow.name,
+                workflow_fingerprint=workflow.fingerprint(),
+                execution_mode=execution_mode,
+                created=now,
+                last_updated=now,
+                status="in_progress",
+                phases=_progress.phase_rows(phases, {}),
+                current=_progress.NOT_STARTED,
+                metrics=_progress.metrics({}),
+            )
+            self._write(MANIFEST, manifest_path, manifest)
+        return directory
+
+    # ----------------------------------------------------------------- saving
+
+    def save_checkpoint(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        status: str,
+        agents: Sequence[Mapping[str, Any]],
+        started: str | None = None,
+        completed: str | None = None,
+        duration: float | None = None,
+        retry_count: int | None = None,
+        execution_mode: str = "single",
+        errors: Sequence[str] | None = None,
+        *,
+        name: str | None = None,
+        reason: str | None = None,
+    ) -> Path:
+        """Write the phase's checkpoint.md, add it to the history, update the manifest.
+
+        ``retry_count=None`` keeps the phase's current attempt (0 for a new phase), so a
+        save after ``start_attempt`` cannot renumber it. Missing times are filled in
+        sensibly: ``started`` keeps the previous checkpoint's, ``completed`` is now for a
+        newly finished phase (and kept when the status is saved again), and ``duration`` is
+        the difference. Saving exactly what is already there
+        changes no byte. ``name`` and ``reason`` label the history entry.
+        """
+        for key, label in (("name", name), ("reason", reason)):
+            if label is not None and not isinstance(label, str):
+                raise InvalidArgumentError(f"{key} must be a string or None, got {label!r}", field=key)
+        _check_choice("status", status, PHASE_STATUSES)
+        _check_choice("execution_mode", execution_mode, RUN_STYLES)
+        _check_count("retry_count", retry_count, optional=True)
+        runs = tuple(_agent_run(index, agent) for index, agent in enumerate(agents))
+        names = [run.agent_name for run in runs]
+        if len(set(names)) != len(names):
+            raise InvalidArgumentError(f"agents lists an agent twice: {names}", field="agents")
+        error_list = tuple(_check_text_list("errors", errors or ()))
+        started = _check_timestamp("started", started)
+        completed = _check_timestamp("completed", completed)
+        duration = _check_seconds("duration", duration)
+        session = self._open(project_id, session_id)
+        phase = session.phase(phase_num)
+        with self._lock(session.directory, project_id, session_id):
+            session = self._open(project_id, session_id)
+            directory = session.phase_dir(phase_num)
+            path = directory / CHECKPOINT_FILE
+            previous = self._load_optional(CHECKPOINT, path)
+            if retry_count is None:  # the attempt in progress, as start_attempt left it
+                retry_count = previous.retry_count if previous else 0
+            now = self._now()
+            if started is None and status != "pending":
+                started = previous.started if previous and previous.started else now
+            if completed is None and status in ("completed", "failed", "skipped"):
+                same = previous is not None and previous.status == status and previous.completed
+                completed = previous.completed if same and previous else now
+            if duration is None and started and completed:
+                duration = _seconds_between(started, completed)
+            position = session.phases.index(phase)
+            before = session.phases[position - 1] if position > 0 else None
+            after = session.phases[position + 1] if position + 1 < len(session.phases) else None
+            record = PhaseCheckpoint(
+                phase_number=phase.number,
+                phase_name=phase.name,
+                status=status,  # type: ignore[arg-type]
+                started=started,
+                completed=completed,
+                duration=duration,
+                retry_count=retry_count,
+                execution_mode=execution_mode,  # type: ignore[arg-type]
+                agents=runs,
+                previous_phase=before.name if before else None,
+                next_phase=after.number if after else None,
+                next_phase_name=after.name if after else None,
+                total_tokens=_sum(run.tokens for run in runs),
+                input_tokens=_sum(_int_or_none(a.get("input_tokens")) for a in agents),
+                output_tokens=_sum(_int_or_none(a.get("output_tokens")) for a in agents),
+                cost=_round(_sum(run.cost for run in runs), 4),
+                errors=error_list,
+            )
+            if previous == record and name is None and reason is None:
+                return path  # the same data again: no byte changes, no history entry
+            _storage.make_dirs(directory)
+            _storage.remove_leftovers(directory)
+            _storage.remove_leftovers(session.directory)
+            before_status = session.manifest.status
+            manifest = self._write_checkpoint(session, path, record, now, name, reason)
+        events = [Event("checkpoint_saved", project_id, session_id, phase.number, path, {"status": status})]
+        if status == "completed":
+            events.append(Event("phase_completed", project_id, session_id, phase.number, path))
+        if manifest.status == "completed" and before_status != "completed":
+            events.append(Event("session_completed", project_id, session_id, None, session.directory))
+        self.events.emit(events)
+        return path
+
+    def _write_checkpoint(
+        self,
+        session: _Session,
+        path: Path,
+        record: PhaseCheckpoint,
+        now: str,
+        name: str | None = None,
+        reason: str | None = None,
+    ) -> SessionManifest:
+        """Write a checkpoint, its history entry and the manifest (the caller holds the lock)."""
+        self._write(CHECKPOINT, path, record)
+        entry = history.make_entry(
+            session.manifest.history_head,
+            record.phase_number,
+            record.phase_name,
+            record.retry_count + 1,
+            record.status,
+            now,
+            CHECKPOINT.render(record),
+            name,
+            reason,
+        )
+        _storage.make_dirs(session.directory / history.HISTORY_DIR)
+        self._write(HISTORY_ENTRY, session.directory / history.HISTORY_DIR / history.file_name(entry), entry)
+        return self._sync_manifest(session, head=entry.entry_id)
+
+    def save_agent_output(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        agent_name: str,
+        output_content: str,
+        status: str = "completed",
+        duration: float | None = None,
+        model: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        tools_used: Sequence[str] | None = None,
+        error_type: str | None = None,
+        error_message: str | None = None,
+        stack_trace: str | None = None,
+        cost: float | None = None,
+    ) -> Path:
+        """Write ``{agent_name}.md`` with the output exactly as given."""
+        check_agent_name(agent_name)
+        _check_choice("status", status, PHASE_STATUSES)
+        if not isinstance(output_content, str):
+            raise InvalidArgumentError(
+                f"output_content must be a string, got {type(output_content).__name__}",
+                field="output_content",
+            )
+        for key, value in (
+            ("model", model),
+            ("error_type", error_type),
+            ("error_message", error_message),
+            ("stack_trace", stack_trace),
+        ):
+            if value is not None and not isinstance(value, str):
+                raise InvalidArgumentError(f"{key} must be a string or None, got {value!r}", field=key)
+        _check_count("input_tokens", input_tokens, optional=True)
+        _check_count("output_tokens", output_tokens, optional=True)
+        session = self._open(project_id, session_id)
+        phase = session.phase(phase_num)
+        with self._lock(session.directory, project_id, session_id):
+            directory = session.phase_dir(phase_num)
+            record = AgentOutput(
+                agent_name=agent_name,
+                phase_number=phase.number,
+                phase_name=phase.name,
+                executed=self._now(),
+                duration=_check_seconds("duration", duration),
+                status=status,  # type: ignore[arg-type]
+                model=model,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                tools_used=tuple(_check_text_list("tools_used", tools_used or ())),
+                content=output_content,
+                error_type=error_type,
+                error_message=error_message,
+                stack_trace=stack_trace,
+                cost=_round(_check_amount("cost", cost), 4),
+            )
+            _storage.make_dirs(directory)
+            _storage.remove_leftovers(directory)
+            check_no_case_twin(directory, f"{agent_name}.md", "agent_name")
+            path = directory / f"{agent_name}.md"
+            existing = AGENT_OUTPUT.read_path(path)[0] if path.exists() else None
+            if existing is not None and dataclasses.replace(existing, executed=record.executed) == record:
+                return path  # the same output again: no byte changes
+            self._write(AGENT_OUTPUT, path, record)
+        self.events.emit(
+            [
+                Event(
+                    "agent_output_saved",
+                    project_id,
+                    session_id,
+                    phase.number,
+                    path,
+                    {"agent_name": agent_name, "status": status},
+                )
+            ]
+        )
+        return path
+
+    def save_user_feedback(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        reviewed: bool,
+        approved: bool,
+        comments: str = "",
+        requested_changes: Sequence[str] | None = None,
+        action: str = "approved",
+        retry_count: int = 0,
+    ) -> Path:
+        """Write the phase's user_feedback.md (the file people also edit by hand)."""
+        _check_choice("action", action, FEEDBACK_ACTIONS)
+        _check_count("retry_count", retry_count)
+        for key, flag in (("reviewed", reviewed), ("approved", approved)):
+            if not isinstance(flag, bool):
+                raise InvalidArgumentError(f"{key} must be True or False, got {flag!r}", field=key)
+        if not isinstance(comments, str):
+            raise InvalidArgumentError(f"comments must be a string, got {comments!r}", field="comments")
+        changes = tuple(_check_text_list("requested_changes", requested_changes or ()))
+        session = self._open(project_id, session_id)
+        phase = session.phase(phase_num)
+        with self._lock(session.directory, project_id, session_id):
+            directory = session.phase_dir(phase_num)
+            record = UserFeedback(
+                phase_name=phase.name,
+                reviewed=reviewed,
+                approved=approved,
+                timestamp=self._now(),
+                comments=comments,
+                requested_changes=changes,
+                action=action,  # type: ignore[arg-type]
+                retry_count=retry_count,
+            )
+            _storage.make_dirs(directory)
+            _storage.remove_leftovers(directory)
+            path = directory / FEEDBACK_FILE
+            existing = FEEDBACK.read_path(path)[0] if path.exists() else None
+            if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
+                return path  # the same review again: no byte changes
+            self._write(FEEDBACK, path, record)
+        self.events.emit(
+            [
+                Event(
+                    "feedback_saved",
+                    project_id,
+                    session_id,
+                    phase.number,
+                    path,
+                    {"approved": approved, "action": action},
+                )
+            ]
+        )
+        return path
+
+    def session_workflow(self, project_id: str, session_id: str) -> Workflow:
+        """The workflow a session runs: its own saved copy, else the registered one by name."""
+        return self._open(project_id, session_id).workflow
+
+    def change_workflow(self, project_id: str, session_id: str, workflow: Workflow) -> None:
+        """Move a session to a new definition of its workflow (an explicit, recorded choice).
+
+        The manifest's Workflow Type and Fingerprint are updated and its phase table is
+        recomputed for the new phases; saved phase files are kept.
+        """
+        session = self._open(project_id, session_id)
+        workflow.phases_for(session.manifest.execution_mode)
+        with self._lock(session.directory, project_id, session_id):
+            session = self._open(project_id, session_id)
+            own_copy = session.directory / WORKFLOW_FILE
+            if BUILTIN_WORKFLOWS.get(workflow.name) != workflow:
+                _storage.atomic_write(own_copy, dump_workflow(workflow))
+            else:
+                own_copy.unlink(missing_ok=True)
+            manifest = dataclasses.replace(
+                session.manifest, workflow_type=workflow.name, workflow_fingerprint=workflow.fingerprint()
+            )
+            moved = _Session(
+                self.base_dir,
+                session.directory,
+                manifest,
+                workflow,
+                workflow.phases_for(manifest.execution_mode),
+            )
+            self._write(MANIFEST, session.directory / MANIFEST_FILE, manifest)
+            self._sync_manifest(moved)
+
+    def start_attempt(self, project_id: str, session_id: str, phase_num: int) -> int:
+        """Keep the phase's current attempt in ``attempts/{n}/`` and open attempt ``n + 1``.
+
+        The checkpoint, agent outputs and feedback of attempt ``n`` (``Retry Count`` + 1) are
+        copied into ``phase_{n}_{slug}/attempts/{n}/``; then the outputs and feedback are
+        removed from the phase directory and the checkpoint is saved ``in_progress`` with
+        ``Retry Count`` ``n``. Each step can be repeated after a crash without loss. Returns
+        the new attempt number.
+        """
+        session = self._open(project_id, session_id)
+        session.phase(phase_num)
+        with self._lock(session.directory, project_id, session_id):
+            session = self._open(project_id, session_id)
+            directory = session.phase_dir(phase_num)
+            current = self._load(
+                CHECKPOINT,
+                directory / CHECKPOINT_FILE,
+                PhaseNotFoundError,
+                f"phase {phase_num} has no checkpoint",
+            )
+            number = current.retry_count + 1
+            archive = directory / ATTEMPTS_DIR / str(number)
+            _storage.make_dirs(archive)
+            files = [directory / CHECKPOINT_FILE, *agent_files(directory), directory / FEEDBACK_FILE]
+            for path in files:
+                if path.is_file() and not (archive / path.name).exists():
+                    _storage.atomic_write(archive / path.name, path.read_bytes())
+            for path in agent_files(directory):
+                path.unlink()
+            fresh = dataclasses.replace(
+                current,
+                status="in_progress",
+                retry_count=number,
+                started=self._now(),
+                completed=None,
+                duration=None,
+                agents=tuple(
+                    dataclasses.replace(run, status="pending", duration=None, tokens=None, cost=None)
+                    for run in current.agents
+                ),
+                total_tokens=None,
+                input_tokens=None,
+                output_tokens=None,
+                cost=None,
+                errors=(),
+            )
+            self._write_checkpoint(
+                session,
+                directory / CHECKPOINT_FILE,
+                fresh,
+                fresh.started or self._now(),
+                reason=f"attempt {number + 1} after review",
+            )
+            (directory / FEEDBACK_FILE).unlink(missing_ok=True)
+            _storage.fsync_dir(directory)
+        return number + 1
+
+    def load_attempts(self, project_id: str, session_id: str, phase_num: int) -> list[Attempt]:
+        """Every attempt of a phase, oldest first; the last is the one in the phase directory."""
+        directory = self.phase_dir(project_id, session_id, phase_num)
+        attempts = []
+        archived = directory / ATTEMPTS_DIR
+        numbers = (
+            sorted(int(p.name) for p in archived.iterdir() if p.name.isdigit()) if archived.is_dir() else []
+        )
+        for number in numbers:
+            attempts.append(_load_attempt(number, archived / str(number)))
+        current = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+        if current is not None:
+            attempts.append(_load_attempt(current.retry_count + 1, directory))
+        return attempts
+
+    def update_feedback(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        *,
+        reviewed: bool | None = None,
+        approved: bool | None = None,
+        action: str | None = None,
+        retry_count: int | None = None,
+    ) -> UserFeedback:
+        """Change only the given fields of a (possibly hand-edited) user_feedback.md.
+
+        Every other byte a person wrote (comments, changes, extra sections, their spelling of
+        labels and line endings) is kept. A file that does not parse is left alone and its
+        error raised.
+        """
+        updates: dict[str, bool | int | str] = {}
+        for key, flag in (("reviewed", reviewed), ("approved", approved)):
+            if flag is not None:
+                if not isinstance(flag, bool):
+                    raise InvalidArgumentError(f"{key} must be True or False, got {flag!r}", field=key)
+                updates[key] = flag
+        if action is not None:
+            _check_choice("action", action, FEEDBACK_ACTIONS)
+            updates["action"] = action
+        if retry_count is not None:
+            _check_count("retry_count", retry_count)
+            updates["retry_count"] = retry_count
+        session = self._open(project_id, session_id)
+        session.phase(phase_num)
+        with self._lock(session.directory, project_id, session_id):
+            path = session.phase_dir(phase_num) / FEEDBACK_FILE
+            before = self._load(FEEDBACK, path, NotFoundError, f"phase {phase_num} has no feedback")
+            raw = path.read_bytes().decode("utf-8")
+            text = rewrite_fields(raw, updates)
+            after = FEEDBACK.parse(decode(text.encode("utf-8"), path), path)
+            expected = dataclasses.replace(before, **updates)  # type: ignore[arg-type]
+            if after != expected:
+                raise DocumentError(
+                    f"rewriting {sorted(updates)} would change more than those fields; the file "
+                    "was left as it is",
+                    path=path,
+                )
+            if text != raw:
+                _storage.atomic_write(path, text)
+        return after
+
+    def history(
+        self,
+        project_id: str,
+        session_id: str,
+        *,
+        phase: int | None = None,
+        status: str | None = None,
+        name: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> list[HistoryEntry]:
+        """The session's history entries, oldest first, matching every criterion given."""
+        session = self._open(project_id, session_id)
+        if phase is not None:
+            session.phase(phase)
+        if status is not None:
+            _check_choice("status", status, PHASE_STATUSES)
+        since = _check_timestamp("since", since)
+        until = _check_timestamp("until", until)
+        entries, _ = history.read_entries(session.directory)
+        return history.select(entries, phase=phase, status=status, name=name, since=since, until=until)
+
+    def history_entry(self, project_id: str, session_id: str, entry_id: str) -> HistoryEntry:
+        """One entry by id (a unique prefix is enough); the latest with ``name=`` otherwise."""
+        entries = self.history(project_id, session_id)
+        found = [e for e in entries if e.entry_id.startswith(entry_id)] if entry_id else []
+        if len(found) != 1:
+            what = "no" if not found else "more than one"
+            raise NotFoundError(f"{what} history entry of {project_id}/{session_id} matches {entry_id!r}")
+        return found[0]
+
+    def entry_state(
+        self, project_id: str, session_id: str, entry: HistoryEntry
+    ) -> tuple[PhaseCheckpoint, dict[str, str]]:
+        """What an entry recorded: its checkpoint, and the outputs of that attempt."""
+        checkpoint = CHECKPOINT.parse(entry.checkpoint_text)
+        attempts = self.load_attempts(project_id, session_id, entry.phase_number)
+        outputs = next((a.outputs for a in attempts if a.number == entry.attempt), {})
+        return checkpoint, outputs
+
+    # ------------------------------------------- forking, comparing, moving sessions
+
+    def fork_session(
+        self,
+        project_id: str,
+        session_id: str,
+        new_session_id: str,
+        from_phase: int,
+        *,
+        user_id: str | None = None,
+    ) -> Path:
+        """Start a new session that shares the phases before ``from_phase``; return its dir.
+
+        Time travel that never rewrites history: the source session is left exactly as it
+        is. The new session ``new_session_id`` (same project) gets, byte for byte, the
+        checkpoints, agent outputs, feedback and attempts of the phases before
+        ``from_phase`` in the mode's order, and the source's workflow.yaml if it has one;
+        ``from_phase`` and the phases after it are pending with no files. Its manifest says
+        ``Forked From: {session_id} at phase {n}``, and its history starts with one entry
+        per copied checkpoint (reason ``forked from {session_id}``). Resuming continues a
+        session; forking starts another one. Refuses an existing target
+        (SessionExistsError) and a phase the session's mode does not run (UnknownPhaseError).
+        """
+        from haytham import transfer  # transfer imports this module
+
+        check_name("session_id", new_session_id)
+        if user_id is not None:
+            check_name("user_id", user_id)
+        target = check_inside(self.base_dir, self.session_dir(project_id, new_session_id))
+        check_no_case_twin(target.parent, new_session_id, "session_id")
+        session = self._open(project_id, session_id)
+        session.phase(from_phase)  # UnknownPhaseError for a phase the mode does not run
+        if target.exists():
+            raise SessionExistsError(
+                f"session {project_id}/{new_session_id} already exists at {target}; it was left "
+                "untouched (fork into a new session id)",
+                path=target,
+            )
+        with self._lock(session.directory, project_id, session_id):
+            session = self._open(project_id, session_id)
+            start = session.phase(from_phase)
+            source, _ = transfer.read_session_files(session.directory)
+        kept = session.phases[: session.phases.index(start)]
+        kept_dirs = {phase.directory for phase in kept}
+        files = {
+            path: data
+            for path, data in source.items()
+            if path == WORKFLOW_FILE or path.split("/")[0] in kept_dirs
+        }
+        now = self._now()
+        reason = f"forked from {session_id}"
+        head: str | None = None
+        checkpoints: dict[int, PhaseCheckpoint] = {}
+        for phase in kept:
+            relative = f"{phase.directory}/{CHECKPOINT_FILE}"
+            if relative not in files:
+                continue
+            text = files[relative].decode("utf-8")
+            record = CHECKPOINT.parse(decode(files[relative], session.directory / relative))
+            checkpoints[phase.number] = record
+            attempt = record.retry_count + 1
+            entry = history.make_entry(
+                head, record.phase_number, record.phase_name, attempt, record.status, now, text, None, reason
+            )
+            HISTORY_ENTRY.check_record(entry)
+            files[f"{history.HISTORY_DIR}/{history.file_name(entry)}"] = HISTORY_ENTRY.render(entry).encode()
+            head = entry.entry_id
+        manifest = _progress.derive(
+            dataclasses.replace(
+                session.manifest,
+                session_id=new_session_id,
+                user_id=user_id or session.manifest.user_id,
+                created=now,
+                last_updated=now,
+                history_head=head,
+                forked_from=f"{session_id} at phase {start.number}",
+            ),
+            session.phases,
+            checkpoints,
+        )
+        MANIFEST.check_record(manifest, target / MANIFEST_FILE)
+        files[MANIFEST_FILE] = MANIFEST.render(manifest).encode("utf-8")
+        directories = [phase.directory for phase in session.phases]
+        transfer.write_session_dir(
+            target,
+            files,
+            directories,
+            lock_timeout=self.lock_timeout,
+            what=f"session {project_id}/{new_session_id}",
+        )
+        data = {"source": session_id, "from_phase": start.number, "copied_phases": [p.number for p in kept]}
+        self.events.emit([Event("session_forked", project_id, new_session_id, start.number, target, data)])
+        return target
+
+    def compare_sessions(self, project_id: str, session_a: str, session_b: str) -> Comparison:
+        """What differs from session ``a`` to session ``b`` of a project (see haytham.compare)."""
+        from haytham.compare import compare
+
+        return compare((self, project_id, session_a), (self, project_id, session_b))
+
+    def compare_entries(self, project_id: str, session_id: str, entry_a: str, entry_b: str) -> Comparison:
+        """What differs between two history entries (ids or unique prefixes), outputs included."""
+        from haytham.compare import compare
+
+        first = self.history_entry(project_id, session_id, entry_a)
+        second = self.history_entry(project_id, session_id, entry_b)
+        outputs = (
+            self.entry_state(project_id, session_id, first)[1],
+            self.entry_state(project_id, session_id, second)[1],
+        )
+        return compare(first, second, outputs=outputs)
+
+    def compare_attempts(
+        self, project_id: str, session_id: str, phase_num: int, attempt_a: int, attempt_b: int
+    ) -> Comparison:
+        """What differs between two attempts of a phase (numbers as ``load_attempts`` gives)."""
+        from haytham.compare import compare
+
+        attempts = {a.number: a for a in self.load_attempts(project_id, session_id, phase_num)}
+        for number in (attempt_a, attempt_b):
+            if number not in attempts:
+                raise NotFoundError(
+                    f"phase {phase_num} of {project_id}/{session_id} has no attempt {number!r} "
+                    f"(it has {', '.join(map(str, attempts)) or 'none'})"
+                )
+        return compare(attempts[attempt_a], attempts[attempt_b])
+
+    def export_session(self, project_id: str, session_id: str) -> dict[str, Any]:
+        """The session as one JSON-ready document (see haytham.transfer.export_session)."""
+        from haytham import transfer
+
+        return transfer.export_session(self, project_id, session_id)
+
+    def import_session(
+        self,
+        source: Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        overwrite: bool = False,
+    ) -> Path:
+        """Import an export (document, .json or .tar.gz); see haytham.transfer.import_session."""
+        from haytham import transfer
+
+        return transfer.import_session(
+            self, source, project_id=project_id, session_id=session_id, overwrite=overwrite
+        )
+
+    # ---------------------------------------------------------------- reading
+
+    def load_manifest(self, project_id: str, session_id: str) -> SessionManifest:
+        """The manifest as written on disk (see ``load_session`` for the checked state)."""
+        return self._open(project_id, session_id).manifest
+
+    def load_checkpoint(self, project_id: str, session_id: str, phase_num: int) -> PhaseCheckpoint:
+        """The phase's checkpoint; PhaseNotFoundError if the phase was never saved."""
+        path = self.phase_dir(project_id, session_id, phase_num) / CHECKPOINT_FILE
+        return self._load(CHECKPOINT, path, PhaseNotFoundError, f"phase {phase_num} has no checkpoint")
+
+    def load_agent_output(
+        self, project_id: str, session_id: str, phase_num: int, agent_name: str
+    ) -> AgentOutput:
+        """One agent's output record, content included."""
+        check_agent_name(agent_name)
+        path = self.phase_dir(project_id, session_id, phase_num) / f"{agent_name}.md"
+        return self._load(AGENT_OUTPUT, path, NotFoundError, f"agent {agent_name!r} has no output")
+
+    def load_feedback(self, project_id: str, session_id: str, phase_num: int) -> UserFeedback | None:
+        """The phase's feedback, or None when nobody has written any yet."""
+        path = self.phase_dir(project_id, session_id, phase_num) / FEEDBACK_FILE
+        return self._load_optional(FEEDBACK, path)
+
+    def load_checkpoints(self, project_id: str, session_id: str) -> dict[int, PhaseCheckpoint]:
+        """Every saved checkpoint of the session, by phase number."""
+        return self._checkpoints(self._open(project_id, session_id))
+
+    def load_session(self, project_id: str, session_id: str) -> dict[str, Any]:
+        """The session's state as a dict, with what a resume needs.
+
+        The progress comes from the phase checkpoints. If the manifest disagrees (a process
+        died between writing a checkpoint and the manifest), the manifest is repaired.
+        """
+        session = self._open(project_id, session_id)
+        manifest = self._sync_manifest(session, repair_only=True)
+        rows = manifest.phases
+        return {
+            "session_id": manifest.session_id,
+            "project_id": manifest.project_id,
+            "user_id": manifest.user_id,
+            "workflow_type": manifest.workflow_type,
+            "execution_mode": manifest.execution_mode,
+            "created": manifest.created,
+            "last_updated": manifest.last_updated,
+            "status": manifest.status,
+            "current_phase": manifest.current.number,
+            "current_phase_name": manifest.current.name,
+            "can_resume": manifest.current.can_resume,
+            "next_phase": _progress.next_phase(rows),
+            "completed_phases": [r.number for r in rows if r.status == "completed"],
+            "phase_statuses": {r.number: r.status for r in rows},
+            "phases": [_flat_dict(r) for r in rows],
+            "metrics": _flat_dict(manifest.metrics),
+            "session_dir": str(session.directory),
+        }
+
+    def get_phase_outputs(
+        self, project_id: str, session_id: str, phase_nums: Iterable[int] | None = None
+    ) -> dict[int, dict[str, str]]:
+        """``{phase: {agent: content}}``, each content exactly as it was saved.
+
+        ``phase_nums=None`` means the completed phases.
+        """
+        session = self._open(project_id, session_id)
+        checkpoints: dict[int, PhaseCheckpoint] | None = None
+        if phase_nums is None:
+            checkpoints = self._checkpoints(session)
+            numbers = [n for n, c in checkpoints.items() if c.status == "completed"]
+        else:
+            numbers = [session.phase(n).number for n in phase_nums]
+        outputs: dict[int, dict[str, str]] = {}
+        phase_dirs = PhaseDirs(self.base_dir, session.directory, session_checked=True)  # by _open
+        for number in numbers:
+            directory, is_dir = phase_dirs.get(session.phase(number).directory)
+            if not is_dir:
+                raise PhaseNotFoundError(
+                    f"phase {number} of {project_id}/{session_id} has no directory {directory}",
+                    path=directory,
+                )
+            if checkpoints is not None:  # read a moment ago from this very file
+                listed = checkpoints.get(number)
+            else:
+                listed = CHECKPOINT.load_optional(directory / CHECKPOINT_FILE)
+            order = [run.agent_name for run in listed.agents] if listed else []
+            outputs[number] = {
+                path.stem: AGENT_OUTPUT.load(path).content for path in agent_files(directory, order)
+            }
+        return outputs
+
+    def get_approved_phases(self, project_id: str, session_id: str) -> list[int]:
+        """Phases whose feedback says reviewed and approved."""
+        session = self._open(project_id, session_id)
+        approved = []
+        for phase in session.phases:
+            feedback = self._load_optional(FEEDBACK, session.directory / phase.directory / FEEDBACK_FILE)
+            if feedback is not None and feedback.reviewed and feedback.approved:
+                approved.append(phase.number)
+        return approved
+
+    # ------------------------------------------------------------- validating
+
+    def validate_checkpoint(self, project_id: str, session_id: str, phase_num: int) -> tuple[bool, list[str]]:
+        """Check the phase's checkpoint, agent outputs and feedback: ``(ok, messages)``."""
+        session = self._open(project_id, session_id)
+        issues = self._phase_issues(session, session.phase(phase_num), require_checkpoint=True)
+        return not issues, [str(issue) for issue in issues]
+
+    def validate_session(self, project_id: str, session_id: str) -> list[Issue]:
+        """Every problem in every file of the session; an empty list means it is valid."""
+        directory = self.session_dir(project_id, session_id)
+        manifest_path = directory / MANIFEST_FILE
+        if not manifest_path.is_file():
+            self._open(project_id, session_id)
+        manifest, issues = MANIFEST.read_path(manifest_path)
+        if manifest is None:
+            return issues
+        workflow = self._session_workflow(directory, manifest)
+        session = _Session(
+            self.base_dir, directory, manifest, workflow, workflow.phases_for(manifest.execution_mode)
+        )
+        checkpoints: dict[int, PhaseCheckpoint] = {}
+        unreadable: set[int] = set()
+        for phase in session.phases:
+            issues += self._phase_issues(session, phase, require_checkpoint=False)
+            path = directory / phase.directory / CHECKPOINT_FILE
+            found, _ = CHECKPOINT.read_path(path)
+            if found is not None:
+                checkpoints[phase.number] = found
+            elif path.exists():
+                unreadable.add(phase.number)
+        derived = _progress.derive(manifest, session.phases, checkpoints)
+        issues += _disagreements(manifest_path, manifest, derived, unreadable)
+        issues += history.read_entries(directory)[1]
+        return issues
+
+    def list_sessions(
+        self, *, project_id: str | None = None, user_id: str | None = None, status: str | None = None
+    ) -> list[SessionSummary]:
+        """Every session under ``base_dir`` (optionally one project's, one user's, one status),
+        most recently updated first. Only manifests are read. Unreadable manifests are skipped;
+        ``validate_paths`` reports them."""
+        if project_id is not None:
+            check_name("project_id", project_id)
+        return list_sessions(self.base_dir, project_id=project_id, user_id=user_id, status=status)[0]
+
+    def validate_paths(self, paths: Iterable[str | os.PathLike[str]] = ()) -> list[Issue]:
+        """Check every session file under ``paths`` (default: ``base_dir``), like a linter.
+
+        A path may be the base dir, a project, a session, a phase or one file; a whole
+        session is also checked for a manifest that disagrees with its checkpoints.
+        """
+        roots = [Path(p) for p in paths] or [self.base_dir]
+        sessions = {d for root in roots if root.is_dir() for d in session_dirs(root)}
+
+        def validate(directory: Path) -> list[Issue]:
+            manager = CheckpointManager(directory.parents[2], workflows=self.workflows.values())
+            try:
+                return manager.validate_session(directory.parent.parent.name, directory.name)
+            except HaythamError as error:
+                return [Issue(error.path or directory / MANIFEST_FILE, error.line, error.field, str(error))]
+
+        # A session's result is remembered in the base directory's index while its files
+        # stay unchanged (haytham/_index.py); the definitions it was checked against count.
+        definitions = sorted((name, w.fingerprint()) for name, w in self.workflows.items())
+        issues = validate_sessions(sorted(sessions), validate, repr(definitions))
+        for path in session_files(roots, outside=sessions):
+            kind = kind_of(path)
+            assert kind is not None
+            issues += kind.read_path(path)[1]
+        unique = dict.fromkeys(issues)
+        return sorted(unique, key=lambda i: (str(i.path), i.line or 0))
+
+    def check(self, project_id: str, session_id: str, fix: bool = False) -> list[Finding]:
+        """Compare the manifest with the files on disk; with ``fix`` repair what is safe.
+
+        Safe repairs: rebuild the manifest from the phase files, remove temporary files
+        left by killed writers. A person's content is never deleted.
+        """
+        return check_session(self, project_id, session_id, fix)
+
+    def _repair(self, project_id: str, session_id: str) -> None:
+        """Rebuild the manifest from the phase files and remove leftovers, under the lock."""
+        directory = self.session_dir(project_id, session_id)
+        with self._lock(directory, project_id, session_id):
+            session = self._open(project_id, session_id)
+            for folder in [directory, *(directory / p.directory for p in session.phases)]:
+                _storage.remove_leftovers(folder)
+            self._sync_manifest(session)
+
+    # ---------------------------------------------------------------- helpers
+
+    def _now(self) -> str:
+        try:
+            return format_timestamp(self.clock())
+        except ValueError as error:
+            raise InvalidArgumentError(f"the manager's clock is unusable: {error}", field="clock") from None
+
+    def _workflow(self, workflow: str | Workflow) -> Workflow:
+        if isinstance(workflow, Workflow):
+            return workflow
+        found = self.workflows.get(workflow)
+        if found is None:
+            raise InvalidArgumentError(
+                f"workflow_type {workflow!r} is not a known workflow "
+                f"(expected one of {', '.join(sorted(self.workflows))})",
+                field="workflow_type",
+            )
+        return found
+
+    def _session_workflow(self, directory: Path, manifest: SessionManifest) -> Workflow:
+        """The session's own copy of a custom workflow, else the registered one by name."""
+        own_copy = directory / WORKFLOW_FILE
+        return load_workflow(own_copy) if own_copy.is_file() else self._workflow(manifest.workflow_type)
+
+    def _lock(self, directory: Path, project_id: str, session_id: str) -> Any:
+        return _storage.locked(directory, self.lock_timeout, f"session {project_id}/{session_id}")
+
+    def _open(self, project_id: str, session_id: str) -> _Session:
+        directory = check_below(self.base_dir, self.session_dir(project_id, session_id))
+        path = directory / MANIFEST_FILE
+        if not path.is_file():
+            if not self.project_dir(project_id).is_dir():
+                raise ProjectNotFoundError(
+                    f"project {project_id!r} does not exist under {self.base_dir}",
+                    path=self.project_dir(project_id),
+                )
+            raise SessionNotFoundError(
+                f"session {project_id}/{session_id} does not exist (no {path})", path=path
+            )
+        manifest = MANIFEST.load(path)
+        workflow = self._session_workflow(directory, manifest)
+        return _Session(
+            self.base_dir, directory, manifest, workflow, workflow.phases_for(manifest.execution_mode)
+        )
+
+    def _checkpoints(self, session: _Session) -> dict[int, PhaseCheckpoint]:
+        found = {}
+        for phase in session.phases:
+            record = CHECKPOINT.load_optional(session.directory.joinpath(phase.directory, CHECKPOINT_FILE))
+            if record is not None:
+                found[phase.number] = record
+        return found
+
+    def _sync_manifest(
+        self, session: _Session, *, repair_only: bool = False, head: str | None = None
+    ) -> SessionManifest:
+        """Recompute the manifest's progress from the checkpoints; write it if it changed.
+
+        ``repair_only`` is the read path: it takes the lock only when a repair is needed.
+        """
+        base = session.manifest if head is None else dataclasses.replace(session.manifest, history_head=head)
+        derived = _progress.derive(base, session.phases, self._checkpoints(session))
+        if repair_only:
+            if _progress.same_progress(session.manifest, derived):
+                return session.manifest
+            try:
+                with self._lock(session.directory, session.manifest.project_id, session.manifest.session_id):
+                    fresh = self._open(session.manifest.project_id, session.manifest.session_id)
+                    return self._sync_manifest(fresh)
+            except PermissionError:
+                return derived
+        if _progress.same_progress(session.manifest, derived):
+            return session.manifest
+        updated = dataclasses.replace(derived, last_updated=self._now())
+        self._write(MANIFEST, session.directory / MANIFEST_FILE, updated)
+        return updated
+
+    def _write(self, kind: DocumentFormat[R], path: Path, record: R) -> None:
+        kind.check_record(record, path)
+        text = kind.render(record)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise InvalidArgumentError(
+                f"text for {path.name} holds {error.object[error.start : error.end]!r}, "
+                "which UTF-8 cannot store (a lone surrogate)"
+            ) from None
+        _storage.atomic_write(path, text)
+
+    def _load(self, kind: DocumentFormat[R], path: Path, missing: type[NotFoundError], what: str) -> R:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise missing(f"{what}: {path} does not exist", path=path) from None
+        return kind.parse(decode(data, path), path)
+
+    def _load_optional(self, kind: DocumentFormat[R], path: Path) -> R | None:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        return kind.parse(decode(data, path), path)
+
+    def _phase_issues(
+        self, session: _Session, phase: PhaseDefinition, *, require_checkpoint: bool
+    ) -> list[Issue]:
+        directory = session.directory / phase.directory
+        issues: list[Issue] = []
+        checkpoint_path = directory / CHECKPOINT_FILE
+        if checkpoint_path.exists():
+            checkpoint, found = CHECKPOINT.read_path(checkpoint_path)
+            issues += found
+            if checkpoint is not None and checkpoint.phase_number != phase.number:
+                issues.append(
+                    Issue(
+                        checkpoint_path,
+                        None,
+                        "Phase Number",
+                        f"{checkpoint.phase_number} is not this directory's phase {phase.number}",
+                    )
+                )
+        elif require_checkpoint:
+            issues.append(Issue(checkpoint_path, None, None, "checkpoint.md is missing"))
+        if directory.is_dir():
+            for path in agent_files(directory):
+                output, found = AGENT_OUTPUT.read_path(path)
+                issues += found
+                if output is not None and output.agent_name != path.stem:
+                    issues.append(
+                        Issue(
+                            path,
+                            None,
+                            "Agent",
+                            f"{output.agent_name!r} does not match the file name {path.name!r}",
+                        )
+                    )
+        feedback_path = directory / FEEDBACK_FILE
+        if feedback_path.exists():
+            issues += FEEDBACK.read_path(feedback_path)[1]
+        archived = directory / ATTEMPTS_DIR
+        for path in sorted(archived.glob("*/*.md")) if archived.is_dir() else ():
+            kind = kind_of(path)
+            if kind is not None:
+                issues += kind.read_path(path)[1]
+        return issues
+
+
+def _disagreements(
+    path: Path, written: SessionManifest, derived: SessionManifest, unreadable: set[int]
+) -> list[Issue]:
+    """Where the manifest's progress differs from what the checkpoints say.
+
+    Phases whose checkpoint cannot be read are left out: that file is the problem, and its
+    own issues say why.
+    """
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+
+    def line_of(prefix: str) -> int | None:
+        return next((n for n, text in enumerate(lines, 1) if text.startswith(prefix)), None)
+
+    repair = "(load the session to repair the manifest)"
+    issues = []
+    for old, new in zip(written.phases, derived.phases, strict=False):
+        if old == new or old.number in unreadable:
+            continue
+        differences = [
+            f"{label} is {_show(getattr(old, attr))} here but {_show(getattr(new, attr))} in its checkpoint"
+            for attr, label in (
+                ("status", "Status"),
+                ("started", "Started"),
+                ("completed", "Completed"),
+                ("duration", "Duration"),
+                ("name", "Name"),
+                ("number", "Phase"),
+            )
+            if getattr(old, attr) != getattr(new, attr)
+        ]
+        message = f"phase {old.number}: {'; '.join(differences)} {repair}"
+        issues.append(Issue(path, line_of(f"| {old.number} |"), "Phase Status", message))
+    if len(written.phases) != len(derived.phases):
+        message = f"has {len(written.phases)} rows but the mode runs {len(derived.phases)} phases"
+        issues.append(Issue(path, line_of("## Phase Status"), "Phase Status", message))
+    if unreadable or written.phases != derived.phases:
+        return issues
+    for label, heading, old_value, new_value in (
+        ("Status", "- Status:", written.status, derived.status),
+        ("Current Phase", "## Current Phase", written.current, derived.current),
+        ("Metrics", "## Metrics", written.metrics, derived.metrics),
+    ):
+        if old_value != new_value:
+            message = f"{old_value!r} disagrees with the checkpoints ({new_value!r}) {repair}"
+            issues.append(Issue(path, line_of(heading), label, message))
+    return issues
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, float):
+        return f"{value:g}s"
+    return repr(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """One attempt at a phase: what its checkpoint, agents and reviewer said."""
+
+    number: int
+    """1 for the first run, 2 after the first retry, ..."""
+    directory: Path
+    checkpoint: PhaseCheckpoint | None
+    feedback: UserFeedback | None
+    outputs: dict[str, str]
+
+
+def _load_attempt(number: int, directory: Path) -> Attempt:
+    def optional(kind: DocumentFormat[R], path: Path) -> R | None:
+        return kind.load(path) if path.is_file() else None
+
+    checkpoint = optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+    order = [run.agent_name for run in checkpoint.agents] if checkpoint else []
+    outputs = {p.stem: AGENT_OUTPUT.load(p).content for p in agent_files(directory, order)}
+    return Attempt(number, directory, checkpoint, optional(FEEDBACK, directory / FEEDBACK_FILE), outputs)
+
+
+def _check_choice(field: str, value: object, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise InvalidArgumentError(
+            f"{field} {value!r} is not valid (expected one of {', '.join(choices)})", field=field
+        )
+
+
+def _check_count(field: str, value: object, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidArgumentError(f"{field} {value!r} is not a whole number >= 0", field=field)
+
+
+def _check_seconds(field: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+        raise InvalidArgumentError(f"{field} {value!r} is not a number of seconds >= 0", field=field)
+    if value == float("inf"):
+        raise InvalidArgumentError(f"{field} {value!r} is not a finite number of seconds", field=field)
+    return round(float(value), 1)
+
+
+def _check_amount(field: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < float("inf"):
+        raise InvalidArgumentError(
+            f"{field} {value!r} is not an amount >= 0", field=field.split("[")[0].split(".")[0]
+        )
+    return float(value)
+
+
+def _check_timestamp(field: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{field} {value!r} is not an ISO 8601 string", field=field)
+    try:
+        return format_timestamp(parse_timestamp(value))
+    except ValueError:
+        raise InvalidArgumentError(
+            f"{field} {value!r} is not an ISO 8601 UTC timestamp (expected like 2024-11-24T10:00:00Z)",
+            field=field,
+        ) from None
+
+
+def _check_text_list(field: str, items: Iterable[object]) -> list[str]:
+    if isinstance(items, str):
+        raise InvalidArgumentError(f"{field} must be a list of strings, not one string", field=field)
+    result = []
+    for item in items:
+        if not isinstance(item, str):
+            raise InvalidArgumentError(f"{field} holds {item!r}, which is not a string", field=field)
+        result.append(item)
+    return result
+
+
+def _agent_run(index: int, agent: Mapping[str, Any]) -> AgentRun:
+    where = f"agents[{index}]"
+    if not isinstance(agent, Mapping):
+        raise InvalidArgumentError(f"{where} must be a dict, got {agent!r}", field="agents")
+    unknown = set(agent) - AGENT_KEYS
+    if unknown:
+        raise InvalidArgumentError(
+            f"{where} has unknown keys {sorted(unknown)} (expected {', '.join(sorted(AGENT_KEYS))})",
+            field="agents",
+        )
+    if "agent_name" not in agent:
+        raise InvalidArgumentError(f"{where} has no 'agent_name'", field="agents")
+    name = check_agent_name(agent["agent_name"])
+    status = agent.get("status", "completed")
+    _check_choice(f"{where}.status", status, PHASE_STATUSES)
+    for key in ("tokens", "input_tokens", "output_tokens"):
+        _check_count(f"{where}.{key}", agent.get(key), optional=True)
+    tokens = agent.get("tokens")
+    if tokens is None and agent.get("input_tokens") is not None and agent.get("output_tokens") is not None:
+        tokens = agent["input_tokens"] + agent["output_tokens"]
+    cost = _check_amount(f"{where}.cost", agent.get("cost"))
+    output_file = agent.get("output_file") or f"{name}.md"
+    check_name(f"{where}.output_file", output_file)
+    return AgentRun(
+        agent_name=name,
+        status=status,
+        output_file=output_file,
+        duration=_check_seconds(f"{where}.duration", agent.get("duration")),
+        tokens=tokens,
+        cost=_round(cost, 4),
+    )
+
+
+def _flat_dict(record: Any) -> dict[str, Any]:
+    """``dataclasses.asdict`` of a record whose fields are all plain values, without its
+    recursive deep copy."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+
+
+def _sum(values: Iterable[int | float | None]) -> Any:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def _seconds_between(started: str, completed: str) -> float | None:
+    seconds = (parse_timestamp(completed) - parse_timestamp(started)).total_seconds()
+    return round(seconds, 1) if seconds >= 0 else None
+
+
+__all__ = ["CheckpointManager", "HaythamError"]
