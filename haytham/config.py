@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from haytham.errors import DocumentError, InvalidArgumentError, NotFoundError
+from haytham.format import layout
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.yamlfile import line_of, parse_yaml
@@ -39,8 +40,8 @@ from haytham.store.clock import Clock
 from haytham.store.events import LOGGER
 from haytham.store.manager import CheckpointManager
 
-CONFIG_FILE = "haytham.yaml"
-DEFAULT_BASE_DIR = "projects"
+CONFIG_FILE = layout.CONFIG_FILE
+DEFAULT_BASE_DIR = layout.DEFAULT_BASE_DIR
 
 
 @dataclass(frozen=True)

@@ -40,20 +40,27 @@ from haytham.errors import (
     SessionExistsError,
     UnsafeNameError,
 )
+from haytham.format.layout import (
+    CHANGELOG_FILE,
+    HISTORY_DIR,
+    LATEST_FILE,
+    MANIFEST_FILE,
+    OUTPUTS_DIR,
+    PROJECT_FILE,
+    SESSIONS_DIR,
+    USERS_DIR,
+)
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.values import write_text
 from haytham.format.workflow import IDEA_VALIDATION
 from haytham.store import fs as _storage
 from haytham.store.clock import Clock, format_timestamp, utc_now
-from haytham.store.manager import MANIFEST_FILE, CheckpointManager
+from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_name
 
-PROJECT_FILE = "project.yaml"
-CHANGELOG = Path("history") / "changelog.md"
-LATEST_FILE = "latest_requirements.md"
+CHANGELOG = Path(HISTORY_DIR) / CHANGELOG_FILE
 PROJECT_STATUSES = ("active", "completed", "archived")
-USERS_DIR = "_users"
 _NUMBERED_FILE = re.compile(r"requirements_v([1-9][0-9]*)\.md")
 """A version numbered in its name, as haytham wrote them before versions were named by time."""
 _TIMED_FILE = re.compile(r"requirements_([0-9]{8}T[0-9]{6}(?:\.[0-9]{1,6})?Z)_(.+)\.md")
@@ -119,7 +126,7 @@ class ProjectManager:
             "last_updated": now,
         }
         try:
-            for sub in ("sessions", "outputs", "history"):
+            for sub in (SESSIONS_DIR, OUTPUTS_DIR, HISTORY_DIR):
                 _storage.make_dirs(directory / sub)
             _storage.atomic_write(
                 directory / CHANGELOG, _heading(name) + _block(now, "Project created", _summary(data))
@@ -162,7 +169,7 @@ class ProjectManager:
         Everything beyond project.yaml is derived from the files, never stored twice.
         """
         data = self._read_project(project_id)
-        sessions_dir = self.project_dir(project_id) / "sessions"
+        sessions_dir = self.project_dir(project_id) / SESSIONS_DIR
         names = sorted(p.name for p in sessions_dir.iterdir()) if sessions_dir.is_dir() else []
         sessions = [
             self.checkpoints.load_session(project_id, name)

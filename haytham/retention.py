@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shutil
 from collections import defaultdict
 from collections.abc import Callable
@@ -27,12 +26,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from haytham.errors import HaythamError, InvalidArgumentError, ProjectNotFoundError
 from haytham.format import CHECKPOINT, MANIFEST
+from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, MANIFEST_FILE, PHASE_DIR_PREFIX, SESSIONS_DIR
+from haytham.format.layout import PHASE_DIR as _PHASE_DIR
 from haytham.store import fs as _storage
 from haytham.store import progress as _progress
 from haytham.store.clock import parse_timestamp
 from haytham.store.events import Event
 from haytham.store.names import check_name
-from haytham.store.scan import MANIFEST_FILE, SessionSummary, list_sessions
+from haytham.store.scan import SessionSummary, list_sessions
 
 if TYPE_CHECKING:
     from haytham.store.manager import CheckpointManager
@@ -44,9 +45,6 @@ Rule = Literal[
 REMOVING_SUFFIX = ".removing"
 """A directory being removed is first renamed ``.{name}.removing`` in the same folder."""
 FINISHED = frozenset({"completed", "failed"})
-ATTEMPTS_DIR = "attempts"
-CHECKPOINT_FILE = "checkpoint.md"
-_PHASE_DIR = re.compile(r"phase_(\d+)_")
 
 
 @dataclass(frozen=True)
@@ -380,7 +378,7 @@ def _attempts_to_remove(
 ) -> tuple[list[_Planned], list[Skipped]]:
     """The oldest archived attempts of each phase beyond ``keep``, and leftovers."""
     planned: list[_Planned] = []
-    for phase_dir in sorted(p for p in summary.path.glob("phase_*") if p.is_dir()):
+    for phase_dir in sorted(p for p in summary.path.glob(f"{PHASE_DIR_PREFIX}*") if p.is_dir()):
         phase = _phase_number(phase_dir)
         numbers = _archived(phase_dir)
         for leftover in _leftovers(phase_dir / ATTEMPTS_DIR):
@@ -470,7 +468,9 @@ def _leftovers(directory: Path) -> list[Path]:
 
 def _session_leftovers(root: Path) -> list[_Planned]:
     """Leftover session directories under ``root`` (the base dir or one project)."""
-    folders = [root / "sessions"] if (root / "sessions").is_dir() else sorted(root.glob("*/sessions"))
+    folders = (
+        [root / SESSIONS_DIR] if (root / SESSIONS_DIR).is_dir() else sorted(root.glob(f"*/{SESSIONS_DIR}"))
+    )
     planned = []
     for folder in folders:
         for leftover in _leftovers(folder):

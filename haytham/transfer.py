@@ -36,6 +36,16 @@ from haytham.errors import (
     UnsafePathError,
 )
 from haytham.format import MANIFEST
+from haytham.format.layout import (
+    ATTEMPTS_DIR,
+    HISTORY_DIR,
+    MANIFEST_FILE,
+    PHASE_DIR_PREFIX,
+    REPLACED_SUFFIX,
+    SESSIONS_DIR,
+    STAGING_SUFFIX,
+    WORKFLOW_FILE,
+)
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.workflow import Workflow, load_workflow
@@ -51,12 +61,7 @@ FORMAT = "haytham-session"
 """The ``format`` of an export document."""
 VERSION = 1
 """The ``version`` of the export format this module writes and reads."""
-MANIFEST_FILE = "session_manifest.md"
-WORKFLOW_FILE = "workflow.yaml"
-HISTORY_DIR = "history"
-ATTEMPTS_DIR = "attempts"
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
-STAGING_SUFFIX = ".haytham-staging"
 """Hidden directories in the project directory that hold a session being written whole."""
 EXPECTED = "session_manifest.md, workflow.yaml, history/*.md, phase_*/*.md or phase_*/attempts/N/*.md"
 
@@ -74,9 +79,12 @@ def is_session_path(relative: str) -> bool:
     if parts[-1] == MANIFEST_FILE or kind_of(Path(*parts)) is None:
         return False
     if len(parts) == 2:
-        return parts[0] == HISTORY_DIR or parts[0].startswith("phase_")
+        return parts[0] == HISTORY_DIR or parts[0].startswith(PHASE_DIR_PREFIX)
     return (
-        len(parts) == 4 and parts[0].startswith("phase_") and parts[1] == ATTEMPTS_DIR and parts[2].isdigit()
+        len(parts) == 4
+        and parts[0].startswith(PHASE_DIR_PREFIX)
+        and parts[1] == ATTEMPTS_DIR
+        and parts[2].isdigit()
     )
 
 
@@ -87,7 +95,7 @@ def is_session_directory(relative: str) -> bool:
         return False
     if parts == [HISTORY_DIR]:
         return True
-    if not parts[0].startswith("phase_"):
+    if not parts[0].startswith(PHASE_DIR_PREFIX):
         return False
     if len(parts) == 1:
         return True
@@ -362,7 +370,7 @@ def _read_archive(path: Path) -> tuple[str, str, dict[str, str]]:
                         "files and directories only",
                         field="path",
                     )
-                if len(parts) < 3 or parts[1] != "sessions":
+                if len(parts) < 3 or parts[1] != SESSIONS_DIR:
                     raise UnsafePathError(
                         f"{path}: member {member.name!r} is not under PROJECT/sessions/SESSION/",
                         field="path",
@@ -616,7 +624,7 @@ def _swap(staging: Path, target: Path, lock_timeout: float, what: str) -> None:
     The old lock file is unlinked before the lock is released, so a saver that was waiting
     for it finds the lock gone and locks the new session instead.
     """
-    old = staging.with_name(staging.name.replace(STAGING_SUFFIX, ".haytham-replaced"))
+    old = staging.with_name(staging.name.replace(STAGING_SUFFIX, REPLACED_SUFFIX))
     with _storage.locked(target, lock_timeout, what):
         os.rename(target, old)
         try:

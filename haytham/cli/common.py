@@ -19,8 +19,9 @@ from rich.console import Console
 from rich.table import Table
 
 from haytham.errors import HaythamError
+from haytham.format import layout
 
-DEFAULT_BASE_DIR = "projects"
+DEFAULT_BASE_DIR = layout.DEFAULT_BASE_DIR
 BASE_DIR_ENVVAR = "HAYTHAM_BASE_DIR"
 F = TypeVar("F", bound=Callable[..., Any])
 

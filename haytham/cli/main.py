@@ -45,6 +45,7 @@ from haytham.cli.common import (
     table as _table,
 )
 from haytham.errors import HaythamError, Issue
+from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import IDEA_VALIDATION, load_workflow
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.run.demo import (
@@ -59,7 +60,7 @@ from haytham.run.demo import (
 from haytham.run.runner import Agent, PhaseRunner
 from haytham.run.runner import next_step as runner_next_step
 from haytham.store.doctor import Finding
-from haytham.store.manager import FEEDBACK_FILE, CheckpointManager
+from haytham.store.manager import CheckpointManager
 from haytham.store.scan import SessionSummary, list_sessions, session_dirs, session_files
 
 SESSION_STATUSES = ("in_progress", "completed", "failed")

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
+from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.reader import Reader
 from haytham.records import AgentRun, PhaseCheckpoint
 
@@ -81,8 +82,8 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
         data["user_feedback_file"] = take(
             outputs,
             "user_feedback_file",
-            _read_kept("user_feedback.md"),
-            default="user_feedback.md",
+            _read_kept(FEEDBACK_FILE),
+            default=FEEDBACK_FILE,
             required=False,
         )
 

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from haytham.errors import DocumentError, InvalidArgumentError, UnknownPhaseError
+from haytham.format.layout import PHASE_DIR_PREFIX
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.yamlfile import line_of, parse_yaml
@@ -183,7 +184,7 @@ def load_workflow(path: str | Path) -> Workflow:
             PhaseDefinition(
                 number=number,
                 name=item["name"],
-                directory=item.get("directory") or f"phase_{number}_{_slug(item['name'])}",
+                directory=item.get("directory") or f"{PHASE_DIR_PREFIX}{number}_{_slug(item['name'])}",
                 agents=tuple(item["agents"]),
                 run_style=item.get("run_style", "parallel" if len(item["agents"]) > 1 else "single"),
                 review=item.get("review", False),

@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from haytham.errors import DocumentError, HaythamError
-from haytham.format import MANIFEST
+from haytham.format import MANIFEST, layout
 from haytham.format.reader import decode
 from haytham.git.repository import GitError, relative_to_root, repo_root, run_git
 from haytham.projects import order_versions
@@ -48,11 +48,11 @@ from haytham.store.clock import parse_timestamp
 DRIVER = "haytham"
 """The merge driver's name in ``.gitattributes`` (``merge=haytham``) and git config."""
 DRIVER_DESCRIPTION = "haytham: session manifests, project changelogs and latest requirements"
-ATTRIBUTES_FILE = ".gitattributes"
+ATTRIBUTES_FILE = layout.GITATTRIBUTES_FILE
 ATTRIBUTES_COMMENT = "# haytham: merge these files by what they mean (haytham git setup)"
-MANIFEST_NAME = "session_manifest.md"
-CHANGELOG_NAME = "changelog.md"
-LATEST_NAME = "latest_requirements.md"
+MANIFEST_NAME = layout.MANIFEST_FILE
+CHANGELOG_NAME = layout.CHANGELOG_FILE
+LATEST_NAME = layout.LATEST_FILE
 MARKER = 7
 """Conflict marker length, git's default."""
 
@@ -294,7 +294,7 @@ class _Lookup:
 
     def entry_time(self, entry_id: str) -> datetime | None:
         """The time in the file name of history entry ``entry_id`` (``{time}_{id}.md``)."""
-        for name in self.listing(self.directory / "history"):
+        for name in self.listing(self.directory / layout.HISTORY_DIR):
             stamp, _, rest = name.partition("_")
             if rest == f"{entry_id}.md":
                 try:

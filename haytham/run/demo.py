@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from haytham.errors import InvalidArgumentError
+from haytham.format.layout import SESSIONS_DIR
 from haytham.format.workflow import IDEA_VALIDATION
 from haytham.run.runner import AgentContext, AgentResult, PhaseRunner, RunResult
 from haytham.store.manager import CheckpointManager
@@ -120,7 +121,7 @@ def next_session_id(manager: CheckpointManager, project_id: str = DEMO_PROJECT) 
 
 def last_session_id(manager: CheckpointManager, project_id: str = DEMO_PROJECT) -> str | None:
     """The highest-numbered existing demo session (what a bare ``--resume`` continues), or None."""
-    sessions = manager.project_dir(project_id) / "sessions"
+    sessions = manager.project_dir(project_id) / SESSIONS_DIR
     found = [p.name for p in sessions.iterdir() if _SESSION_ID.fullmatch(p.name)] if sessions.is_dir() else []
     return max(found, key=lambda name: int(name[5:]), default=None)
 

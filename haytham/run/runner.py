@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from haytham.errors import HaythamError, InvalidArgumentError
+from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.store.manager import CheckpointManager
@@ -133,7 +134,7 @@ def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> N
         if status == "skipped" or (status == "completed" and not phase.review):
             continue
         if status == "completed":
-            path = manager.phase_dir(project_id, session_id, number) / "user_feedback.md"
+            path = manager.phase_dir(project_id, session_id, number) / FEEDBACK_FILE
             try:
                 verdict = review_verdict(manager.load_feedback(project_id, session_id, number))
             except HaythamError as error:
@@ -405,7 +406,7 @@ class PhaseRunner:
     def _await_review(
         self, project_id: str, session_id: str, phase: PhaseDefinition, ran: list[str]
     ) -> RunResult:
-        path = self.manager.phase_dir(project_id, session_id, phase.number) / "user_feedback.md"
+        path = self.manager.phase_dir(project_id, session_id, phase.number) / FEEDBACK_FILE
         if self.manager.load_feedback(project_id, session_id, phase.number) is None:
             self.manager.save_user_feedback(
                 project_id, session_id, phase.number, reviewed=False, approved=False, action="pending"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from haytham.errors import Issue
 from haytham.format import CHECKPOINT, MANIFEST
+from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, PHASE_DIR_PREFIX
 from haytham.store import fs as _storage
 from haytham.store import progress as _progress
 
@@ -52,7 +53,7 @@ class Finding:
 def check_session(manager: CheckpointManager, project_id: str, session_id: str, fix: bool) -> list[Finding]:
     """The findings for one session; with ``fix`` the safe ones are repaired under the lock."""
     directory = manager.session_dir(project_id, session_id)
-    manifest_path = directory / "session_manifest.md"
+    manifest_path = directory / MANIFEST_FILE
     findings = [
         Finding("invalid_file", issue.path or manifest_path, _describe(issue))
         for issue in manager.validate_session(project_id, session_id)
@@ -65,7 +66,7 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
     checkpoints = {}
     for phase in session.phases:
         phase_dir = directory / phase.directory
-        checkpoint, _ = CHECKPOINT.read_path(phase_dir / "checkpoint.md")
+        checkpoint, _ = CHECKPOINT.read_path(phase_dir / CHECKPOINT_FILE)
         row = next((r for r in manifest.phases if r.number == phase.number), None)
         row_status = row.status if row else "missing"
         if checkpoint is not None:
@@ -74,14 +75,14 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
                 findings.append(
                     Finding(
                         "checkpoint_not_in_manifest",
-                        phase_dir / "checkpoint.md",
+                        phase_dir / CHECKPOINT_FILE,
                         f"phase {phase.number} checkpoint says {checkpoint.status!r}, "
                         f"the manifest {row_status!r}",
                     )
                 )
             listed = {run.output_file for run in checkpoint.agents}
             for path in sorted(phase_dir.glob("*.md")):
-                if path.name not in listed | {"checkpoint.md", "user_feedback.md"}:
+                if path.name not in listed | {CHECKPOINT_FILE, FEEDBACK_FILE}:
                     findings.append(
                         Finding(
                             "unlisted_agent_file",
@@ -89,7 +90,7 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
                             f"{path.name} is not listed in phase {phase.number}'s checkpoint",
                         )
                     )
-        elif not (phase_dir / "checkpoint.md").exists() and row_status not in ("pending", "missing"):
+        elif not (phase_dir / CHECKPOINT_FILE).exists() and row_status not in ("pending", "missing"):
             findings.append(
                 Finding(
                     "row_without_checkpoint",
@@ -110,7 +111,7 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
         )
     expected = {p.directory for p in session.phases}
     for path in sorted(directory.iterdir()):
-        if path.is_dir() and path.name.startswith("phase_") and path.name not in expected:
+        if path.is_dir() and path.name.startswith(PHASE_DIR_PREFIX) and path.name not in expected:
             findings.append(
                 Finding(
                     "unexpected_directory",

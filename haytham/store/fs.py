@@ -23,15 +23,16 @@ except ImportError:  # pragma: no cover - Windows: filelock
 from filelock import FileLock, Timeout
 
 from haytham.errors import LockTimeout
+from haytham.format import layout
 
-TMP_SUFFIX = ".haytham-tmp"
-LOCK_NAME = ".haytham.lock"
+TMP_SUFFIX = layout.TMP_SUFFIX
+LOCK_NAME = layout.LOCK_FILE
 DEFAULT_LOCK_TIMEOUT = 30.0
 GITIGNORE_TEXT = (
     "# Written by haytham: its lock and temporary files never belong in version control.\n"
     f"{LOCK_NAME}\n"
     f".*{TMP_SUFFIX}\n"
-    ".haytham-cache/\n"
+    f"{layout.INDEX_DIR}/\n"
 )
 
 

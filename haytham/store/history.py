@@ -14,11 +14,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from haytham.errors import Issue
-from haytham.format import HISTORY_ENTRY
+from haytham.format import HISTORY_ENTRY, layout
 from haytham.records import HistoryEntry, PhaseStatus
 from haytham.store.clock import parse_timestamp
 
-HISTORY_DIR = "history"
+HISTORY_DIR = layout.HISTORY_DIR
 
 
 def make_entry(

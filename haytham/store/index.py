@@ -35,8 +35,10 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-INDEX_DIR = ".haytham-cache"
-INDEX_FILE = "index.sqlite3"
+from haytham.format import layout
+
+INDEX_DIR = layout.INDEX_DIR
+INDEX_FILE = layout.INDEX_FILE
 RACY_NS = 3_000_000_000
 """How much older than the file system's clock a file's last change must be to be remembered."""
 _FORMAT = "1"

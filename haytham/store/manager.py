@@ -27,6 +27,14 @@ from haytham.errors import (
 )
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
 from haytham.format.feedback import rewrite_fields
+from haytham.format.layout import (
+    ATTEMPTS_DIR,
+    CHECKPOINT_FILE,
+    FEEDBACK_FILE,
+    MANIFEST_FILE,
+    SESSIONS_DIR,
+    WORKFLOW_FILE,
+)
 from haytham.format.reader import decode
 from haytham.format.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow, dump_workflow, load_workflow
 from haytham.records import (
@@ -62,11 +70,6 @@ from haytham.store.scan import (
 if TYPE_CHECKING:
     from haytham.compare import Comparison
 
-MANIFEST_FILE = "session_manifest.md"
-CHECKPOINT_FILE = "checkpoint.md"
-FEEDBACK_FILE = "user_feedback.md"
-ATTEMPTS_DIR = "attempts"
-WORKFLOW_FILE = "workflow.yaml"
 AGENT_KEYS = frozenset(
     {"agent_name", "status", "output_file", "tokens", "input_tokens", "output_tokens", "cost", "duration"}
 )
@@ -117,7 +120,7 @@ class CheckpointManager:
 
     def session_dir(self, project_id: str, session_id: str) -> Path:
         """Where a session lives: ``{base_dir}/{project_id}/sessions/{session_id}``."""
-        return self.project_dir(project_id) / "sessions" / check_name("session_id", session_id)
+        return self.project_dir(project_id) / SESSIONS_DIR / check_name("session_id", session_id)
 
     def phase_dir(self, project_id: str, session_id: str, phase_num: int) -> Path:
         """The directory of one phase of an existing session."""

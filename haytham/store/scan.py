@@ -12,7 +12,6 @@ import gc
 import hashlib
 import json
 import os
-import re
 import stat
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -21,12 +20,21 @@ from typing import Any
 
 from haytham.errors import Issue
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
+from haytham.format.layout import (
+    ATTEMPTS_DIR,
+    CHECKPOINT_FILE,
+    FEEDBACK_FILE,
+    HISTORY_DIR,
+    HISTORY_ENTRY_NAME,
+    MANIFEST_FILE,
+    OWN_SESSION_FILES,
+    PHASE_DIR_PREFIX,
+    SESSIONS_DIR,
+)
 from haytham.records import SessionManifest
 from haytham.store import index as _index
 from haytham.store.fs import LOCK_NAME, TMP_SUFFIX
 from haytham.store.names import check_inside
-
-MANIFEST_FILE = "session_manifest.md"
 
 
 @dataclass(frozen=True)
@@ -103,7 +111,7 @@ def _scan_manifests(root: Path) -> list[Found]:
     result: list[Found] = []
     with os.scandir(top) as entries:
         projects = sorted(e.name for e in entries if e.is_dir())
-    for parent in [*((project, "sessions") for project in projects), ("sessions",)]:
+    for parent in [*((project, SESSIONS_DIR) for project in projects), (SESSIONS_DIR,)]:
         sessions = _scan_sessions(os.path.join(top, *parent))
         if sessions:
             parent_path = root.joinpath(*parent)
@@ -240,25 +248,22 @@ def _issue(data: list[Any]) -> Issue:
     return Issue(None if path is None else Path(path), line, field, message)
 
 
-_HISTORY_ENTRY_NAME = re.compile(r"\d{8}T\d{6}(?:\.\d+)?Z_[0-9a-f]{12}\.md")
-
-
 def kind_of(path: Path) -> DocumentFormat[object] | None:
     """The document kind of a session file, judged by its name and place; None if not one."""
     if path.suffix != ".md" or path.name.startswith("."):
         return None
     if path.name == MANIFEST_FILE:
         return MANIFEST  # type: ignore[return-value]
-    if path.parent.name == "history":
+    if path.parent.name == HISTORY_DIR:
         # A session's entries are named by time and id; a project's history/changelog.md is
         # not a session file.
-        is_entry = _HISTORY_ENTRY_NAME.fullmatch(path.name) is not None
+        is_entry = HISTORY_ENTRY_NAME.fullmatch(path.name) is not None
         return HISTORY_ENTRY if is_entry else None  # type: ignore[return-value]
-    if not (path.parent.name.startswith("phase_") or path.parent.parent.name == "attempts"):
+    if not (path.parent.name.startswith(PHASE_DIR_PREFIX) or path.parent.parent.name == ATTEMPTS_DIR):
         return None
-    if path.name == "checkpoint.md":
+    if path.name == CHECKPOINT_FILE:
         return CHECKPOINT  # type: ignore[return-value]
-    if path.name == "user_feedback.md":
+    if path.name == FEEDBACK_FILE:
         return FEEDBACK  # type: ignore[return-value]
     return AGENT_OUTPUT  # type: ignore[return-value]
 
@@ -454,7 +459,7 @@ class PhaseDirs:
         return checked, checked.is_dir()
 
 
-OWN_FILES = frozenset({"checkpoint.md", "user_feedback.md", MANIFEST_FILE})
+OWN_FILES = OWN_SESSION_FILES
 
 
 def _is_agent_file_name(name: str) -> bool:

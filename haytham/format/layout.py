@@ -1,0 +1,70 @@
+"""Where everything lives on disk: the one home of every file and folder name haytham uses.
+
+A tree looks like this (``docs/formats.md`` describes each file)::
+
+    {base_dir}/
+        haytham.yaml                      (optional settings)
+        .gitignore                        (ignores the names in GITIGNORED)
+        .haytham-cache/index.sqlite3      (a rebuildable index)
+        {project_id}/
+            project.yaml  latest_requirements.md  outputs/  history/changelog.md
+            sessions/{session_id}/
+                session_manifest.md  workflow.yaml  history/{time}_{id}.md  .haytham.lock
+                phase_{n}_{slug}/
+                    checkpoint.md  {agent}.md  user_feedback.md
+                    attempts/{n}/...
+
+Every other module takes these names from here instead of spelling them out.
+"""
+
+from __future__ import annotations
+
+import re
+
+CONFIG_FILE = "haytham.yaml"
+"""Settings of a tree (``storage.base_dir``, retention), found in the working directory."""
+DEFAULT_BASE_DIR = "projects"
+"""The base directory when neither an option, ``HAYTHAM_BASE_DIR`` nor the settings name one."""
+BASE_DIR_VARIABLE = "HAYTHAM_BASE_DIR"
+"""The environment variable that names the base directory."""
+
+SESSIONS_DIR = "sessions"
+"""A project's folder of sessions."""
+MANIFEST_FILE = "session_manifest.md"
+CHECKPOINT_FILE = "checkpoint.md"
+FEEDBACK_FILE = "user_feedback.md"
+WORKFLOW_FILE = "workflow.yaml"
+"""A session's own copy of a custom workflow."""
+HISTORY_DIR = "history"
+"""A session's history entries; in a project, the changelog's folder."""
+ATTEMPTS_DIR = "attempts"
+"""Earlier attempts of a phase, ``attempts/{n}/``."""
+PHASE_DIR_PREFIX = "phase_"
+PHASE_DIR = re.compile(r"phase_(\d+)_")
+"""How a phase folder's name starts: ``phase_{n}_{slug}``."""
+HISTORY_ENTRY_NAME = re.compile(r"\d{8}T\d{6}(?:\.\d+)?Z_[0-9a-f]{12}\.md")
+"""A history entry's file name: ``{time}_{id}.md``."""
+
+PROJECT_FILE = "project.yaml"
+OUTPUTS_DIR = "outputs"
+"""A project's versioned requirements."""
+CHANGELOG_FILE = "changelog.md"
+"""A project's changelog, inside its ``history/`` folder."""
+LATEST_FILE = "latest_requirements.md"
+USERS_DIR = "_users"
+"""Per-user preferences, beside the projects."""
+
+LOCK_FILE = ".haytham.lock"
+"""The OS lock of a session or project folder (holds no data)."""
+TMP_SUFFIX = ".haytham-tmp"
+"""A file being written; renamed over its target when complete."""
+STAGING_SUFFIX = ".haytham-staging"
+"""A session folder being assembled by fork or import."""
+REPLACED_SUFFIX = ".haytham-replaced"
+"""A session folder being replaced by an overwriting import."""
+INDEX_DIR = ".haytham-cache"
+INDEX_FILE = "index.sqlite3"
+GITATTRIBUTES_FILE = ".gitattributes"
+
+OWN_SESSION_FILES = frozenset({CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE})
+"""Markdown files in a session that are not agent outputs."""
