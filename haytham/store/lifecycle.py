@@ -1,0 +1,305 @@
+"""The review lifecycle, modelled once: the states of a phase and of a session, the moves
+between them and who may make each, and the one function that derives where a session
+stands from what its files say.
+
+Every view reads ``derive``: the manifest's phase table, Status and Current Phase,
+``load_session``, ``list``, ``status``, the runner's next step and every message of the
+command line. None of them computes a state of its own. ``docs/lifecycle.md`` draws it.
+
+A phase's files say three things, and the state is a function of them alone:
+
+* its checkpoint: whether it ran and how it ended (``pending`` without one);
+* its review, if someone wrote one: approved, or sent back with comments;
+* what it was built from: the digest of every earlier phase's outputs that its agents were
+  given. When an earlier phase's outputs have changed since (a re-run, a merge that brought
+  another attempt), the phase is ``stale`` and the next resume runs it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+PhaseState = Literal[
+    "pending",
+    "in_progress",
+    "failed",
+    "skipped",
+    "completed",
+    "awaiting_review",
+    "approved",
+    "sent_back",
+    "stale",
+]
+"""Where one phase stands."""
+SessionState = Literal["in_progress", "awaiting_review", "completed", "failed"]
+"""Where a whole session stands: the state of its first phase that is not done."""
+Actor = Literal["runner", "reviewer", "editor", "merge"]
+"""Who changes a phase: a workflow runner, a reviewer through haytham (CLI, library, page),
+a person editing the files, or a git merge bringing another clone's files."""
+Verdict = Literal["none", "awaiting", "approved", "sent_back"]
+"""What a phase's review file says: no file, not yet reviewed, approved, or sent back."""
+NextAction = Literal["run", "review", "fix", "done"]
+"""What the session needs next: a runner, a reviewer, a person to fix a file, or nothing."""
+
+PHASE_STATES: tuple[PhaseState, ...] = get_args(PhaseState)
+SESSION_STATES: tuple[SessionState, ...] = get_args(SessionState)
+ACTORS: tuple[Actor, ...] = get_args(Actor)
+
+DONE_STATES: frozenset[PhaseState] = frozenset({"completed", "approved", "skipped"})
+"""States after which a resume moves on to the next phase."""
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One move of a phase from one state to another."""
+
+    event: str
+    """What happens, in the words messages use (``send back``)."""
+    sources: frozenset[PhaseState]
+    target: PhaseState
+    actors: frozenset[Actor]
+    """Who may make it."""
+    meaning: str
+
+
+def _move(event: str, sources: str, target: PhaseState, actors: str, meaning: str) -> Transition:
+    return Transition(
+        event,
+        frozenset(sources.split()),  # type: ignore[arg-type]
+        target,
+        frozenset(actors.split()),  # type: ignore[arg-type]
+        meaning,
+    )
+
+
+TRANSITIONS: tuple[Transition, ...] = (
+    _move("start", "pending", "in_progress", "runner", "the runner saves the phase's first checkpoint"),
+    _move("finish", "in_progress", "completed", "runner", "every agent's output is saved; no review gate"),
+    _move(
+        "finish for review",
+        "in_progress",
+        "awaiting_review",
+        "runner",
+        "every agent's output is saved and the phase has a review gate",
+    ),
+    _move("fail", "in_progress", "failed", "runner", "an agent raised; its error is saved"),
+    _move("retry", "failed", "in_progress", "runner", "a resume runs the failed agents again"),
+    _move("skip", "pending", "skipped", "runner reviewer editor", "the phase is not to be run"),
+    _move(
+        "approve",
+        "awaiting_review completed",
+        "approved",
+        "reviewer editor",
+        "a reviewer accepts the phase's outputs",
+    ),
+    _move(
+        "send back",
+        "awaiting_review completed approved stale",
+        "sent_back",
+        "reviewer editor",
+        "a reviewer asks for another attempt, with comments and changes",
+    ),
+    _move(
+        "re-run",
+        "sent_back stale completed approved awaiting_review failed",
+        "in_progress",
+        "runner",
+        "the current attempt is archived under attempts/{n}/ and the phase runs again",
+    ),
+    _move(
+        "upstream changed",
+        "completed approved awaiting_review",
+        "stale",
+        "runner reviewer editor merge",
+        "an earlier phase's outputs changed after this phase was built on them",
+    ),
+)
+"""Every move a phase can make. A move not listed here is refused (``check_move``)."""
+
+
+def moves_from(state: PhaseState, actor: Actor) -> tuple[Transition, ...]:
+    """The moves ``actor`` may make on a phase in ``state``."""
+    return tuple(t for t in TRANSITIONS if state in t.sources and actor in t.actors)
+
+
+def check_move(event: str, state: PhaseState, actor: Actor) -> Transition | str:
+    """The transition for ``event`` from ``state`` by ``actor``, or why it is not allowed."""
+    named = [t for t in TRANSITIONS if t.event == event]
+    if not named:
+        raise ValueError(f"{event!r} is not a lifecycle event")
+    for transition in named:
+        if state in transition.sources and actor in transition.actors:
+            return transition
+    allowed = sorted({s for t in named if actor in t.actors for s in t.sources})
+    if not allowed:
+        return f"a {actor} cannot {event} a phase"
+    return f"a phase that is {state.replace('_', ' ')} cannot be {_past(event)} (only one that is " + (
+        ", ".join(s.replace("_", " ") for s in allowed) + ")"
+    )
+
+
+def _past(event: str) -> str:
+    return {"approve": "approved", "send back": "sent back", "re-run": "re-run", "skip": "skipped"}.get(
+        event, f"{event}ed"
+    )
+
+
+@dataclass(frozen=True)
+class PhaseFacts:
+    """What a phase's files say, read without opening any agent output."""
+
+    number: int
+    name: str
+    review: bool
+    """Whether the workflow stops for a review after this phase."""
+    status: str | None
+    """The checkpoint's Status, or None when the phase has no checkpoint."""
+    attempt: int = 1
+    """1 for the first run, 2 after the first re-run, ..."""
+    outputs_digest: str | None = None
+    """The digest of the phase's outputs as its checkpoint recorded them (``outputs_digest``)."""
+    built_from: Mapping[int, str] = field(default_factory=dict)
+    """For each earlier phase whose outputs the agents were given, the digest of those
+    outputs then. Empty for a first phase and for checkpoints that predate this record."""
+    verdict: Verdict = "none"
+    problem: str | None = None
+    """Why the review file cannot be read, when it cannot."""
+    waiting_since: str | None = None
+    """When the phase began to wait for its review (the checkpoint's Completed)."""
+
+
+@dataclass(frozen=True)
+class PhaseView:
+    """Where one phase stands, and why."""
+
+    number: int
+    name: str
+    state: PhaseState
+    attempt: int
+    stale_because: tuple[int, ...] = ()
+    """The earlier phases whose outputs changed after this phase was built on them."""
+    problem: str | None = None
+    """A file a person must fix before the session can go on."""
+    waiting_since: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.state in DONE_STATES
+
+    def describe(self) -> str:
+        """The state in words, with its reason: ``stale (built on phase 2, which changed)``."""
+        words = self.state.replace("_", " ")
+        if self.stale_because:
+            phases = ", ".join(str(n) for n in self.stale_because)
+            plural = "s" if len(self.stale_because) > 1 else ""
+            return f"{words} (built on phase{plural} {phases}, which changed since)"
+        if self.problem:
+            return f"{words} ({self.problem})"
+        return words
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """Where a session stands: every phase, the first one not done, and what it needs."""
+
+    state: SessionState
+    phases: tuple[PhaseView, ...]
+    current: PhaseView | None
+    """The first phase that is not done, or None when every phase is."""
+    next_action: NextAction
+
+    def phase(self, number: int) -> PhaseView:
+        for view in self.phases:
+            if view.number == number:
+                return view
+        raise KeyError(number)
+
+    @property
+    def stale(self) -> tuple[PhaseView, ...]:
+        return tuple(view for view in self.phases if view.state == "stale")
+
+    @property
+    def awaiting_review(self) -> tuple[PhaseView, ...]:
+        return tuple(view for view in self.phases if view.state == "awaiting_review")
+
+
+def phase_state(facts: PhaseFacts, by_number: Mapping[int, PhaseFacts]) -> PhaseView:
+    """The state of one phase from its own facts and those of the phases it was built on."""
+    status = facts.status
+
+    def view(state: PhaseState, **extra: object) -> PhaseView:
+        return PhaseView(facts.number, facts.name, state, facts.attempt, **extra)  # type: ignore[arg-type]
+
+    if status is None or status == "pending":
+        return view("pending")
+    if status == "in_progress":
+        return view("in_progress")
+    if status == "failed":
+        return view("failed")
+    if status == "skipped":
+        return view("skipped")
+    if status == "requires_retry" or facts.verdict == "sent_back":
+        return view("sent_back")
+    changed = tuple(
+        number
+        for number, digest in sorted(facts.built_from.items())
+        if _changed(by_number.get(number), digest)
+    )
+    if changed:
+        return view("stale", stale_because=changed)
+    if facts.problem is not None:
+        return view("awaiting_review", problem=facts.problem, waiting_since=facts.waiting_since)
+    if facts.verdict == "approved":
+        return view("approved")
+    if facts.review:
+        return view("awaiting_review", waiting_since=facts.waiting_since)
+    return view("completed")
+
+
+def _changed(upstream: PhaseFacts | None, seen: str) -> bool:
+    """Whether an earlier phase no longer has the outputs a later phase was built on.
+
+    A phase whose checkpoint predates output digests cannot be compared and counts as
+    unchanged; a phase that is running again, or was reset, has changed.
+    """
+    if upstream is None:
+        return False
+    if upstream.outputs_digest is not None:
+        return upstream.outputs_digest != seen
+    return upstream.status not in ("completed", "skipped")
+
+
+def derive(phases: Sequence[PhaseFacts]) -> SessionView:
+    """Where a session stands: the one function every view reads.
+
+    ``phases`` are the phases of the session's mode, in order.
+    """
+    by_number = {facts.number: facts for facts in phases}
+    views = tuple(phase_state(facts, by_number) for facts in phases)
+    current = next((view for view in views if not view.done), None)
+    if current is None:
+        return SessionView("completed", views, None, "done")
+    if current.problem is not None:
+        return SessionView("awaiting_review", views, current, "fix")
+    if current.state == "awaiting_review":
+        return SessionView("awaiting_review", views, current, "review")
+    if current.state == "failed":
+        return SessionView("failed", views, current, "run")
+    return SessionView("in_progress", views, current, "run")
+
+
+def outputs_digest(outputs: Mapping[str, str]) -> str:
+    """A short, stable digest of a phase's outputs (agent name -> text), in any order.
+
+    Equal outputs give equal digests on every machine, so a re-run that produces the same
+    text leaves the phases after it current.
+    """
+    digest = hashlib.sha256()
+    for name in sorted(outputs):
+        for part in (name, outputs[name]):
+            data = part.encode("utf-8", "surrogatepass")
+            digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()[:16]
