@@ -33,10 +33,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from haytham.config import CONFIG_FILE, find_config
+from haytham.config import find_config
 from haytham.errors import HaythamError
 from haytham.format import layout
 
+CONFIG_FILE = layout.CONFIG_FILE
 DEFAULT_BASE_DIR = layout.DEFAULT_BASE_DIR
 BASE_DIR_ENVVAR = "HAYTHAM_BASE_DIR"
 F = TypeVar("F", bound=Callable[..., Any])
