@@ -1,8 +1,9 @@
 """What every haytham command shares: how errors read, where the base directory is, how output looks.
 
-The command modules (sessions, review, running, checks, history, ops, git) import this, never
-each other nor ``haytham.cli.main``, which imports them to register their commands. Every
-convention of the command line has its one home here:
+The command modules (sessions, review, running, checks, history, ops, git) import this and
+``haytham.cli.present`` (what several commands print about a session, itself built on this),
+never each other nor ``haytham.cli.main``, which imports them to register their commands.
+Every convention of the command line has its one home here:
 
 - errors: ``Command`` and ``Group`` turn library and OS errors into one ``Error: ...`` line
   and exit code 1, whether a command runs under the ``haytham`` group or on its own; usage
