@@ -22,8 +22,9 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from haytham import CheckpointManager
+from haytham import CheckpointManager, transfer
 from haytham.cli.docs import DOCS_FILE, help_text, render
+from haytham.cli.history import history_command
 from haytham.cli.main import COMMANDS, JSON_OUTPUT, JSON_RECORDS, cli
 from haytham.run.demo import DemoEvent, last_session_id, next_session_id, run_demo
 
@@ -176,6 +177,127 @@ def test_base_dir_comes_from_the_environment(tmp_path: Path) -> None:
     assert (base / "acme" / "sessions" / "s-1" / "session_manifest.md").is_file()
     listed = runner.invoke(cli, ["list", "--json"], env={"HAYTHAM_BASE_DIR": str(base)})
     assert json.loads(listed.stdout)["total"] == 1
+
+
+# ------------------------------------------------------------- the base directory
+# --base-dir, else HAYTHAM_BASE_DIR, else storage.base_dir of ./haytham.yaml, else ./projects.
+
+FEEDBACK_1 = "data/demo/sessions/idea-001/phase_1_concept/user_feedback.md"
+CONFIGURED: dict[str, tuple[list[str], str | None, str]] = {
+    # command: (arguments, a file it must have written or found under the cwd, a line part it prints)
+    "demo": (
+        ["demo", "--review", "manual"],
+        "data/demo/sessions/idea-002/session_manifest.md",
+        "edit data/demo",
+    ),
+    "new": (
+        ["new", "acme", "s-1", "--user", "ada"],
+        "data/acme/sessions/s-1/session_manifest.md",
+        "in data/acme",
+    ),
+    "list": (["list"], None, "demo-user"),
+    "status": (["status", P, S], None, f"Next: phase 1 awaits review: edit {FEEDBACK_1}"),
+    "show": (["show", P, S], None, "=== Phase 1: Concept Expansion (completed) ==="),
+    "feedback": (["feedback", P, S, "1", "--approve"], FEEDBACK_1, f"Understood {FEEDBACK_1}:"),
+    "resume": (["resume", P, S], None, f"Next: phase 1 awaits review: edit {FEEDBACK_1}"),
+    "validate": (["validate"], None, "session files in 1 sessions, no problems"),
+    "doctor": (["doctor", P, S], None, "OK: demo/idea-001 is consistent"),
+    "history": (["history", P, S], None, "1 Concept Expansion"),
+    "diff": (["diff", f"{P}/{S}", f"{P}/{S}"], None, "No differences"),
+    "fork": (
+        ["fork", P, S, "copy", "--from-phase", "2"],
+        "data/demo/sessions/copy/phase_1_concept",
+        "(data/demo",
+    ),
+    "export": (["export", P, S, "-o", "out.json"], "out.json", "Exported demo/idea-001 to out.json"),
+    "import": (["import", "export.json", "--session", "copy"], "data/demo/sessions/copy", "into data/demo"),
+    "prune": (
+        ["prune", "--keep", "0", "--include-in-progress", "--dry-run"],
+        None,
+        "Would remove session demo",
+    ),
+    "stats": (["stats"], None, "1 session: 1 in progress"),
+    "log": (["log", P, S], None, "the demo session"),
+    "git setup": (["git", "setup"], ".gitattributes", "data/**/session_manifest.md merge=haytham"),
+}
+
+
+def base_dir_commands(group: click.Group = cli, prefix: str = "") -> Iterator[tuple[str, click.Command]]:
+    """Every command and subcommand that has a ``--base-dir`` option, by its full name."""
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from base_dir_commands(command, f"{prefix}{name} ")
+        elif any(param.name == "base_dir" for param in command.params):
+            yield f"{prefix}{name}", command
+
+
+@pytest.fixture
+def configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The cwd: a haytham.yaml with ``storage: {base_dir: data}``, a demo session awaiting
+    review in ./data and its export in ./export.json, all committed to a git repository."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HAYTHAM_BASE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no user git configuration
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    (tmp_path / "haytham.yaml").write_text("storage:\n  base_dir: data\n")
+    manager = CheckpointManager(tmp_path / "data")
+    run_demo(manager, S, review="manual")
+    transfer.export_file(manager, P, S, tmp_path / "export.json")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "the demo session"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True)
+    return tmp_path
+
+
+def test_every_command_that_takes_a_base_dir_is_tested_with_haytham_yaml() -> None:
+    assert {name for name, _ in base_dir_commands()} == set(CONFIGURED)
+
+
+def test_every_command_takes_the_one_base_dir_option() -> None:
+    options = {
+        (tuple(p.opts), p.envvar, p.callback, p.help)
+        for _, command in base_dir_commands()
+        for p in command.params
+        if p.name == "base_dir"
+    }
+    assert len(options) == 1
+    [(opts, envvar, _, _)] = options
+    assert (opts, envvar) == (("--base-dir",), "HAYTHAM_BASE_DIR")
+
+
+@pytest.mark.parametrize("name", list(CONFIGURED))
+def test_every_command_finds_the_base_dir_in_haytham_yaml(configured: Path, name: str) -> None:
+    args, written, printed = CONFIGURED[name]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert printed in result.stdout
+    assert written is None or (configured / written).exists()
+    assert not (configured / "projects").exists()
+
+
+def test_the_option_then_the_variable_then_haytham_yaml_then_projects(configured: Path) -> None:
+    runner = CliRunner()
+    CheckpointManager(configured / "other").create_session("acme", "from-env", "ada")
+
+    def listed(*args: str, env: dict[str, str | None] | None = None) -> list[str]:
+        result = runner.invoke(cli, ["list", "--json", *args], env=env)
+        assert result.exit_code == 0, result.output
+        return [s["session_id"] for s in json.loads(result.stdout)["sessions"]]
+
+    assert listed() == [S]
+    assert listed(env={"HAYTHAM_BASE_DIR": "other"}) == ["from-env"]
+    assert listed("--base-dir", "data", env={"HAYTHAM_BASE_DIR": "other"}) == [S]
+    (configured / "haytham.yaml").unlink()
+    assert runner.invoke(cli, ["list"]).output == "No sessions under projects\n"
+
+
+def test_a_broken_haytham_yaml_is_a_located_error_unless_the_base_dir_is_given(configured: Path) -> None:
+    (configured / "haytham.yaml").write_text("storage:\n  base_dir: 3\n")
+    expected = "Error: haytham.yaml:2: storage.base_dir: 3 is not a string\n"
+    for command, args in [(cli, ["list"]), (cli, ["validate"]), (history_command, [P, S])]:
+        result = CliRunner().invoke(command, args)  # history_command on its own, without the group
+        assert (result.exit_code, result.output) == (1, expected)
+    assert CliRunner().invoke(cli, ["validate", "--base-dir", "data"]).exit_code == 0
+    assert CliRunner().invoke(cli, ["list"], env={"HAYTHAM_BASE_DIR": "data"}).exit_code == 0
 
 
 # -------------------------------------------------------------------------- new

@@ -1,29 +1,49 @@
-"""What every haytham command shares: ``--base-dir`` and ``--json``, and how errors read.
+"""What every haytham command shares: how errors read, where the base directory is, how output looks.
 
-The command modules (cli, cli_history, cli_ops, cli_git) import this instead of each other,
-so none of them depends on the module that registers them.
+The command modules (sessions, review, running, checks, history, ops, git) import this and
+``haytham.cli.present`` (what several commands print about a session, itself built on this),
+never each other nor ``haytham.cli.main``, which imports them to register their commands.
+Every convention of the command line has its one home here:
+
+- errors: ``Command`` and ``Group`` turn library and OS errors into one ``Error: ...`` line
+  and exit code 1, whether a command runs under the ``haytham`` group or on its own; usage
+  mistakes keep click's exit code 2;
+- the base directory: ``base_dir_option``, resolved as ``--base-dir``, else
+  ``HAYTHAM_BASE_DIR``, else ``storage.base_dir`` of ``./haytham.yaml``, else ``./projects``;
+- output: ``new_console()`` (colour, live display and wrapping only on a terminal), tables,
+  ``--json`` with ``emit_json``, and the small formats (``seconds``, ``when``) and
+  ``suggest`` for the command lines that messages recommend.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import errno
-import functools
 import json
-from collections.abc import Callable
+import shlex
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import IO, Any, TypeVar
 
 import click
 from rich import box
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
+from rich.text import Text
 
+from haytham.config import find_config
 from haytham.errors import HaythamError
 from haytham.format import layout
 
+CONFIG_FILE = layout.CONFIG_FILE
 DEFAULT_BASE_DIR = layout.DEFAULT_BASE_DIR
 BASE_DIR_ENVVAR = "HAYTHAM_BASE_DIR"
 F = TypeVar("F", bound=Callable[..., Any])
+
+# ------------------------------------------------------------------------- errors
 
 
 def describe_error(error: BaseException) -> str:
@@ -34,36 +54,89 @@ def describe_error(error: BaseException) -> str:
     return str(error)
 
 
-def errors_as_messages(function: F) -> F:
-    """Library and OS errors become ``Error: ...`` and exit code 1, never a traceback.
+@contextlib.contextmanager
+def expected_errors() -> Iterator[None]:
+    """Library and OS errors become ``click.ClickException``: ``Error: ...`` and exit code 1.
 
-    The group in ``haytham.cli.main`` does this too; doing it per command keeps a command right
-    when it is invoked on its own.
+    A closed pipe is let through: click ends quietly when the reader of a pipe has gone.
+    """
+    try:
+        yield
+    except (HaythamError, OSError) as error:
+        if isinstance(error, OSError) and error.errno == errno.EPIPE:
+            raise
+        raise click.ClickException(describe_error(error)) from None
+
+
+class Command(click.Command):
+    """A command whose expected errors read ``Error: ...``, never a traceback.
+
+    Both parsing (the ``--base-dir`` option reads ``haytham.yaml``) and running are covered,
+    so a command behaves the same under the ``haytham`` group and invoked on its own.
     """
 
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except (HaythamError, OSError) as error:
-            if isinstance(error, OSError) and error.errno == errno.EPIPE:
-                raise  # click ends quietly when the reader of a pipe has gone
-            raise click.ClickException(describe_error(error)) from None
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        with expected_errors():
+            return super().make_context(info_name, args, parent, **extra)
 
-    return cast(F, wrapper)
+    def invoke(self, ctx: click.Context) -> Any:
+        with expected_errors():
+            return super().invoke(ctx)
+
+
+class Group(Command, click.Group):
+    """A command group whose commands and subgroups are ``Command`` and ``Group`` too."""
+
+    command_class = Command
+    group_class = type  # subgroups are of this class
+
+
+def command(name: str | None = None, **attrs: Any) -> Callable[[Callable[..., Any]], Command]:
+    """``click.command`` making a ``Command``."""
+    return click.command(name, cls=Command, **attrs)
+
+
+# ----------------------------------------------------------------- the base directory
+
+
+def _resolve_base_dir(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path:
+    """The option's or the variable's value, else haytham.yaml's ``storage.base_dir``.
+
+    ``find_config`` gives ``./projects`` when there is no haytham.yaml, and a located
+    DocumentError when there is a broken one.
+    """
+    return value if value is not None else find_config().base_dir
 
 
 def base_dir_option(function: F) -> F:
-    """``--base-dir``, defaulting to ./projects or ``HAYTHAM_BASE_DIR``."""
+    """``--base-dir``: the option, else ``HAYTHAM_BASE_DIR``, else haytham.yaml, else ./projects."""
     return click.option(
         "--base-dir",
         type=click.Path(file_okay=False, path_type=Path),
-        default=DEFAULT_BASE_DIR,
+        callback=_resolve_base_dir,
         envvar=BASE_DIR_ENVVAR,
-        show_default=True,
         show_envvar=True,
-        help="The directory that holds the projects.",
+        help="The directory that holds the projects; without the option or the variable, "
+        f"storage.base_dir of ./{CONFIG_FILE}, else ./{DEFAULT_BASE_DIR}.",
     )(function)
+
+
+def suggest(*words: str) -> str:
+    """A haytham command line to suggest, with ``--base-dir`` when it was given on this one."""
+    line = ["haytham", *words]
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.get_parameter_source("base_dir") == click.core.ParameterSource.COMMANDLINE:
+        line += ["--base-dir", str(ctx.params["base_dir"])]
+    return shlex.join(line)
+
+
+# --------------------------------------------------------------------------- JSON
 
 
 def json_option(function: F) -> F:
@@ -73,9 +146,55 @@ def json_option(function: F) -> F:
     )(function)
 
 
+def plain(value: Any) -> Any:
+    """A record as JSON data: dataclasses become objects, tuples lists, paths strings."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
 def emit_json(data: object) -> None:
     """Print ``data`` as indented JSON (paths and other objects as strings)."""
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+# ------------------------------------------------------------------ people's output
+
+
+def new_console(stream: IO[str] | None = None) -> Console:
+    """A rich console on stdout: colour and live display only on a terminal.
+
+    Off a terminal it is told so explicitly (whatever FORCE_COLOR says), and it is wide, so
+    that piped tables are not wrapped to 80 columns.
+    """
+    stream = stream or sys.stdout
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    return Console(
+        file=stream,
+        force_terminal=terminal,
+        force_interactive=terminal,
+        highlight=False,
+        width=None if terminal else 500,
+    )
+
+
+def progress(console: Console, label: str, *, disable: bool = False) -> Progress:
+    """A transient progress bar ``label [bar] done/total``, shown only on a terminal."""
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+        disable=disable or not console.is_terminal,
+    )
 
 
 def table(console: Console, *columns: str, numeric: int = 0) -> Table:
@@ -90,6 +209,11 @@ def table(console: Console, *columns: str, numeric: int = 0) -> Table:
     return result
 
 
+def cell(value: object) -> Text:
+    """A table cell; Text so that brackets in ids or names are never read as markup."""
+    return Text("-" if value is None else str(value))
+
+
 def print_table(console: Console, table: Table) -> None:
     """Print a table; piped, without the padding rich leaves at the end of each line."""
     if console.is_terminal:
@@ -98,3 +222,22 @@ def print_table(console: Console, table: Table) -> None:
     with console.capture() as captured:
         console.print(table)
     click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
+
+
+def seconds(value: float | None) -> str:
+    """A duration as ``12.3s``; ``-`` when unknown."""
+    return "-" if value is None else f"{value:.1f}s"
+
+
+def duration(value: float) -> str:
+    """A duration in the largest fitting unit: ``12.3s``, ``4.5m`` or ``1.2h``."""
+    if value >= 3600:
+        return f"{value / 3600:.1f}h"
+    if value >= 60:
+        return f"{value / 60:.1f}m"
+    return seconds(value)
+
+
+def when(value: str | None) -> str:
+    """A timestamp shortened for a table: ``2024-11-24 10:00``."""
+    return "-" if not value else value[:16].replace("T", " ")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from haytham.cli.common import BASE_DIR_ENVVAR, DEFAULT_BASE_DIR
+from haytham.cli.common import BASE_DIR_ENVVAR, CONFIG_FILE, DEFAULT_BASE_DIR
 from haytham.cli.main import COMMANDS, JSON_OUTPUT, JSON_RECORDS, cli
 
 DOCS_FILE = Path(__file__).resolve().parent.parent.parent / "docs" / "cli.md"
@@ -33,7 +33,8 @@ INTRO = f"""\
 hand. A test fails when this file is out of date.*
 
 `haytham` (also `python -m haytham`) works on the sessions under a base directory:
-`--base-dir`, or the `{BASE_DIR_ENVVAR}` environment variable, or `./{DEFAULT_BASE_DIR}`.
+`--base-dir`, else the `{BASE_DIR_ENVVAR}` environment variable, else `storage.base_dir` of
+`./{CONFIG_FILE}` (see the README's configuration section), else `./{DEFAULT_BASE_DIR}`.
 Each command parses its arguments, calls the library and prints.
 
 - **Exit codes:** 0 success; 1 an error, or findings (`validate`, `doctor`) or a failed run

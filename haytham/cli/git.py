@@ -1,34 +1,26 @@
 """The git commands of the ``haytham`` command line: ``git setup``, ``git merge-driver``, ``log``.
 
-``COMMANDS`` holds the ``git`` group and ``log`` for ``haytham.cli.main`` to register. This
-module does not import ``haytham.cli.main`` (which imports it), so it repeats the two
-conventions it needs: ``--base-dir`` with ``HAYTHAM_BASE_DIR``, and library errors as one
-``Error: ...`` line with exit code 1.
+``COMMANDS`` holds the ``git`` group and ``log`` for ``haytham.cli.main`` to register.
 
 ``python -m haytham.cli.git`` runs the ``git`` group on its own. ``haytham git setup``
 registers the merge driver as ``<python> -m haytham.cli.git merge-driver %O %A %B %P``,
-which works whether or not the main command line has the ``git`` group.
+which works whether or not the main command line has the ``git`` group. The merge driver
+is the one command that reports errors its own way, for git rather than a person:
+``haytham: cannot merge PATH: ...`` and exit code 2, apart from exit code 1 for a conflict.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from haytham.cli.common import (
-    base_dir_option as _base_dir_option,
-)
-from haytham.cli.common import (
-    errors_as_messages as _errors_as_click,
-)
+from haytham.cli.common import Group, base_dir_option, command, emit_json, json_option
 from haytham.errors import HaythamError
 from haytham.git.merge import describe_conflicts, run_driver, setup
 from haytham.git.repository import path_log
 from haytham.store.manager import CheckpointManager
 
-"""The same option and variable as ``haytham.cli.main``."""
 JSON_OUTPUT: dict[str, dict[str, str]] = {
     "log": {
         "project_id": "the project id",
@@ -45,7 +37,7 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
 """The ``--json`` keys of ``log``, in the form of ``haytham.cli.main.JSON_OUTPUT``."""
 
 
-@click.group("git")
+@click.group("git", cls=Group)
 def git_group() -> None:
     """Keep sessions in git: set up haytham's merge driver.
 
@@ -63,8 +55,7 @@ def git_group() -> None:
     show_default=True,
     help="A directory inside the git repository.",
 )
-@_base_dir_option
-@_errors_as_click
+@base_dir_option
 def setup_command(repo: Path, base_dir: Path) -> None:
     """Write .gitattributes and register the merge driver in this clone's git config.
 
@@ -101,13 +92,12 @@ def merge_driver_command(base_file: str, ours_file: str, theirs_file: str, path:
         click.get_current_context().exit(1)
 
 
-@click.command("log")
+@command("log")
 @click.argument("project")
 @click.argument("session")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show at most N commits.")
-@_base_dir_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts (keys in docs/cli.md).")
-@_errors_as_click
+@base_dir_option
+@json_option
 def log_command(project: str, session: str, limit: int | None, base_dir: Path, as_json: bool) -> None:
     """Show the git commits that touched a session, newest first.
 
@@ -126,7 +116,7 @@ def log_command(project: str, session: str, limit: int | None, base_dir: Path, a
                 for c in commits
             ],
         }
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        emit_json(data)
         return
     if not commits:
         click.echo(f"No commits touch {project}/{session} yet")

@@ -1,39 +1,22 @@
 """The command line's time-travel and transfer commands: history, diff, fork, export, import.
 
-Like ``haytham.cli.main``, each command parses its arguments, calls the library and prints;
-errors are one line, ``Error: ...``, with exit code 1, and read commands take ``--json``.
-``haytham.cli.main`` registers ``COMMANDS`` in its group, so this module imports nothing from
-it: the few shared conventions (the ``--base-dir`` option and its environment variable,
-the error line) are restated here.
+Each command parses its arguments, calls the library (``haytham.compare`` for diff,
+``haytham.transfer`` for export and import) and prints; read commands take ``--json``.
+``haytham.cli.main`` registers ``COMMANDS`` in its group.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import re
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import click
 
 from haytham import transfer
-from haytham.cli.common import (
-    base_dir_option as _base_dir_option,
-)
-from haytham.cli.common import (
-    describe_error as _describe_error,
-)
-from haytham.cli.common import (
-    emit_json as _emit_json,
-)
-from haytham.cli.common import (
-    json_option as _json_option,
-)
+from haytham.cli.common import base_dir_option, command, emit_json, json_option, suggest
 from haytham.compare import Comparison, compare
-from haytham.errors import HaythamError
 from haytham.records import PHASE_STATUSES, HistoryEntry
 from haytham.store.manager import CheckpointManager
 
@@ -80,31 +63,6 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
 _REFERENCE = re.compile(r"(?P<project>[^/@]+)/(?P<session>[^/@]+)(?:@(?P<entry>[^/@]+))?")
 
 
-class _Command(click.Command):
-    """A command that turns library and OS errors into ``Error: ...`` and exit code 1.
-
-    The group of ``haytham.cli.main`` does the same; this makes the commands behave alike when
-    they are invoked on their own.
-    """
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (HaythamError, OSError) as error:
-            if isinstance(error, OSError) and error.errno == errno.EPIPE:
-                raise
-            raise click.ClickException(_describe_error(error)) from None
-
-
-def _suggest(*words: str) -> str:
-    """A haytham command line to suggest, with ``--base-dir`` when it was given on this one."""
-    line = ["haytham", *words]
-    ctx = click.get_current_context(silent=True)
-    if ctx is not None and ctx.get_parameter_source("base_dir") == click.core.ParameterSource.COMMANDLINE:
-        line += ["--base-dir", str(ctx.params["base_dir"])]
-    return shlex.join(line)
-
-
 def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Plain aligned columns, no trailing spaces: readable on a terminal and in a pipe."""
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
@@ -117,7 +75,7 @@ def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 # ---------------------------------------------------------------------- history
 
 
-@click.command("history", cls=_Command)
+@command("history")
 @click.argument("project")
 @click.argument("session")
 @click.option("--phase", type=int, metavar="N", help="Only entries of this phase.")
@@ -125,8 +83,8 @@ def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 @click.option("--name", metavar="X", help="Only entries saved with this name.")
 @click.option("--since", metavar="T", help="Only entries at or after this ISO 8601 UTC time.")
 @click.option("--until", metavar="T", help="Only entries at or before this ISO 8601 UTC time.")
-@_base_dir_option
-@_json_option
+@base_dir_option
+@json_option
 def history_command(
     project: str,
     session: str,
@@ -148,7 +106,7 @@ def history_command(
         project, session, phase=phase, status=status, name=name, since=since, until=until
     )
     if as_json:
-        _emit_json(
+        emit_json(
             {
                 "project_id": project,
                 "session_id": session,
@@ -193,11 +151,11 @@ def _entry(
     return entry, manager.entry_state(project, session, entry)[1]
 
 
-@click.command("diff", cls=_Command)
+@command("diff")
 @click.argument("a")
 @click.argument("b")
-@_base_dir_option
-@_json_option
+@base_dir_option
+@json_option
 def diff_command(a: str, b: str, base_dir: Path, as_json: bool) -> None:
     """Show what changed from A to B: two sessions, or two history entries.
 
@@ -218,7 +176,7 @@ def diff_command(a: str, b: str, base_dir: Path, as_json: bool) -> None:
     else:
         comparison = compare((manager, first[0], first[1]), (manager, second[0], second[1]))
     if as_json:
-        _emit_json(comparison.to_dict())
+        emit_json(comparison.to_dict())
         return
     click.echo(f"--- {a}\n+++ {b}")
     if comparison.same:
@@ -252,13 +210,13 @@ def _shown(value: object) -> str:
 # ------------------------------------------------------------------------- fork
 
 
-@click.command("fork", cls=_Command)
+@command("fork")
 @click.argument("project")
 @click.argument("session")
 @click.argument("new")
 @click.option("--from-phase", type=int, required=True, metavar="N", help="The first phase NEW runs again.")
 @click.option("--user", help="Who NEW belongs to (default: SESSION's user).")
-@_base_dir_option
+@base_dir_option
 def fork_command(
     project: str, session: str, new: str, from_phase: int, user: str | None, base_dir: Path
 ) -> None:
@@ -270,13 +228,13 @@ def fork_command(
     """
     directory = CheckpointManager(base_dir).fork_session(project, session, new, from_phase, user_id=user)
     click.echo(f"Forked {project}/{session} at phase {from_phase} into {project}/{new} ({directory})")
-    click.echo(f"Next: run {_suggest('resume', project, new)}")
+    click.echo(f"Next: run {suggest('resume', project, new)}")
 
 
 # ------------------------------------------------------------- export / import
 
 
-@click.command("export", cls=_Command)
+@command("export")
 @click.argument("project")
 @click.argument("session")
 @click.option(
@@ -286,7 +244,7 @@ def fork_command(
     metavar="FILE",
     help="Write FILE: .json for the JSON document, .tar.gz or .tgz for an archive (default: JSON on stdout).",
 )
-@_base_dir_option
+@base_dir_option
 def export_command(project: str, session: str, output: Path | None, base_dir: Path) -> None:
     """Export a session: every file of it, as one JSON document or a .tar.gz archive.
 
@@ -305,12 +263,12 @@ def export_command(project: str, session: str, output: Path | None, base_dir: Pa
     click.echo(f"Exported {project}/{session} to {output}")
 
 
-@click.command("import", cls=_Command)
+@command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--overwrite", is_flag=True, help="Replace a session that already exists.")
 @click.option("--project", "project_id", help="Import under this project id (default: the export's).")
 @click.option("--session", "session_id", help="Import under this session id (default: the export's).")
-@_base_dir_option
+@base_dir_option
 def import_command(
     file: Path, overwrite: bool, project_id: str | None, session_id: str | None, base_dir: Path
 ) -> None:

@@ -1,48 +1,33 @@
 """The ``prune`` and ``stats`` commands: keeping a store tidy, and what its sessions cost.
 
-They follow the conventions of ``haytham.cli.main`` (``--base-dir`` with ``HAYTHAM_BASE_DIR``,
-``--json`` with the keys of ``JSON_OUTPUT``, one line ``Error: ...`` and exit code 1 for
-library errors, rich only on a terminal) and read their defaults from ``./haytham.yaml``
-when there is one: its ``storage.base_dir`` unless ``--base-dir`` or the environment
-variable says otherwise, and its ``retention`` settings unless an option overrides them.
-They are kept apart from ``haytham.cli.main`` so that it can register ``COMMANDS`` without this
-module importing it back.
+Besides ``storage.base_dir`` (which every command's ``--base-dir`` falls back to), ``prune``
+takes its rules from the ``retention`` settings of ``./haytham.yaml`` when there is one,
+unless an option overrides them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
 from haytham.analytics import Analytics, summarize
 from haytham.cli.common import (
-    BASE_DIR_ENVVAR,
-    F,
+    base_dir_option,
+    command,
+    duration,
+    emit_json,
+    json_option,
+    new_console,
+    print_table,
+    progress,
+    table,
 )
-from haytham.cli.common import (
-    emit_json as _emit_json,
-)
-from haytham.cli.common import (
-    errors_as_messages as _errors_as_messages,
-)
-from haytham.cli.common import (
-    json_option as _json_option,
-)
-from haytham.cli.common import (
-    print_table as _print_table,
-)
-from haytham.cli.common import (
-    table as _table,
-)
-from haytham.config import DEFAULT_BASE_DIR, HaythamConfig, find_config
+from haytham.config import find_config
 from haytham.retention import CleanupReport, Removal, cleanup
 from haytham.store.manager import CheckpointManager
 
@@ -122,59 +107,10 @@ def _age_option(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise click.BadParameter(str(error), ctx, param) from None
 
 
-# ----------------------------------------------------------------------- plumbing
-
-
-def _base_dir_option(function: F) -> F:
-    return click.option(
-        "--base-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=DEFAULT_BASE_DIR,
-        envvar=BASE_DIR_ENVVAR,
-        show_default=True,
-        show_envvar=True,
-        help="The directory that holds the projects (without the option or the variable: "
-        "storage.base_dir of ./haytham.yaml when there is one).",
-    )(function)
-
-
-def _store(base_dir: Path) -> tuple[CheckpointManager, HaythamConfig]:
-    """The manager and the settings: ``--base-dir`` or its variable win over haytham.yaml."""
-    config = find_config()
-    ctx = click.get_current_context()
-    if ctx.get_parameter_source("base_dir") in (None, click.core.ParameterSource.DEFAULT):
-        base_dir = config.base_dir
-    return CheckpointManager(base_dir), config
-
-
-def _console(stream: IO[str] | None = None) -> Console:
-    """A rich console: colour and live display only on a terminal (as in ``haytham.cli.main``)."""
-    stream = stream or sys.stdout
-    try:
-        terminal = stream.isatty()
-    except (AttributeError, ValueError):
-        terminal = False
-    return Console(
-        file=stream,
-        force_terminal=terminal,
-        force_interactive=terminal,
-        highlight=False,
-        width=None if terminal else 500,
-    )
-
-
-def _seconds(value: float) -> str:
-    if value >= 3600:
-        return f"{value / 3600:.1f}h"
-    if value >= 60:
-        return f"{value / 60:.1f}m"
-    return f"{value:.1f}s"
-
-
 # ----------------------------------------------------------------------- commands
 
 
-@click.command()
+@command()
 @click.option("--project", help="Only this project's sessions.")
 @click.option(
     "--older-than",
@@ -200,9 +136,8 @@ def _seconds(value: float) -> str:
 @click.option(
     "--include-in-progress", is_flag=True, help="Let every rule remove sessions that are in progress too."
 )
-@_base_dir_option
-@_json_option
-@_errors_as_messages
+@base_dir_option
+@json_option
 def prune(
     project: str | None,
     older_than: float | None,
@@ -222,7 +157,7 @@ def prune(
     one step: it is renamed to a hidden name under its lock, then deleted. --dry-run lists
     exactly what the same command without it removes.
     """
-    manager, config = _store(base_dir)
+    manager, config = CheckpointManager(base_dir), find_config()
     changes: dict[str, Any] = {
         "max_age_days": older_than,
         "max_attempts_per_phase": keep_attempts,
@@ -236,15 +171,8 @@ def prune(
             "nothing to prune: give --older-than, --keep or --keep-attempts "
             "(or set retention in haytham.yaml)"
         )
-    console = _console()
-    with Progress(
-        TextColumn("Removing"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal or as_json or dry_run,
-    ) as bar:
+    console = new_console()
+    with progress(console, "Removing", disable=as_json or dry_run) as bar:
         task = bar.add_task("prune", total=None)
 
         def advance(done: int, total: int) -> None:
@@ -252,7 +180,7 @@ def prune(
 
         report = cleanup(manager, policy, project_id=project, user_id=user, dry_run=dry_run, progress=advance)
     if as_json:
-        _emit_json(report.to_dict())
+        emit_json(report.to_dict())
         return
     _print_report(report)
 
@@ -282,13 +210,12 @@ def _what(removal: Removal) -> str:
     return f"attempt {removal.attempt} of phase {removal.phase} of {session}"
 
 
-@click.command()
+@command()
 @click.option("--project", help="Only this project's sessions.")
 @click.option("--session", help="Only this session (needs --project).")
 @click.option("--user", help="Only this user's sessions, across projects.")
-@_base_dir_option
-@_json_option
-@_errors_as_messages
+@base_dir_option
+@json_option
 def stats(project: str | None, session: str | None, user: str | None, base_dir: Path, as_json: bool) -> None:
     """Show tokens, cost and duration per phase and per agent, read from the files.
 
@@ -297,10 +224,10 @@ def stats(project: str | None, session: str | None, user: str | None, base_dir: 
     """
     if session is not None and project is None:
         raise click.UsageError("--session needs --project (session ids are per project)")
-    manager, _ = _store(base_dir)
+    manager = CheckpointManager(base_dir)
     analytics = summarize(manager, project_id=project, session_id=session, user_id=user)
     if as_json:
-        _emit_json(analytics.to_dict())
+        emit_json(analytics.to_dict())
         return
     _print_stats(analytics)
 
@@ -313,8 +240,8 @@ def _print_stats(analytics: Analytics) -> None:
     if not analytics.phases:
         click.echo("No phase has run yet")
         return
-    console = _console()
-    phases = _table(
+    console = new_console()
+    phases = table(
         console,
         "Phase",
         "Name",
@@ -331,7 +258,7 @@ def _print_stats(analytics: Analytics) -> None:
     )
     for p in analytics.phases:
         u = p.usage
-        wait = _seconds(p.review_wait) if p.reviews else "-"
+        wait = duration(p.review_wait) if p.reviews else "-"
         cells = (
             p.phase,
             p.name,
@@ -342,20 +269,20 @@ def _print_stats(analytics: Analytics) -> None:
             u.input_tokens,
             u.output_tokens,
         )
-        phases.add_row(*(Text(str(c)) for c in cells), f"${u.cost:.4f}", _seconds(u.duration), wait)
-    _print_table(console, phases)
-    agents = _table(console, "Phase", "Agent", "Runs", "Tokens", "In", "Out", "Cost", "Duration", numeric=6)
+        phases.add_row(*(Text(str(c)) for c in cells), f"${u.cost:.4f}", duration(u.duration), wait)
+    print_table(console, phases)
+    agents = table(console, "Phase", "Agent", "Runs", "Tokens", "In", "Out", "Cost", "Duration", numeric=6)
     for a in analytics.agents:
         u = a.usage
         row = (a.phase, a.agent, a.runs, u.tokens, u.input_tokens, u.output_tokens)
-        agents.add_row(*(Text(str(c)) for c in row), f"${u.cost:.4f}", _seconds(u.duration))
+        agents.add_row(*(Text(str(c)) for c in row), f"${u.cost:.4f}", duration(u.duration))
     click.echo()
-    _print_table(console, agents)
+    print_table(console, agents)
     t = analytics.totals
     click.echo(
         f"\nTotals: {t.tokens} tokens ({t.input_tokens} in, {t.output_tokens} out), ${t.cost:.4f}, "
-        f"{_seconds(t.duration)}; {analytics.reviews} review{'s' * (analytics.reviews != 1)}, "
-        f"{_seconds(analytics.review_wait)} waiting"
+        f"{duration(t.duration)}; {analytics.reviews} review{'s' * (analytics.reviews != 1)}, "
+        f"{duration(analytics.review_wait)} waiting"
     )
 
 

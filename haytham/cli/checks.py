@@ -1,0 +1,143 @@
+"""The commands that check session files: ``validate`` (like a linter) and ``doctor``.
+
+``validate`` reads any files or trees and reports ``path:line: field: message`` a problem;
+``doctor`` compares one session's manifest with its files and, with ``--fix``, repairs what
+is safe. Both exit with 1 while something is wrong, so scripts and hooks can rely on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+
+from haytham.cli.common import (
+    base_dir_option,
+    command,
+    emit_json,
+    json_option,
+    new_console,
+    plain,
+    progress,
+    suggest,
+)
+from haytham.errors import Issue
+from haytham.store.doctor import Finding
+from haytham.store.manager import CheckpointManager
+from haytham.store.scan import session_dirs, session_files
+
+JSON_OUTPUT: dict[str, dict[str, str]] = {
+    "validate": {
+        "ok": "true when no problem was found",
+        "files": "how many session files were checked",
+        "sessions": "how many whole sessions were checked",
+        "issues": "the problems, sorted by file and line",
+        "issues[].path": "the file",
+        "issues[].line": "1-based line, or null when the problem is the file as a whole",
+        "issues[].field": "the field label as written in the file, or null",
+        "issues[].message": "what is wrong",
+    },
+    "doctor": {
+        "ok": "true when no finding is left unfixed",
+        "findings": "what the doctor found",
+        "findings[].kind": "e.g. `manifest_out_of_date`, `temporary_leftover`, `invalid_file`",
+        "findings[].path": "the file or directory concerned",
+        "findings[].message": "what is wrong",
+        "findings[].fixed": "true when `--fix` repaired it",
+    },
+}
+"""The ``--json`` keys of ``validate`` and ``doctor``, in the form of ``haytham.cli.main.JSON_OUTPUT``."""
+
+
+@command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@base_dir_option
+@json_option
+def validate(paths: tuple[Path, ...], base_dir: Path, as_json: bool) -> None:
+    """Check session files like a linter: one path:line: field: message a problem.
+
+    PATHS may be the base directory (the default), projects, sessions, phases or single
+    files; files that are not session files are skipped, so a pre-commit hook can pass
+    every changed .md file. Exit code 1 when anything is wrong.
+    """
+    if not paths and not base_dir.is_dir():
+        raise click.BadParameter(f"{str(base_dir)!r} is not a directory", param_hint="--base-dir")
+    roots = list(paths) or [base_dir]
+    manager = CheckpointManager(base_dir)
+    units = _validation_units(roots)
+    console = new_console()
+    issues: list[Issue] = []
+    with progress(console, "Validating", disable=len(units) < 2) as bar:
+        task = bar.add_task("validate", total=len(units))
+        for unit in units:
+            issues += manager.validate_paths([unit])
+            bar.advance(task)
+    issues = sorted(dict.fromkeys(issues), key=lambda i: (str(i.path), i.line or 0))
+    files = len(list(session_files(roots)))
+    sessions = len({d for root in roots if root.is_dir() for d in session_dirs(root)})
+    if as_json:
+        emit_json({"ok": not issues, "files": files, "sessions": sessions, "issues": plain(issues)})
+    else:
+        for issue in issues:
+            click.echo(str(issue))
+        if issues:
+            problem_files = len({i.path for i in issues})
+            click.echo(f"{len(issues)} problem{'s' * (len(issues) != 1)} in {problem_files} of {files} files")
+        else:
+            click.echo(f"OK: {files} session files in {sessions} sessions, no problems")
+    if issues:
+        click.get_current_context().exit(1)
+
+
+def _validation_units(roots: Iterable[Path]) -> list[Path]:
+    """The roots split into whole sessions and loose files, one progress step each.
+
+    ``validate_paths`` on each unit finds what it finds on the roots together: a session is
+    checked whole, and a file outside any session on its own.
+    """
+    units: list[Path] = []
+    for root in roots:
+        if root.is_dir():
+            sessions = list(session_dirs(root))
+            units += sessions
+            units += [f for f in session_files([root]) if not any(s in f.parents for s in sessions)]
+        else:
+            units.append(root)
+    return list(dict.fromkeys(units))
+
+
+@command()
+@click.argument("project")
+@click.argument("session")
+@click.option(
+    "--fix", is_flag=True, help="Repair what is safe: rebuild the manifest, remove temporary files."
+)
+@base_dir_option
+@json_option
+def doctor(project: str, session: str, fix: bool, base_dir: Path, as_json: bool) -> None:
+    """Compare a session's manifest with its files; with --fix repair what is safe.
+
+    A person's content is never deleted or rewritten. Exit code 1 while findings remain
+    unfixed.
+    """
+    findings: list[Finding] = CheckpointManager(base_dir).check(project, session, fix=fix)
+    unfixed = [f for f in findings if not f.fixed]
+    if as_json:
+        emit_json({"ok": not unfixed, "findings": plain(findings)})
+    else:
+        for finding in findings:
+            click.echo(str(finding))
+        if not findings:
+            click.echo(f"OK: {project}/{session} is consistent")
+        elif unfixed:
+            hint = "" if fix else f"; {suggest('doctor', project, session, '--fix')} repairs the safe ones"
+            click.echo(f"{len(unfixed)} of {len(findings)} findings need attention{hint}")
+        else:
+            click.echo(f"Fixed all {len(findings)} findings")
+    if unfixed:
+        click.get_current_context().exit(1)
+
+
+COMMANDS: list[click.Command] = [validate, doctor]
+"""The commands for ``haytham.cli.main`` to register."""

@@ -1,0 +1,115 @@
+"""How a session is told to a person, in the words of more than one command.
+
+``status`` and ``demo`` print the same phase table; ``status``, ``feedback``, ``resume`` and
+``demo`` end with the same advice (``next_step``); ``show`` and ``feedback`` describe a
+feedback file alike. Those pieces live here, above ``haytham.cli.common`` and below the
+command modules, so that no command module imports another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+from rich.console import Console
+from rich.text import Text
+
+from haytham.cli.common import cell, print_table, seconds, suggest, table, when
+from haytham.records import UserFeedback
+from haytham.run.runner import next_step as runner_next_step
+from haytham.store.manager import CheckpointManager
+
+NEXT_KEYS = {
+    "next": "what to do next, an object",
+    "next.action": "`review`, `resume`, `fix` or `done`",
+    "next.phase": "the phase it concerns, or null when every phase is done",
+    "next.message": "the same advice as a sentence with the command to run",
+}
+"""The ``--json`` keys of ``next_step``'s advice, for the commands that print it."""
+
+_STATUS_STYLES = {"completed": "green", "failed": "red", "in_progress": "yellow", "requires_retry": "yellow"}
+
+
+def status_cell(status: str) -> Text:
+    """A status cell, coloured on a terminal (a piped console drops the style)."""
+    return Text(status, style=_STATUS_STYLES.get(status, ""))
+
+
+@dataclasses.dataclass(frozen=True)
+class Advice:
+    """What a person should do next with a session, and the command for it."""
+
+    action: str
+    """``review``, ``resume``, ``fix`` or ``done``."""
+    phase: int | None
+    message: str
+
+
+def next_step(manager: CheckpointManager, project: str, session: str) -> Advice:
+    """The library's next step for the session, said as a sentence with the command to run."""
+    step = runner_next_step(manager, project, session)
+    number = step.phase
+    resume = suggest("resume", project, session)
+    if step.reason == "invalid_feedback":
+        message = f"phase {number}'s feedback has a mistake: {step.detail}"
+    elif step.reason == "awaiting_review":
+        approve = suggest("feedback", project, session, str(number), "--approve")
+        message = f"phase {number} awaits review: edit {step.feedback_file} or run {approve}"
+    elif step.reason == "sent_back":
+        message = f"phase {number} was sent back: run {resume} to run it again"
+    elif step.reason == "failed":
+        why = f" ({step.detail})" if step.detail else ""
+        message = f"phase {number} failed{why}: fix the cause, then run {resume}"
+    elif step.reason in ("interrupted", "ready"):
+        name = manager.session_workflow(project, session).phase(number).name
+        verb = "was interrupted" if step.reason == "interrupted" else "is ready to run"
+        message = f"phase {number} ({name}) {verb}: run {resume}"
+    else:
+        message = f"every phase is done: read the results with {suggest('show', project, session)}"
+    return Advice(step.action, number, message)
+
+
+def print_status(console: Console, manager: CheckpointManager, project: str, session: str) -> None:
+    """The session's phase table, current phase, totals and next step, for people."""
+    state = manager.load_session(project, session)
+    click.echo(
+        f"Session {project}/{session}: user {state['user_id']}, {state['workflow_type']} "
+        f"({state['execution_mode']} mode), {state['status']}"
+    )
+    phases = table(console, "Phase", "Name", "Status", "Started", "Completed", "Duration")
+    for row in state["phases"]:
+        phases.add_row(
+            *map(cell, (row["number"], row["name"])),
+            status_cell(row["status"]),
+            cell(when(row["started"])),
+            cell(when(row["completed"])),
+            cell(seconds(row["duration"])),
+        )
+    print_table(console, phases)
+    current = f"{state['current_phase']} {state['current_phase_name']}".strip()
+    advice = next_step(manager, project, session)
+    if advice.action == "review" and advice.phase is not None:
+        name = manager.session_workflow(project, session).phase(advice.phase).name
+        current = f"{advice.phase} {name} (awaiting review)"
+    metrics = state["metrics"]
+    click.echo(f"Current phase: {current}")
+    click.echo(
+        f"Totals: {metrics['total_tokens']} tokens, ${metrics['total_cost']:.4f}, "
+        f"{seconds(metrics['total_duration'])}"
+    )
+    click.echo(f"Next: {advice.message}")
+
+
+def describe_feedback(feedback: UserFeedback, *, indent: str = "  ") -> str:
+    """What was understood from a feedback file, one fact a line (comments indented)."""
+    yes_no = {True: "yes", False: "no"}
+    comments = feedback.comments.split("\n") if feedback.comments else ["none"]
+    lines = [
+        f"Reviewed: {yes_no[feedback.reviewed]}; approved: {yes_no[feedback.approved]}; "
+        f"action: {feedback.action}; retry count: {feedback.retry_count}",
+        f"Comments: {comments[0]}",
+        *(f"  {line}" if line else "" for line in comments[1:]),
+        "Requested changes: " + ("none" if not feedback.requested_changes else ""),
+        *(f"  - {change}" for change in feedback.requested_changes),
+    ]
+    return "\n".join(indent + line if line else "" for line in lines)

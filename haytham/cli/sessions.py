@@ -1,0 +1,350 @@
+"""The commands that create and read sessions: ``new``, ``list``, ``status`` and ``show``.
+
+Each parses its arguments, calls the library and prints: tables and rendered markdown on a
+terminal, plain text (agent outputs exactly as saved) when piped, and with ``--json`` one
+object whose keys are in ``JSON_OUTPUT`` (and docs/cli.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.text import Text
+
+from haytham.cli.common import (
+    base_dir_option,
+    cell,
+    command,
+    emit_json,
+    json_option,
+    new_console,
+    plain,
+    print_table,
+    seconds,
+    suggest,
+    table,
+    when,
+)
+from haytham.cli.present import NEXT_KEYS, describe_feedback, next_step, print_status, status_cell
+from haytham.format.workflow import IDEA_VALIDATION, load_workflow
+from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
+from haytham.store.manager import CheckpointManager
+from haytham.store.scan import SessionSummary, list_sessions
+
+SESSION_STATUSES = ("in_progress", "completed", "failed")
+
+# Each read command's --json keys. ``a[].b`` is key ``b`` of each item of list ``a``; keys in
+# JSON_RECORDS hold a record of haytham.records with its fields as keys (null when absent).
+_SESSION_KEYS = {
+    "project_id": "the project id",
+    "session_id": "the session id",
+    "user_id": "who the session belongs to",
+    "workflow_type": "the workflow's name, e.g. `idea_validation`",
+    "execution_mode": "the workflow mode, e.g. `mvp` or `full`",
+    "status": "`in_progress`, `completed` or `failed`",
+    "current_phase": "the manifest's current phase number (0 before any phase started)",
+    "current_phase_name": "that phase's name",
+    "created": "ISO 8601 UTC timestamp",
+    "last_updated": "ISO 8601 UTC timestamp",
+}
+JSON_OUTPUT: dict[str, dict[str, str]] = {
+    "list": {
+        "total": "how many sessions match the filters, before `--offset` and `--limit`",
+        "offset": "the `--offset` given",
+        "limit": "the `--limit` given, or null",
+        "sessions": "the sessions shown, most recently updated first",
+        **{f"sessions[].{k}": v for k, v in _SESSION_KEYS.items()},
+        "sessions[].total_tokens": "tokens over every phase",
+        "sessions[].total_cost": "cost in dollars over every phase",
+        "sessions[].path": "the session directory",
+        "warnings": "the first problem of each manifest that could not be read, `path:line: field: message`",
+    },
+    "status": {
+        **_SESSION_KEYS,
+        "can_resume": "the manifest's Can Resume",
+        "next_phase": "the first phase that is not done, or null",
+        "completed_phases": "numbers of the completed phases",
+        "phases": "the manifest's phase table, one object per phase of the mode",
+        "phases[].number": "phase number",
+        "phases[].name": "phase name",
+        "phases[].status": "`pending`, `in_progress`, `completed`, `failed`, `skipped` or `requires_retry`",
+        "phases[].started": "ISO 8601 UTC timestamp or null",
+        "phases[].completed": "ISO 8601 UTC timestamp or null",
+        "phases[].duration": "seconds or null",
+        "metrics": "totals over the phases",
+        "metrics.total_duration": "seconds",
+        "metrics.total_tokens": "tokens",
+        "metrics.total_cost": "dollars",
+        "session_dir": "the session directory",
+        **NEXT_KEYS,
+    },
+    "show": {
+        "project_id": "the project id",
+        "session_id": "the session id",
+        "phases": "the phases shown: every phase that has a checkpoint, or the one `--phase` names",
+        "phases[].number": "phase number",
+        "phases[].name": "phase name",
+        "phases[].checkpoint": "the phase's checkpoint.md",
+        "phases[].feedback": "the phase's user_feedback.md, or null",
+        "phases[].outputs": "the agent outputs (only `--agent`'s with that option), in checkpoint order",
+    },
+}
+JSON_RECORDS: dict[str, dict[str, type]] = {
+    "show": {
+        "phases[].checkpoint": PhaseCheckpoint,
+        "phases[].feedback": UserFeedback,
+        "phases[].outputs[]": AgentOutput,
+    }
+}
+
+
+@command()
+@click.argument("project")
+@click.argument("session")
+@click.option("--user", required=True, help="Who the session belongs to.")
+@click.option("--mode", help="The execution mode (default: the workflow's first, mvp for idea_validation).")
+@click.option(
+    "--workflow",
+    "workflow_spec",
+    default=IDEA_VALIDATION.name,
+    show_default=True,
+    metavar="NAME|FILE",
+    help="A known workflow's name, or a YAML workflow file.",
+)
+@base_dir_option
+def new(project: str, session: str, user: str, mode: str | None, workflow_spec: str, base_dir: Path) -> None:
+    """Create a session: its manifest and the phase folders of its mode.
+
+    An existing session is never touched. A workflow read from FILE is kept in the
+    session's workflow.yaml, so later commands need no --workflow.
+    """
+    manager = CheckpointManager(base_dir)
+    workflow = manager.workflows.get(workflow_spec)
+    if workflow is None:
+        if not workflow_spec.endswith((".yaml", ".yml")) and not Path(workflow_spec).is_file():
+            known = ", ".join(sorted(manager.workflows))
+            raise click.BadParameter(
+                f"{workflow_spec!r} is neither a known workflow ({known}) nor a YAML file",
+                param_hint="--workflow",
+            )
+        workflow = load_workflow(workflow_spec)
+    mode = mode or next(iter(workflow.modes))
+    if mode not in workflow.modes:
+        raise click.BadParameter(
+            f"{mode!r} is not a mode of workflow {workflow.name!r} "
+            f"(expected one of {', '.join(workflow.modes)})",
+            param_hint="--mode",
+        )
+    directory = manager.create_session(project, session, user, workflow, mode)
+    numbers = ", ".join(str(p.number) for p in workflow.phases_for(mode))
+    click.echo(f"Created {project}/{session} ({workflow.name}, {mode} mode: phases {numbers}) in {directory}")
+    click.echo(f"Next: run {suggest('resume', project, session)}")
+
+
+@command("list")
+@click.option("--project", help="Only this project's sessions.")
+@click.option("--user", help="Only this user's sessions.")
+@click.option("--status", type=click.Choice(SESSION_STATUSES), help="Only sessions with this status.")
+@click.option("--limit", type=click.IntRange(min=0), help="Show at most N sessions.", metavar="N")
+@click.option(
+    "--offset", type=click.IntRange(min=0), default=0, help="Skip the first N sessions.", metavar="N"
+)
+@base_dir_option
+@json_option
+def list_command(
+    project: str | None,
+    user: str | None,
+    status: str | None,
+    limit: int | None,
+    offset: int,
+    base_dir: Path,
+    as_json: bool,
+) -> None:
+    """List the sessions, most recently updated first.
+
+    Only manifests are read, so this stays fast for many sessions; a manifest that cannot
+    be read is reported as a warning (run haytham validate for the details).
+    """
+    manager = CheckpointManager(base_dir)
+    if project is not None:
+        manager.project_dir(project)  # refuses an unsafe project id
+    found, unreadable = list_sessions(manager.base_dir, project_id=project, user_id=user, status=status)
+    page = found[offset:] if limit is None else found[offset : offset + limit]
+    first_issues = {issue.path: issue for issue in reversed(unreadable)}  # one warning a manifest
+    warnings = [str(first_issues[path]) for path in dict.fromkeys(i.path for i in unreadable)]
+    if as_json:
+        sessions = [_summary_json(s) for s in page]
+        emit_json(
+            {
+                "total": len(found),
+                "offset": offset,
+                "limit": limit,
+                "sessions": sessions,
+                "warnings": warnings,
+            }
+        )
+        return
+    for warning in warnings:
+        click.echo(f"warning: skipped a manifest that cannot be read: {warning}", err=True)
+    if not page:
+        click.echo(f"No sessions under {base_dir}" + (" match" if project or user or status else ""))
+        return
+    console = new_console()
+    listing = table(
+        console,
+        "Project",
+        "Session",
+        "User",
+        "Mode",
+        "Status",
+        "Current phase",
+        "Updated",
+        "Tokens",
+        "Cost",
+        numeric=2,
+    )
+    for s in page:
+        listing.add_row(
+            *map(cell, (s.project_id, s.session_id, s.user_id, s.execution_mode)),
+            status_cell(s.status),
+            cell(f"{s.current_phase} {s.current_phase_name}".strip()),
+            cell(when(s.last_updated)),
+            cell(s.total_tokens),
+            cell(f"${s.total_cost:.4f}"),
+        )
+    print_table(console, listing)
+    if len(page) < len(found):
+        click.echo(f"Showing {offset + 1}-{offset + len(page)} of {len(found)} sessions")
+
+
+def _summary_json(summary: SessionSummary) -> dict[str, Any]:
+    data = plain(summary)
+    keys = [k.split(".", 1)[1] for k in JSON_OUTPUT["list"] if k.startswith("sessions[].")]
+    return {key: data[key] for key in keys}
+
+
+@command()
+@click.argument("project")
+@click.argument("session")
+@base_dir_option
+@json_option
+def status(project: str, session: str, base_dir: Path, as_json: bool) -> None:
+    """Show a session's phases, its current phase and what to do next."""
+    manager = CheckpointManager(base_dir)
+    if not as_json:
+        print_status(new_console(), manager, project, session)
+        return
+    state = manager.load_session(project, session)
+    data = {
+        key: state[key] for key in JSON_OUTPUT["status"] if "." not in key and "[" not in key and key in state
+    }
+    data["next"] = plain(next_step(manager, project, session))
+    emit_json(data)
+
+
+@command()
+@click.argument("project")
+@click.argument("session")
+@click.option("--phase", type=int, metavar="N", help="Only this phase (default: every phase that has run).")
+@click.option("--agent", help="Only this agent's output; piped, it is printed exactly as saved.")
+@base_dir_option
+@json_option
+def show(
+    project: str, session: str, phase: int | None, agent: str | None, base_dir: Path, as_json: bool
+) -> None:
+    """Show checkpoints, feedback and agent outputs.
+
+    On a terminal the outputs are rendered as markdown; piped, they are left raw.
+    """
+    manager = CheckpointManager(base_dir)
+    workflow = manager.session_workflow(project, session)
+    if phase is None and agent is not None:
+        mode = manager.load_manifest(project, session).execution_mode
+        owners = [p.number for p in workflow.phases_for(mode) if agent in p.agents]
+        if not owners:
+            raise click.ClickException(f"no phase of {project}/{session} runs agent {agent!r}")
+        phase = owners[0]
+    if phase is None:
+        numbers = sorted(manager.load_checkpoints(project, session))
+    else:
+        manager.load_checkpoint(project, session, phase)  # a phase that never ran is an error here
+        numbers = [phase]
+    shown = []
+    for number in numbers:
+        checkpoint = manager.load_checkpoint(project, session, number)
+        names = [agent] if agent else list(manager.get_phase_outputs(project, session, [number])[number])
+        outputs = [manager.load_agent_output(project, session, number, name) for name in names]
+        shown.append((checkpoint, manager.load_feedback(project, session, number), outputs))
+    if as_json:
+        phases = [
+            {
+                "number": c.phase_number,
+                "name": c.phase_name,
+                "checkpoint": plain(c),
+                "feedback": plain(f),
+                "outputs": plain(o),
+            }
+            for c, f, o in shown
+        ]
+        emit_json({"project_id": project, "session_id": session, "phases": phases})
+        return
+    console = new_console()
+    if agent is not None and not console.is_terminal:
+        click.echo(shown[0][2][0].content, nl=False)  # byte for byte, for redirecting to a file
+        return
+    if not shown:
+        click.echo(f"No phase of {project}/{session} has run yet")
+    for checkpoint, feedback, outputs in shown:
+        _print_phase(console, checkpoint, feedback, outputs, with_details=agent is None)
+
+
+def _print_phase(
+    console: Console,
+    checkpoint: PhaseCheckpoint,
+    feedback: UserFeedback | None,
+    outputs: Sequence[AgentOutput],
+    *,
+    with_details: bool,
+) -> None:
+    """One phase for people: its checkpoint in a few lines, its feedback, then its outputs."""
+    title = f"Phase {checkpoint.phase_number}: {checkpoint.phase_name} ({checkpoint.status})"
+    _heading(console, title, "=")
+    if with_details:
+        click.echo(
+            f"Attempt {checkpoint.retry_count + 1}; started {when(checkpoint.started)}, "
+            f"completed {when(checkpoint.completed)}, {seconds(checkpoint.duration)}; "
+            f"tokens {checkpoint.total_tokens or 0}, cost ${checkpoint.cost or 0:.4f}"
+        )
+        click.echo("Agents: " + ", ".join(f"{a.agent_name} {a.status}" for a in checkpoint.agents))
+        for error in checkpoint.errors:
+            click.echo(f"Error: {error}")
+        if feedback is not None:
+            click.echo(describe_feedback(feedback, indent=""))
+    for output in outputs:
+        facts = [output.status, output.model or "model unknown"]
+        if output.input_tokens is not None or output.output_tokens is not None:
+            facts.append(f"{output.input_tokens or 0} in / {output.output_tokens or 0} out tokens")
+        _heading(console, f"{output.agent_name}: {', '.join(facts)}", "-")
+        if output.error_message is not None:
+            click.echo(f"Error: {output.error_type}: {output.error_message}")
+        if console.is_terminal:
+            from rich.markdown import Markdown  # imported here: it is slow to load and only show needs it
+
+            console.print(Markdown(output.content))
+        else:
+            click.echo(output.content, nl=not output.content.endswith("\n"))
+
+
+def _heading(console: Console, title: str, rule: str) -> None:
+    if console.is_terminal:
+        console.rule(Text(title, style="bold" if rule == "=" else ""), characters="═" if rule == "=" else "─")
+    else:
+        click.echo(f"{rule * 3} {title} {rule * 3}")
+
+
+COMMANDS: list[click.Command] = [new, list_command, status, show]
+"""The commands for ``haytham.cli.main`` to register."""
