@@ -4,7 +4,7 @@ These tests keep the corpus honest; they do not read it through haytham (issue 1
 (a) the committed corpus and expected.json are exactly what tests/legacy/render.py produces now,
 (b) expected.json describes every file and every session of the corpus, and the corpus covers
 what its README promises, (c) render.py reproduces the one real session written by that
-implementation (tests/legacy/compat) byte for byte from the same inputs.
+implementation (tests/data/compat) byte for byte from the same inputs.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from legacy import render
 
 LEGACY = Path(__file__).parent / "legacy"
 CORPUS = LEGACY / "corpus"
-COMPAT = LEGACY / "compat"
+COMPAT = LEGACY.parent / "data" / "compat"
 
 
 def files_under(root: Path) -> dict[str, bytes]:
@@ -209,7 +209,7 @@ class ScriptedClock(render.Clock):
 
 
 def compat_tree() -> render.LegacyTree:
-    """The calls that wrote tests/legacy/compat/proj-alpha/sessions/sess-001, read off its files."""
+    """The calls that wrote tests/data/compat/proj-alpha/sessions/sess-001, read off its files."""
     t = render.LegacyTree()
     t.clock = ScriptedClock(
         [
