@@ -11,19 +11,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from haytham.errors import InvalidArgumentError
 from haytham.format import CHECKPOINT
-from haytham.records import AgentRun, HistoryEntry, PhaseCheckpoint
-from haytham.store.manager import Attempt
-
-if TYPE_CHECKING:
-    from haytham.store.manager import CheckpointManager
+from haytham.records import AgentRun, Attempt, HistoryEntry, PhaseCheckpoint
+from haytham.store.manager import CheckpointManager
 
 Change = Literal["added", "removed", "changed", "same"]
 Number = int | float
-SessionRef = tuple["CheckpointManager", str, str]
+SessionRef = tuple[CheckpointManager, str, str]
 """A session to compare: ``(manager, project_id, session_id)``."""
 
 
@@ -115,8 +112,6 @@ def compare(
 
 def _as_session(value: object) -> SessionRef | None:
     """``value`` as ``(manager, project_id, session_id)``, or None when it is not one."""
-    from haytham.store.manager import CheckpointManager
-
     if isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], CheckpointManager):
         manager, project_id, session_id = value
         if isinstance(project_id, str) and isinstance(session_id, str):
