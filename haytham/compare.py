@@ -4,6 +4,9 @@ A ``Comparison`` says what changed in the metadata, the status, the metrics (wit
 and each agent's output (as a unified diff, the form people already read in code review).
 It is plain data with ``to_dict()``, so the command line prints it and scripts get JSON.
 Comparing only reads: nothing is written, not even a repaired manifest.
+
+``compare(a, b)`` is the one way to compare: this module builds on the manager's public
+API, and the store never imports it.
 """
 
 from __future__ import annotations
@@ -88,9 +91,11 @@ def compare(
 ) -> Comparison:
     """Compare two history entries, two attempts, or two sessions ``(manager, project, session)``.
 
-    An entry records its checkpoint but not the outputs; ``outputs`` gives each entry's
-    agent outputs (``CheckpointManager.compare_entries`` passes what ``entry_state``
-    returns). Without it, entries' agents are compared by their checkpoint rows.
+    The one way to compare, whatever the sides (``CheckpointManager`` has no compare
+    methods). An entry records its checkpoint but not the outputs; ``outputs`` gives each
+    entry's agent outputs (what ``manager.entry_state(project, session, entry)[1]``
+    returns). Without it, entries' agents are compared by their checkpoint rows. Attempts
+    come from ``manager.load_attempts``.
     """
     if outputs is not None and not isinstance(a, HistoryEntry):
         raise InvalidArgumentError("outputs is only for comparing history entries", field="outputs")

@@ -83,6 +83,8 @@ class ProjectManager:
         self.clock: Clock = clock or utc_now
         self.lock_timeout = lock_timeout
         self.checkpoints = CheckpointManager(self.base_dir, clock=self.clock, lock_timeout=lock_timeout)
+        """The CheckpointManager of the same base directory, clock and lock timeout: the only
+        writer of session manifests, which ``start_session`` and friends go through."""
 
     def project_dir(self, project_id: str) -> Path:
         return self.base_dir / check_name("project_id", project_id)

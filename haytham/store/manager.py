@@ -4,6 +4,13 @@ Every write is validated against its schema first, written atomically and durabl
 under the session's OS lock, so a failed call changes nothing and concurrent savers never
 lose each other's manifest rows. The manifest's progress is always recomputed from the
 phase checkpoints, never patched.
+
+``CheckpointManager(base_dir)`` is the one way to get a manager (``haytham.config`` and
+``ProjectManager`` make theirs the same way). Saving, loading, forking and validating are
+its methods; comparing (``haytham.compare.compare``), export and import
+(``haytham.transfer``) and cleanup (``haytham.retention.cleanup``) are functions of the
+feature modules, built on its public API. The pieces it ties together live beside it in
+``haytham.store``: argument checks, attempts, forks, validation and the doctor.
 """
 
 from __future__ import annotations
