@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from haytham.errors import HaythamError, InvalidArgumentError, ProjectNotFoundError
 from haytham.format import AGENT_OUTPUT
-from haytham.records import AgentOutput, AgentRun, PhaseCheckpoint
+from haytham.records import AgentOutput, AgentRun, Attempt, PhaseCheckpoint
 from haytham.store.clock import parse_timestamp
 from haytham.store.names import check_name
 from haytham.store.scan import SessionSummary, list_sessions
 
 if TYPE_CHECKING:
-    from haytham.store.manager import Attempt, CheckpointManager
+    from haytham.store.manager import CheckpointManager
 
 SESSION_STATUSES = ("in_progress", "completed", "failed")
 

@@ -4,6 +4,9 @@ A ``Comparison`` says what changed in the metadata, the status, the metrics (wit
 and each agent's output (as a unified diff, the form people already read in code review).
 It is plain data with ``to_dict()``, so the command line prints it and scripts get JSON.
 Comparing only reads: nothing is written, not even a repaired manifest.
+
+``compare(a, b)`` is the one way to compare: this module builds on the manager's public
+API, and the store never imports it.
 """
 
 from __future__ import annotations
@@ -11,19 +14,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from haytham.errors import InvalidArgumentError
 from haytham.format import CHECKPOINT
-from haytham.records import AgentRun, HistoryEntry, PhaseCheckpoint
-from haytham.store.manager import Attempt
-
-if TYPE_CHECKING:
-    from haytham.store.manager import CheckpointManager
+from haytham.records import AgentRun, Attempt, HistoryEntry, PhaseCheckpoint
+from haytham.store.manager import CheckpointManager
 
 Change = Literal["added", "removed", "changed", "same"]
 Number = int | float
-SessionRef = tuple["CheckpointManager", str, str]
+SessionRef = tuple[CheckpointManager, str, str]
 """A session to compare: ``(manager, project_id, session_id)``."""
 
 
@@ -91,9 +91,11 @@ def compare(
 ) -> Comparison:
     """Compare two history entries, two attempts, or two sessions ``(manager, project, session)``.
 
-    An entry records its checkpoint but not the outputs; ``outputs`` gives each entry's
-    agent outputs (``CheckpointManager.compare_entries`` passes what ``entry_state``
-    returns). Without it, entries' agents are compared by their checkpoint rows.
+    The one way to compare, whatever the sides (``CheckpointManager`` has no compare
+    methods). An entry records its checkpoint but not the outputs; ``outputs`` gives each
+    entry's agent outputs (what ``manager.entry_state(project, session, entry)[1]``
+    returns). Without it, entries' agents are compared by their checkpoint rows. Attempts
+    come from ``manager.load_attempts``.
     """
     if outputs is not None and not isinstance(a, HistoryEntry):
         raise InvalidArgumentError("outputs is only for comparing history entries", field="outputs")
@@ -115,8 +117,6 @@ def compare(
 
 def _as_session(value: object) -> SessionRef | None:
     """``value`` as ``(manager, project_id, session_id)``, or None when it is not one."""
-    from haytham.store.manager import CheckpointManager
-
     if isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], CheckpointManager):
         manager, project_id, session_id = value
         if isinstance(project_id, str) and isinstance(session_id, str):

@@ -56,7 +56,8 @@ class HaythamConfig:
     """The file these settings came from; None for the defaults."""
 
     def manager(self, *, clock: Clock | None = None) -> CheckpointManager:
-        """A CheckpointManager on the configured base directory."""
+        """``CheckpointManager(self.base_dir, clock=clock)``: derived from the one way to get
+        a manager, with the configured base directory and nothing else."""
         return CheckpointManager(self.base_dir, clock=clock)
 
 
@@ -110,9 +111,11 @@ def open_store(
     """The CheckpointManager that ``haytham.yaml`` describes, cleaned up first if it says so.
 
     Without ``config_path`` the file is ``./haytham.yaml`` when there is one, else the
-    defaults. With ``cleanup_on_start: true`` the configured retention policy is applied
-    before the manager is returned; what it removed is logged on the ``haytham`` logger
-    (nobody can have subscribed to the new manager's ``cleanup_done`` yet).
+    defaults. The manager is ``config.manager()``, a plain ``CheckpointManager(base_dir)``.
+    With ``cleanup_on_start: true`` it is handed to ``haytham.retention.cleanup`` with the
+    configured policy first (the one way to clean up; nothing here removes anything itself);
+    what it removed is logged on the ``haytham`` logger (nobody can have subscribed to the
+    new manager's ``cleanup_done`` yet).
     """
     config = find_config() if config_path is None else load_config(config_path)
     manager = config.manager(clock=clock)

@@ -105,6 +105,14 @@ class LockTimeout(PathError, TimeoutError):
     """Waiting for a session's lock took longer than the configured timeout."""
 
 
+class WorkflowChangedError(HaythamError, ValueError):
+    """The workflow given to the runner is not the one the session was created with."""
+
+
+class GitError(PathError, RuntimeError):
+    """git is not installed, a path is not in a git repository, or a git command failed."""
+
+
 @dataclass(frozen=True)
 class Issue:
     """One problem found in a session file, located like a linter's message."""

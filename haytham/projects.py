@@ -54,6 +54,7 @@ from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.values import write_text
 from haytham.format.workflow import IDEA_VALIDATION
+from haytham.format.yamlfile import line_of, parse_yaml
 from haytham.store import fs as _storage
 from haytham.store.clock import Clock, format_timestamp, utc_now
 from haytham.store.manager import CheckpointManager
@@ -82,6 +83,8 @@ class ProjectManager:
         self.clock: Clock = clock or utc_now
         self.lock_timeout = lock_timeout
         self.checkpoints = CheckpointManager(self.base_dir, clock=self.clock, lock_timeout=lock_timeout)
+        """The CheckpointManager of the same base directory, clock and lock timeout: the only
+        writer of session manifests, which ``start_session`` and friends go through."""
 
     def project_dir(self, project_id: str) -> Path:
         return self.base_dir / check_name("project_id", project_id)
@@ -392,24 +395,10 @@ class ProjectManager:
 # -------------------------------------------------------------------- files
 
 
-def _load_yaml(text: str, path: Path) -> Any:
-    """``yaml.safe_load`` only: a Python tag is refused with the file and line."""
-    try:
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        problem = error.problem or error.context or "is not valid YAML"
-        if isinstance(error, yaml.constructor.ConstructorError):
-            problem += " (haytham reads YAML with yaml.safe_load, which refuses Python and custom tags)"
-        raise DocumentError(problem, path=path, line=None if mark is None else mark.line + 1) from None
-    except yaml.YAMLError as error:
-        raise DocumentError(f"is not valid YAML: {error}", path=path) from None
-
-
 def _parse_project(text: str, path: Path, project_id: str) -> dict[str, Any]:
     """The checked mapping of a project.yaml; DocumentError names file, line, field, value."""
-    loaded = _load_yaml(text, path)
-    if not isinstance(loaded, dict):
+    node, loaded = parse_yaml(text, path)
+    if node is None or not isinstance(loaded, dict):
         raise DocumentError(f"must be a mapping of fields, got {type(loaded).__name__}", path=path)
     data: dict[str, Any] = dict(loaded)
     for key in _TIMESTAMP_FIELDS:  # an unquoted timestamp written by hand loads as a datetime
@@ -419,13 +408,13 @@ def _parse_project(text: str, path: Path, project_id: str) -> dict[str, Any]:
     errors = schema_errors("project", data)
     if errors:
         field = str(errors[0].absolute_path[0]) if errors[0].absolute_path else None
-        line = None if field is None else _key_line(text, field)
+        line = None if field is None else line_of(node, [field])
         raise DocumentError(describe(errors[0]), path=path, line=line, field=field)
     if data["project_id"] != project_id:
         raise DocumentError(
             f"{data['project_id']!r} is not the project's directory name {project_id!r}",
             path=path,
-            line=_key_line(text, "project_id"),
+            line=line_of(node, ["project_id"]),
             field="project_id",
         )
     return data
@@ -437,17 +426,12 @@ def _write_project(directory: Path, data: Mapping[str, Any]) -> None:
     )
 
 
-def _key_line(text: str, key: str) -> int | None:
-    found = re.search(rf"^{re.escape(key)}[ \t]*:", text, re.MULTILINE)
-    return None if found is None else text.count("\n", 0, found.start()) + 1
-
-
 def _read_preferences(path: Path) -> dict[str, Any]:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return {}
-    loaded = _load_yaml(decode(data, path), path)
+    _, loaded = parse_yaml(decode(data, path), path)
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):

@@ -8,6 +8,7 @@ nothing in between can change one behind the manager's back. The dict API of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 PhaseStatus = Literal["pending", "in_progress", "completed", "failed", "skipped", "requires_retry"]
@@ -188,3 +189,20 @@ class HistoryEntry:
     """An optional note on why the save was made."""
     checkpoint_text: str
     """The checkpoint.md this save wrote, exactly."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt at a phase: what its checkpoint, agents and reviewer said.
+
+    ``CheckpointManager.load_attempts`` returns them; ``haytham.compare.compare`` compares two.
+    """
+
+    number: int
+    """1 for the first run, 2 after the first retry, ..."""
+    directory: Path
+    """The phase directory for the current attempt, ``attempts/{n}/`` for an archived one."""
+    checkpoint: PhaseCheckpoint | None
+    feedback: UserFeedback | None
+    outputs: dict[str, str]
+    """``{agent: content}``, in the checkpoint's agent order, then by name."""

@@ -494,7 +494,7 @@ def _remove(manager: CheckpointManager, policy: RetentionPolicy, item: _Planned)
     if not removal.path.is_dir():
         return "it was already gone"  # checked first: taking the lock would re-create the folder
     hidden: Path | None = None
-    with manager._lock(session_dir, removal.project_id, removal.session_id):
+    with manager.lock(session_dir.parent.parent.name, session_dir.name):
         why_not = _still_removable(manager, policy, item, session_dir)
         if why_not is not None:
             return why_not

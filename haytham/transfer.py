@@ -13,44 +13,33 @@ interrupted import never leaves half a session behind.
 from __future__ import annotations
 
 import contextlib
-import errno
 import gzip
 import io
 import json
 import os
 import re
-import shutil
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from haytham.errors import (
     DocumentError,
     InvalidArgumentError,
     SessionExistsError,
-    UnsafeNameError,
     UnsafePathError,
 )
 from haytham.format import MANIFEST
-from haytham.format.layout import (
-    ATTEMPTS_DIR,
-    HISTORY_DIR,
-    MANIFEST_FILE,
-    PHASE_DIR_PREFIX,
-    REPLACED_SUFFIX,
-    SESSIONS_DIR,
-    STAGING_SUFFIX,
-    WORKFLOW_FILE,
-)
+from haytham.format.layout import HISTORY_DIR, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.workflow import Workflow, load_workflow
 from haytham.records import AgentOutput, PhaseCheckpoint, SessionManifest
 from haytham.store import fs as _storage
+from haytham.store.copy import is_session_directory, is_session_path, read_session_files, write_session_dir
 from haytham.store.names import check_inside, check_name, check_no_case_twin
 from haytham.store.scan import kind_of
 
@@ -62,104 +51,51 @@ FORMAT = "haytham-session"
 VERSION = 1
 """The ``version`` of the export format this module writes and reads."""
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
-"""Hidden directories in the project directory that hold a session being written whole."""
+"""The suffixes of an export written as an archive; ``.json`` is the document."""
 EXPECTED = "session_manifest.md, workflow.yaml, history/*.md, phase_*/*.md or phase_*/attempts/N/*.md"
-
-
-# ------------------------------------------------------------------ which files
-
-
-def is_session_path(relative: str) -> bool:
-    """True for the relative (``/``-separated) path of a file a session directory holds."""
-    parts = relative.split("/")
-    if not all(_safe_part(part) for part in parts):
-        return False
-    if len(parts) == 1:
-        return parts[0] in (MANIFEST_FILE, WORKFLOW_FILE)
-    if parts[-1] == MANIFEST_FILE or kind_of(Path(*parts)) is None:
-        return False
-    if len(parts) == 2:
-        return parts[0] == HISTORY_DIR or parts[0].startswith(PHASE_DIR_PREFIX)
-    return (
-        len(parts) == 4
-        and parts[0].startswith(PHASE_DIR_PREFIX)
-        and parts[1] == ATTEMPTS_DIR
-        and parts[2].isdigit()
-    )
-
-
-def is_session_directory(relative: str) -> bool:
-    """True for the relative path of a directory a session holds (``history``, a phase, ...)."""
-    parts = relative.split("/")
-    if not all(_safe_part(part) for part in parts):
-        return False
-    if parts == [HISTORY_DIR]:
-        return True
-    if not parts[0].startswith(PHASE_DIR_PREFIX):
-        return False
-    if len(parts) == 1:
-        return True
-    return parts[1] == ATTEMPTS_DIR and (len(parts) == 2 or (len(parts) == 3 and parts[2].isdigit()))
-
-
-def _safe_part(part: str) -> bool:
-    try:
-        check_name("path", part)
-    except UnsafeNameError:
-        return False
-    return True
-
-
-def read_session_files(directory: Path) -> tuple[dict[str, bytes], list[str]]:
-    """The session's files by relative path (sorted) and its directories, as they are now.
-
-    Only what ``is_session_path`` and ``is_session_directory`` accept is read; the lock,
-    temporary files and anything a person added are left out. A symlink where a session
-    file or directory belongs is refused: a session holds regular files only.
-    """
-    files: dict[str, bytes] = {}
-    directories: list[str] = []
-    for root, subdirs, names in os.walk(directory):
-        here = Path(root)
-        prefix = here.relative_to(directory).as_posix()
-        prefix = "" if prefix == "." else prefix + "/"
-        for name in sorted(subdirs):
-            if is_session_directory(prefix + name):
-                _refuse_symlink(here / name)
-                directories.append(prefix + name)
-        subdirs[:] = sorted(s for s in subdirs if is_session_directory(prefix + s))
-        for name in sorted(names):
-            if is_session_path(prefix + name):
-                _refuse_symlink(here / name)
-                files[prefix + name] = (here / name).read_bytes()
-    return dict(sorted(files.items())), sorted(directories)
-
-
-def _refuse_symlink(path: Path) -> None:
-    if path.is_symlink():
-        raise UnsafePathError(
-            f"{path} is a symlink: a session holds regular files and directories only", field="path"
-        )
 
 
 # -------------------------------------------------------------------- exporting
 
 
-def export_session(manager: CheckpointManager, project_id: str, session_id: str) -> dict[str, Any]:
-    """The whole session as one JSON-ready document (``schemas/export.schema.json``).
+@overload
+def export_session(
+    manager: CheckpointManager, project_id: str, session_id: str, target: None = None
+) -> dict[str, Any]: ...
+@overload
+def export_session(
+    manager: CheckpointManager, project_id: str, session_id: str, target: str | os.PathLike[str]
+) -> Path: ...
+def export_session(
+    manager: CheckpointManager,
+    project_id: str,
+    session_id: str,
+    target: str | os.PathLike[str] | None = None,
+) -> dict[str, Any] | Path:
+    """Export a session: the one way, whatever the form.
 
-    ``files`` maps each relative path to the file's exact text; the session is read under
-    its lock, so the export is a consistent snapshot even while a runner saves.
+    Without ``target`` the result is the whole session as one JSON-ready document
+    (``schemas/export.schema.json``): ``files`` maps each relative path to the file's exact
+    text. With ``target`` the export is written there and ``target`` is returned, as a
+    ``.json`` document (``dump_export``) or, for ``.tar.gz``/``.tgz``, a deterministic
+    archive; any other suffix is an InvalidArgumentError. The session is read under its
+    lock, so the export is a consistent snapshot even while a runner saves.
     """
+    if target is None:
+        files, _ = _snapshot(manager, project_id, session_id)
+        return _document(files, project_id, session_id)
+    path = Path(target)
+    if path.name.endswith(ARCHIVE_SUFFIXES):
+        files, directories = _snapshot(manager, project_id, session_id)
+        _storage.atomic_write(path, _archive(project_id, session_id, files, directories))
+        return path
+    if path.suffix != ".json":
+        raise InvalidArgumentError(
+            f"{path} must end with .json, .tar.gz or .tgz (the form of the export)", field="target"
+        )
     files, _ = _snapshot(manager, project_id, session_id)
-    texts = {path: _text(data, path) for path, data in files.items()}
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "project_id": project_id,
-        "session_id": session_id,
-        "files": texts,
-    }
+    _storage.atomic_write(path, dump_export(_document(files, project_id, session_id)))
+    return path
 
 
 def dump_export(document: Mapping[str, Any]) -> str:
@@ -167,15 +103,25 @@ def dump_export(document: Mapping[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
-def export_archive(manager: CheckpointManager, project_id: str, session_id: str, target: Path) -> Path:
-    """Write the session as a deterministic ``.tar.gz`` at ``target``; return ``target``.
+def _document(files: Mapping[str, bytes], project_id: str, session_id: str) -> dict[str, Any]:
+    """The export document of a session's files."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "project_id": project_id,
+        "session_id": session_id,
+        "files": {path: _text(data, path) for path, data in files.items()},
+    }
+
+
+def _archive(project_id: str, session_id: str, files: Mapping[str, bytes], directories: list[str]) -> bytes:
+    """The bytes of a deterministic ``.tar.gz`` of a session's files.
 
     Members are ``{project_id}/sessions/{session_id}/...`` (so ``tar -xzf`` into a base
     directory puts the session in its place), sorted, with mtime 0, uid and gid 0 and no
     owner names; the gzip header has no name and no time. The same session gives the same
     bytes.
     """
-    files, directories = _snapshot(manager, project_id, session_id)
     prefix = f"{project_id}/sessions/{session_id}"
     members: dict[str, bytes | None] = {prefix: None}
     members.update({f"{prefix}/{d}": None for d in directories})
@@ -204,22 +150,7 @@ def export_archive(manager: CheckpointManager, project_id: str, session_id: str,
                 info.mode = 0o644
                 info.size = len(content)
                 archive.addfile(info, io.BytesIO(content))
-    target = Path(target)
-    _storage.atomic_write(target, buffer.getvalue())
-    return target
-
-
-def export_file(manager: CheckpointManager, project_id: str, session_id: str, target: Path) -> Path:
-    """Export to ``target``: a ``.json`` document or a ``.tar.gz``/``.tgz`` archive, by suffix."""
-    target = Path(target)
-    if target.name.endswith(ARCHIVE_SUFFIXES):
-        return export_archive(manager, project_id, session_id, target)
-    if target.suffix != ".json":
-        raise InvalidArgumentError(
-            f"{target} must end with .json, .tar.gz or .tgz (the form of the export)", field="target"
-        )
-    _storage.atomic_write(target, dump_export(export_session(manager, project_id, session_id)))
-    return target
+    return buffer.getvalue()
 
 
 def _snapshot(
@@ -266,7 +197,7 @@ def import_session(
     session_id: str | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """Write an exported session under ``manager.base_dir``; return its directory.
+    """Import an export under ``manager.base_dir`` (the one way); return its directory.
 
     ``source`` is an export document, a ``.json`` file or a ``.tar.gz``/``.tgz`` archive.
     ``project_id`` and ``session_id`` put the session under other ids (its manifest is
@@ -551,103 +482,4 @@ def _shown(origin: Path | None, relative: str) -> Path:
     return Path(relative) if origin is None else Path(f"{origin}:{relative}")
 
 
-# ---------------------------------------------------------------------- writing
-
-
-def write_session_dir(
-    target: Path,
-    files: Mapping[str, bytes],
-    directories: Iterable[str] = (),
-    *,
-    overwrite: bool = False,
-    lock_timeout: float = _storage.DEFAULT_LOCK_TIMEOUT,
-    what: str = "session",
-) -> None:
-    """Make ``target`` a session directory holding exactly ``files``, all at once.
-
-    The files are written (atomically, durably) into a hidden staging directory beside the
-    project's ``sessions/`` and renamed into place: readers never see part of a session. An
-    existing ``target`` raises SessionExistsError, or with ``overwrite`` is swapped out under
-    its lock and deleted. On any failure the staging directory and the parents this call
-    made are removed.
-    """
-    project_dir = target.parent.parent
-    made = list(_missing(target.parent))
-    staging = project_dir / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}{STAGING_SUFFIX}"
-    try:
-        _storage.make_dirs(target.parent)
-        staging.mkdir()
-        for directory in sorted(directories):
-            _storage.make_dirs(staging / directory)
-        for relative, data in sorted(files.items()):
-            path = staging / relative
-            _storage.make_dirs(path.parent)
-            _storage.atomic_write(path, data)
-        _storage.fsync_dir(staging)
-        if overwrite and target.exists():
-            _swap(staging, target, lock_timeout, what)
-        else:
-            _move_into_place(staging, target, what)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        for parent in reversed(made):
-            with contextlib.suppress(OSError):
-                parent.rmdir()
-        raise
-
-
-def _missing(directory: Path) -> Iterator[Path]:
-    """``directory`` and its parents that do not exist yet, outermost first."""
-    missing: list[Path] = []
-    while not directory.exists():
-        missing.append(directory)
-        directory = directory.parent
-    return reversed(missing)
-
-
-def _move_into_place(staging: Path, target: Path, what: str) -> None:
-    try:
-        os.rename(staging, target)
-    except OSError as error:
-        if error.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.EISDIR, errno.ENOTDIR):
-            raise SessionExistsError(
-                f"{what} appeared at {target} while it was being written; it was left untouched",
-                path=target,
-            ) from None
-        raise
-    _storage.fsync_dir(target.parent)
-
-
-def _swap(staging: Path, target: Path, lock_timeout: float, what: str) -> None:
-    """Replace the session at ``target`` with ``staging`` while holding its lock.
-
-    The old lock file is unlinked before the lock is released, so a saver that was waiting
-    for it finds the lock gone and locks the new session instead.
-    """
-    old = staging.with_name(staging.name.replace(STAGING_SUFFIX, REPLACED_SUFFIX))
-    with _storage.locked(target, lock_timeout, what):
-        os.rename(target, old)
-        try:
-            os.rename(staging, target)
-        except BaseException:
-            os.rename(old, target)
-            raise
-        _storage.fsync_dir(target.parent)
-        _storage.fsync_dir(old.parent)
-        (old / _storage.LOCK_NAME).unlink(missing_ok=True)
-    shutil.rmtree(old)
-
-
-__all__ = [
-    "FORMAT",
-    "VERSION",
-    "dump_export",
-    "export_archive",
-    "export_file",
-    "export_session",
-    "import_session",
-    "is_session_directory",
-    "is_session_path",
-    "read_session_files",
-    "write_session_dir",
-]
+__all__ = ["FORMAT", "VERSION", "dump_export", "export_session", "import_session"]

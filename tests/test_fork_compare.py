@@ -13,7 +13,6 @@ from haytham import (
     IDEA_VALIDATION,
     CheckpointManager,
     InvalidArgumentError,
-    NotFoundError,
     PhaseDefinition,
     SessionExistsError,
     SessionNotFoundError,
@@ -307,7 +306,9 @@ def test_the_forked_from_line_round_trips_and_is_optional(manager: CheckpointMan
 def test_compare_two_entries_shows_status_metadata_metrics_and_outputs(manager: CheckpointManager) -> None:
     entries = manager.history(P, S, phase=1)
     first, last = entries[0], entries[-1]  # attempt 1 completed, attempt 2 completed and named
-    result = manager.compare_entries(P, S, first.entry_id, last.entry_id[:6])
+    second = manager.history_entry(P, S, last.entry_id[:6])  # a unique prefix is enough
+    outputs = (manager.entry_state(P, S, first)[1], manager.entry_state(P, S, second)[1])
+    result = compare(first, second, outputs=outputs)
     assert result.status is None
     assert result.metadata["attempt"] == (1, 2)
     assert result.metadata["name"] == (None, "approved draft")
@@ -336,7 +337,9 @@ def test_compare_entries_without_outputs_compares_the_agent_rows(manager: Checkp
 
 
 def test_compare_two_attempts_diffs_outputs_and_reviews(manager: CheckpointManager) -> None:
-    result = manager.compare_attempts(P, S, 1, 1, 2)
+    attempts = manager.load_attempts(P, S, 1)
+    assert [a.number for a in attempts] == [1, 2]
+    result = compare(attempts[0], attempts[1])
     assert result.metadata["attempt"] == (1, 2)
     assert result.metadata["comments"] == ("Plus de détails ✓", "Good")
     assert result.metadata["approved"] == (False, True)
@@ -345,8 +348,6 @@ def test_compare_two_attempts_diffs_outputs_and_reviews(manager: CheckpointManag
     [agent] = result.agents
     assert agent.change == "changed"
     assert "-# Concept\r\n" in agent.diff and "+# Concept\n" in agent.diff
-    with pytest.raises(NotFoundError, match="no attempt 3"):
-        manager.compare_attempts(P, S, 1, 1, 3)
 
 
 def test_compare_two_sessions_finds_added_removed_changed_and_same_agents(manager: CheckpointManager) -> None:
@@ -354,7 +355,7 @@ def test_compare_two_sessions_finds_added_removed_changed_and_same_agents(manage
     manager.save_agent_output(P, "s-2", 2, "market_intelligence", "Market: small")
     manager.save_agent_output(P, "s-2", 2, "pricing", "Pricing\n")
     manager.save_checkpoint(P, "s-2", 2, "failed", [{"agent_name": "market_intelligence", "tokens": 45}])
-    result = manager.compare_sessions(P, S, "s-2")
+    result = compare((manager, P, S), (manager, P, "s-2"))
     assert result.status == ("in_progress", "failed")
     assert result.metadata["user_id"] == ("ada", "bob")
     assert result.metadata["forked_from"] == (None, "s-1 at phase 2")
@@ -385,7 +386,7 @@ def test_compare_two_sessions_finds_added_removed_changed_and_same_agents(manage
 
 def test_a_session_compared_with_itself_is_the_same(manager: CheckpointManager) -> None:
     before = tree(manager.base_dir)
-    result = manager.compare_sessions(P, S, S)
+    result = compare((manager, P, S), (manager, P, S))
     assert result.same and result.metadata == {} and result.status is None
     assert all(agent.change == "same" for agent in result.agents) and len(result.agents) == 4
     assert tree(manager.base_dir) == before  # comparing only reads

@@ -25,6 +25,7 @@ from haytham import (
 from haytham.cli.history import export_command, import_command
 from haytham.format.schema import schema_errors
 from haytham.format.workflow import PhaseDefinition, Workflow
+from haytham.store.copy import is_session_path, write_session_dir
 
 P, S = "acme", "s-1"
 LOCK = ".haytham.lock"
@@ -71,16 +72,16 @@ def test_a_json_round_trip_gives_byte_identical_files(
 
 
 def test_a_json_file_round_trip(source: CheckpointManager, target: CheckpointManager, tmp_path: Path) -> None:
-    path = transfer.export_file(source, P, S, tmp_path / "s-1.json")
-    assert path.read_text(encoding="utf-8") == transfer.dump_export(source.export_session(P, S))
-    directory = target.import_session(path)
+    path = transfer.export_session(source, P, S, tmp_path / "s-1.json")
+    assert path.read_text(encoding="utf-8") == transfer.dump_export(transfer.export_session(source, P, S))
+    directory = transfer.import_session(target, path)
     assert session_files(directory) == session_files(source.session_dir(P, S))
 
 
 def test_a_tar_round_trip_gives_byte_identical_files(
     source: CheckpointManager, target: CheckpointManager, tmp_path: Path
 ) -> None:
-    archive = transfer.export_archive(source, P, S, tmp_path / "s-1.tar.gz")
+    archive = transfer.export_session(source, P, S, tmp_path / "s-1.tar.gz")
     with tarfile.open(archive) as opened:
         members = opened.getmembers()
     names = [m.name for m in members]
@@ -94,9 +95,15 @@ def test_a_tar_round_trip_gives_byte_identical_files(
 
 
 def test_the_archive_is_deterministic(source: CheckpointManager, tmp_path: Path) -> None:
-    first = transfer.export_archive(source, P, S, tmp_path / "a.tgz").read_bytes()
-    second = transfer.export_file(source, P, S, tmp_path / "b.tar.gz").read_bytes()
+    first = transfer.export_session(source, P, S, tmp_path / "a.tgz").read_bytes()
+    second = transfer.export_session(source, P, S, tmp_path / "b.tar.gz").read_bytes()
     assert first == second
+
+
+def test_export_refuses_a_target_of_no_known_form(source: CheckpointManager, tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"\.json, \.tar\.gz or \.tgz"):
+        transfer.export_session(source, P, S, tmp_path / "s.zip")
+    assert not (tmp_path / "s.zip").exists()
 
 
 def test_export_leaves_out_lock_temporary_and_unknown_files(source: CheckpointManager) -> None:
@@ -104,7 +111,7 @@ def test_export_leaves_out_lock_temporary_and_unknown_files(source: CheckpointMa
     (phase / ".market_intelligence.md.123.abcd.haytham-tmp").write_text("half a write")
     (phase / "notes.txt").write_text("a person's notes")
     (source.session_dir(P, S) / ".DS_Store").write_bytes(b"\0")
-    files = source.export_session(P, S)["files"]
+    files = transfer.export_session(source, P, S)["files"]
     assert not any("haytham-tmp" in f or "notes" in f or "DS_Store" in f or LOCK in f for f in files)
     assert "phase_2_market_research/market_intelligence.md" in files
 
@@ -114,12 +121,12 @@ def test_export_refuses_a_symlink_in_the_session(source: CheckpointManager, tmp_
     outside.write_text("x")
     (source.phase_dir(P, S, 2) / "linked.md").symlink_to(outside)
     with pytest.raises(UnsafePathError, match="symlink"):
-        source.export_session(P, S)
+        transfer.export_session(source, P, S)
 
 
 def test_export_of_a_missing_session_is_not_found(source: CheckpointManager) -> None:
     with pytest.raises(SessionNotFoundError):
-        source.export_session(P, "nope")
+        transfer.export_session(source, P, "nope")
 
 
 def test_a_custom_workflow_travels_with_its_session(target: CheckpointManager, tmp_path: Path) -> None:
@@ -127,9 +134,9 @@ def test_a_custom_workflow_travels_with_its_session(target: CheckpointManager, t
     manager = CheckpointManager(base_dir=tmp_path / "custom", clock=clock_from(START))
     manager.create_session(P, "w", "ada", flow, "one")
     manager.save_agent_output(P, "w", 1, "writer", "text")
-    document = manager.export_session(P, "w")
+    document = transfer.export_session(manager, P, "w")
     assert "workflow.yaml" in document["files"]
-    directory = target.import_session(document)  # the target manager does not know "solo"
+    directory = transfer.import_session(target, document)  # the target manager does not know "solo"
     assert session_files(directory) == session_files(manager.session_dir(P, "w"))
     assert target.session_workflow(P, "w") == flow
 
@@ -137,7 +144,9 @@ def test_a_custom_workflow_travels_with_its_session(target: CheckpointManager, t
 def test_import_under_other_ids_rewrites_only_the_manifest(
     source: CheckpointManager, target: CheckpointManager
 ) -> None:
-    directory = target.import_session(source.export_session(P, S), project_id="other", session_id="copy")
+    directory = transfer.import_session(
+        target, transfer.export_session(source, P, S), project_id="other", session_id="copy"
+    )
     assert directory == target.session_dir("other", "copy")
     manifest = target.load_manifest("other", "copy")
     assert (manifest.project_id, manifest.session_id) == ("other", "copy")
@@ -150,15 +159,15 @@ def test_import_under_other_ids_rewrites_only_the_manifest(
 def test_import_refuses_an_existing_session_unless_overwrite(
     source: CheckpointManager, target: CheckpointManager
 ) -> None:
-    document = source.export_session(P, S)
-    target.import_session(document)
+    document = transfer.export_session(source, P, S)
+    transfer.import_session(target, document)
     stale = target.phase_dir(P, S, 3) / "stale_agent.md"
     stale.write_bytes((target.phase_dir(P, S, 3) / "niche_selector.md").read_bytes())
     before = tree(target.base_dir)
     with pytest.raises(SessionExistsError, match="overwrite=True"):
-        target.import_session(document)
+        transfer.import_session(target, document)
     assert tree(target.base_dir) == before
-    directory = target.import_session(document, overwrite=True)
+    directory = transfer.import_session(target, document, overwrite=True)
     assert not stale.exists()
     assert session_files(directory) == session_files(source.session_dir(P, S))
     assert not [p for p in (target.base_dir / P).iterdir() if p.name.startswith(".")]  # no staging left
@@ -238,19 +247,19 @@ def test_import_refuses_a_bad_document_and_writes_nothing(
     source: CheckpointManager, target: CheckpointManager, case: str
 ) -> None:
     change, error, message = BAD_DOCUMENTS[case]
-    document = json.loads(json.dumps(source.export_session(P, S)))
+    document = json.loads(json.dumps(transfer.export_session(source, P, S)))
     change(document)
     with pytest.raises(error, match=message):
-        target.import_session(document)
+        transfer.import_session(target, document)
     assert not target.base_dir.exists()
 
 
 def test_import_refuses_an_unknown_workflow(source: CheckpointManager, target: CheckpointManager) -> None:
-    document = source.export_session(P, S)
+    document = transfer.export_session(source, P, S)
     manifest = document["files"]["session_manifest.md"]
     document["files"]["session_manifest.md"] = manifest.replace("idea_validation", "secret_flow")
     with pytest.raises(InvalidArgumentError, match="secret_flow"):
-        target.import_session(document)
+        transfer.import_session(target, document)
     assert not target.base_dir.exists()
 
 
@@ -294,12 +303,12 @@ def test_import_refuses_a_bad_archive_member_and_writes_nothing(
     extra: tuple[tarfile.TarInfo, bytes | None],
     message: str,
 ) -> None:
-    good = transfer.export_archive(source, P, S, tmp_path / "good.tar.gz")
+    good = transfer.export_session(source, P, S, tmp_path / "good.tar.gz")
     with tarfile.open(good) as opened:
         members = [(m, opened.extractfile(m).read() if m.isfile() else None) for m in opened.getmembers()]  # type: ignore[union-attr]
     bad = _archive(tmp_path / "bad.tar.gz", [*members, extra])
     with pytest.raises(UnsafePathError, match=message):
-        target.import_session(bad)
+        transfer.import_session(target, bad)
     assert not target.base_dir.exists()
     assert not (tmp_path / "etc").exists() and not (tmp_path / "evil.md").exists()
 
@@ -310,24 +319,24 @@ def test_import_refuses_files_that_are_not_exports(target: CheckpointManager, tm
     (tmp_path / "plain.tar.gz").write_bytes(b"not gzip at all")
     (tmp_path / "export.zip").write_bytes(b"PK")
     with pytest.raises(DocumentError, match="not valid JSON") as info:
-        target.import_session(tmp_path / "broken.json")
+        transfer.import_session(target, tmp_path / "broken.json")
     assert info.value.line == 2
     with pytest.raises(DocumentError, match="'format' appears twice") as info:
-        target.import_session(tmp_path / "dup.json")
+        transfer.import_session(target, tmp_path / "dup.json")
     assert info.value.path == tmp_path / "dup.json"
     with pytest.raises(DocumentError, match=r"tar\.gz"):
-        target.import_session(tmp_path / "plain.tar.gz")
+        transfer.import_session(target, tmp_path / "plain.tar.gz")
     with pytest.raises(InvalidArgumentError, match=r"\.json, \.tar\.gz or \.tgz"):
-        target.import_session(tmp_path / "export.zip")
+        transfer.import_session(target, tmp_path / "export.zip")
     with pytest.raises(InvalidArgumentError, match="not list"):
-        target.import_session([1, 2])  # type: ignore[arg-type]
+        transfer.import_session(target, [1, 2])  # type: ignore[arg-type]
     assert not target.base_dir.exists()
 
 
 def test_a_failed_write_leaves_no_staging_and_no_new_directories(tmp_path: Path) -> None:
     session = tmp_path / "base" / "acme" / "sessions" / "s-1"
     with pytest.raises(NotADirectoryError):  # "a" is a file, so "a/b" cannot be written
-        transfer.write_session_dir(session, {"a": b"1", "a/b": b"2"})
+        write_session_dir(session, {"a": b"1", "a/b": b"2"})
     assert not (tmp_path / "base").exists()
 
 
@@ -350,8 +359,8 @@ def test_session_paths_are_the_names_a_session_holds() -> None:
         "history/.x.md.1.ab.haytham-tmp",
         "workflow.yml",
     ]
-    assert [p for p in accepted if not transfer.is_session_path(p)] == []
-    assert [p for p in refused if transfer.is_session_path(p)] == []
+    assert [p for p in accepted if not is_session_path(p)] == []
+    assert [p for p in refused if is_session_path(p)] == []
 
 
 # -------------------------------------------------------------------------- CLI
@@ -362,7 +371,7 @@ def test_export_command_writes_each_form(source: CheckpointManager, tmp_path: Pa
     runner = CliRunner()
     result = runner.invoke(export_command, [P, S, *base])
     assert result.exit_code == 0
-    assert result.output == transfer.dump_export(source.export_session(P, S))
+    assert result.output == transfer.dump_export(transfer.export_session(source, P, S))
     for name in ("s.json", "s.tar.gz"):
         result = runner.invoke(export_command, [P, S, "-o", str(tmp_path / name), *base])
         assert result.exit_code == 0 and f"Exported acme/s-1 to {tmp_path / name}" in result.output
@@ -375,7 +384,7 @@ def test_export_command_writes_each_form(source: CheckpointManager, tmp_path: Pa
 
 
 def test_import_command_imports_refuses_and_overwrites(source: CheckpointManager, tmp_path: Path) -> None:
-    archive = transfer.export_archive(source, P, S, tmp_path / "s.tar.gz")
+    archive = transfer.export_session(source, P, S, tmp_path / "s.tar.gz")
     base = ["--base-dir", str(tmp_path / "restored")]
     runner = CliRunner()
     result = runner.invoke(import_command, [str(archive), *base])

@@ -259,7 +259,7 @@ def export_command(project: str, session: str, output: Path | None, base_dir: Pa
         raise click.BadParameter(
             f"{str(output)!r} must end with .json, .tar.gz or .tgz", param_hint="--output"
         )
-    transfer.export_file(manager, project, session, output)
+    transfer.export_session(manager, project, session, output)
     click.echo(f"Exported {project}/{session} to {output}")
 
 

@@ -15,15 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from haytham.errors import PathError
+from haytham.errors import GitError
 
 GIT_TIMEOUT = 120.0
 """Seconds a single git command may take before it is given up on."""
 _LOG_FORMAT = "%H%x1f%h%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e"
-
-
-class GitError(PathError, RuntimeError):
-    """git is not installed, a path is not in a git repository, or a git command failed."""
 
 
 @dataclass(frozen=True)

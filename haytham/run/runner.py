@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from haytham.errors import HaythamError, InvalidArgumentError
+from haytham.errors import HaythamError, InvalidArgumentError, WorkflowChangedError
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
@@ -151,10 +151,6 @@ def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> N
             return NextStep("resume", number, "failed", "; ".join(checkpoint.errors if checkpoint else ()))
         return NextStep("resume", number, "interrupted" if status == "in_progress" else "ready")
     return NextStep("done", None, "done")
-
-
-class WorkflowChangedError(HaythamError, ValueError):
-    """The workflow given to the runner is not the one the session was created with."""
 
 
 class PhaseRunner:

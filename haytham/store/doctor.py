@@ -62,9 +62,9 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
     manifest, _ = MANIFEST.read_path(manifest_path)
     if manifest is None:
         return findings
-    session = manager._open(project_id, session_id)
+    phases = manager.session_workflow(project_id, session_id).phases_for(manifest.execution_mode)
     checkpoints = {}
-    for phase in session.phases:
+    for phase in phases:
         phase_dir = directory / phase.directory
         checkpoint, _ = CHECKPOINT.read_path(phase_dir / CHECKPOINT_FILE)
         row = next((r for r in manifest.phases if r.number == phase.number), None)
@@ -98,7 +98,7 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
                     f"phase {phase.number} is {row_status!r} in the manifest but has no checkpoint.md",
                 )
             )
-    derived = _progress.derive(manifest, session.phases, checkpoints)
+    derived = _progress.derive(manifest, phases, checkpoints)
     if not _progress.same_progress(manifest, derived) and not any(
         f.kind in ("checkpoint_not_in_manifest", "row_without_checkpoint") for f in findings
     ):
@@ -109,7 +109,7 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
                 "Status, Current Phase or Metrics disagree with the checkpoints",
             )
         )
-    expected = {p.directory for p in session.phases}
+    expected = {p.directory for p in phases}
     for path in sorted(directory.iterdir()):
         if path.is_dir() and path.name.startswith(PHASE_DIR_PREFIX) and path.name not in expected:
             findings.append(
@@ -123,7 +123,7 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
         for leftover in _storage.temporary_leftovers(folder):
             findings.append(Finding("temporary_leftover", leftover, "left by a writer that was killed"))
     if fix and any(f.kind in FIXABLE for f in findings):
-        manager._repair(project_id, session_id)
+        manager.repair(project_id, session_id)
         findings = [replace(f, fixed=f.kind in FIXABLE) for f in findings]
     return findings
 

@@ -4,6 +4,13 @@ Every write is validated against its schema first, written atomically and durabl
 under the session's OS lock, so a failed call changes nothing and concurrent savers never
 lose each other's manifest rows. The manifest's progress is always recomputed from the
 phase checkpoints, never patched.
+
+``CheckpointManager(base_dir)`` is the one way to get a manager (``haytham.config`` and
+``ProjectManager`` make theirs the same way). Saving, loading, forking and validating are
+its methods; comparing (``haytham.compare.compare``), export and import
+(``haytham.transfer``) and cleanup (``haytham.retention.cleanup``) are functions of the
+feature modules, built on its public API. The pieces it ties together live beside it in
+``haytham.store``: argument checks, attempts, forks, validation and the doctor.
 """
 
 from __future__ import annotations
@@ -11,8 +18,9 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from haytham.errors import (
     DocumentError,
@@ -27,14 +35,7 @@ from haytham.errors import (
 )
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
 from haytham.format.feedback import rewrite_fields
-from haytham.format.layout import (
-    ATTEMPTS_DIR,
-    CHECKPOINT_FILE,
-    FEEDBACK_FILE,
-    MANIFEST_FILE,
-    SESSIONS_DIR,
-    WORKFLOW_FILE,
-)
+from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.reader import decode
 from haytham.format.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow, dump_workflow, load_workflow
 from haytham.records import (
@@ -42,18 +43,32 @@ from haytham.records import (
     PHASE_STATUSES,
     RUN_STYLES,
     AgentOutput,
-    AgentRun,
+    Attempt,
     HistoryEntry,
     PhaseCheckpoint,
     SessionManifest,
     UserFeedback,
 )
+from haytham.store import attempts as _attempts
 from haytham.store import fs as _storage
 from haytham.store import history
 from haytham.store import progress as _progress
+from haytham.store.arguments import (
+    agent_run,
+    check_amount,
+    check_choice,
+    check_count,
+    check_flag,
+    check_seconds,
+    check_text_list,
+    check_timestamp,
+    round_or_none,
+)
 from haytham.store.clock import Clock, format_timestamp, parse_timestamp, utc_now
+from haytham.store.copy import read_session_files, write_session_dir
 from haytham.store.doctor import Finding, check_session
 from haytham.store.events import Event, EventBus
+from haytham.store.fork import fork_files
 from haytham.store.names import check_agent_name, check_inside, check_name, check_no_case_twin
 from haytham.store.scan import (
     PhaseDirs,
@@ -66,13 +81,8 @@ from haytham.store.scan import (
     session_files,
     validate_sessions,
 )
+from haytham.store.validation import phase_issues, session_issues
 
-if TYPE_CHECKING:
-    from haytham.compare import Comparison
-
-AGENT_KEYS = frozenset(
-    {"agent_name", "status", "output_file", "tokens", "input_tokens", "output_tokens", "cost", "duration"}
-)
 R = TypeVar("R")
 
 
@@ -219,17 +229,17 @@ class CheckpointManager:
         for key, label in (("name", name), ("reason", reason)):
             if label is not None and not isinstance(label, str):
                 raise InvalidArgumentError(f"{key} must be a string or None, got {label!r}", field=key)
-        _check_choice("status", status, PHASE_STATUSES)
-        _check_choice("execution_mode", execution_mode, RUN_STYLES)
-        _check_count("retry_count", retry_count, optional=True)
-        runs = tuple(_agent_run(index, agent) for index, agent in enumerate(agents))
+        check_choice("status", status, PHASE_STATUSES)
+        check_choice("execution_mode", execution_mode, RUN_STYLES)
+        check_count("retry_count", retry_count, optional=True)
+        runs = tuple(agent_run(index, agent) for index, agent in enumerate(agents))
         names = [run.agent_name for run in runs]
         if len(set(names)) != len(names):
             raise InvalidArgumentError(f"agents lists an agent twice: {names}", field="agents")
-        error_list = tuple(_check_text_list("errors", errors or ()))
-        started = _check_timestamp("started", started)
-        completed = _check_timestamp("completed", completed)
-        duration = _check_seconds("duration", duration)
+        error_list = tuple(check_text_list("errors", errors or ()))
+        started = check_timestamp("started", started)
+        completed = check_timestamp("completed", completed)
+        duration = check_seconds("duration", duration)
         session = self._open(project_id, session_id)
         phase = session.phase(phase_num)
         with self._lock(session.directory, project_id, session_id):
@@ -266,7 +276,7 @@ class CheckpointManager:
                 total_tokens=_sum(run.tokens for run in runs),
                 input_tokens=_sum(_int_or_none(a.get("input_tokens")) for a in agents),
                 output_tokens=_sum(_int_or_none(a.get("output_tokens")) for a in agents),
-                cost=_round(_sum(run.cost for run in runs), 4),
+                cost=round_or_none(_sum(run.cost for run in runs), 4),
                 errors=error_list,
             )
             if previous == record and name is None and reason is None:
@@ -330,7 +340,7 @@ class CheckpointManager:
     ) -> Path:
         """Write ``{agent_name}.md`` with the output exactly as given."""
         check_agent_name(agent_name)
-        _check_choice("status", status, PHASE_STATUSES)
+        check_choice("status", status, PHASE_STATUSES)
         if not isinstance(output_content, str):
             raise InvalidArgumentError(
                 f"output_content must be a string, got {type(output_content).__name__}",
@@ -344,8 +354,8 @@ class CheckpointManager:
         ):
             if value is not None and not isinstance(value, str):
                 raise InvalidArgumentError(f"{key} must be a string or None, got {value!r}", field=key)
-        _check_count("input_tokens", input_tokens, optional=True)
-        _check_count("output_tokens", output_tokens, optional=True)
+        check_count("input_tokens", input_tokens, optional=True)
+        check_count("output_tokens", output_tokens, optional=True)
         session = self._open(project_id, session_id)
         phase = session.phase(phase_num)
         with self._lock(session.directory, project_id, session_id):
@@ -355,17 +365,17 @@ class CheckpointManager:
                 phase_number=phase.number,
                 phase_name=phase.name,
                 executed=self._now(),
-                duration=_check_seconds("duration", duration),
+                duration=check_seconds("duration", duration),
                 status=status,  # type: ignore[arg-type]
                 model=model,
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
-                tools_used=tuple(_check_text_list("tools_used", tools_used or ())),
+                tools_used=tuple(check_text_list("tools_used", tools_used or ())),
                 content=output_content,
                 error_type=error_type,
                 error_message=error_message,
                 stack_trace=stack_trace,
-                cost=_round(_check_amount("cost", cost), 4),
+                cost=round_or_none(check_amount("cost", cost), 4),
             )
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
@@ -402,14 +412,13 @@ class CheckpointManager:
         retry_count: int = 0,
     ) -> Path:
         """Write the phase's user_feedback.md (the file people also edit by hand)."""
-        _check_choice("action", action, FEEDBACK_ACTIONS)
-        _check_count("retry_count", retry_count)
-        for key, flag in (("reviewed", reviewed), ("approved", approved)):
-            if not isinstance(flag, bool):
-                raise InvalidArgumentError(f"{key} must be True or False, got {flag!r}", field=key)
+        check_choice("action", action, FEEDBACK_ACTIONS)
+        check_count("retry_count", retry_count)
+        check_flag("reviewed", reviewed)
+        check_flag("approved", approved)
         if not isinstance(comments, str):
             raise InvalidArgumentError(f"comments must be a string, got {comments!r}", field="comments")
-        changes = tuple(_check_text_list("requested_changes", requested_changes or ()))
+        changes = tuple(check_text_list("requested_changes", requested_changes or ()))
         session = self._open(project_id, session_id)
         phase = session.phase(phase_num)
         with self._lock(session.directory, project_id, session_id):
@@ -498,14 +507,7 @@ class CheckpointManager:
                 f"phase {phase_num} has no checkpoint",
             )
             number = current.retry_count + 1
-            archive = directory / ATTEMPTS_DIR / str(number)
-            _storage.make_dirs(archive)
-            files = [directory / CHECKPOINT_FILE, *agent_files(directory), directory / FEEDBACK_FILE]
-            for path in files:
-                if path.is_file() and not (archive / path.name).exists():
-                    _storage.atomic_write(archive / path.name, path.read_bytes())
-            for path in agent_files(directory):
-                path.unlink()
+            _attempts.archive(directory, number)
             fresh = dataclasses.replace(
                 current,
                 status="in_progress",
@@ -537,17 +539,8 @@ class CheckpointManager:
     def load_attempts(self, project_id: str, session_id: str, phase_num: int) -> list[Attempt]:
         """Every attempt of a phase, oldest first; the last is the one in the phase directory."""
         directory = self.phase_dir(project_id, session_id, phase_num)
-        attempts = []
-        archived = directory / ATTEMPTS_DIR
-        numbers = (
-            sorted(int(p.name) for p in archived.iterdir() if p.name.isdigit()) if archived.is_dir() else []
-        )
-        for number in numbers:
-            attempts.append(_load_attempt(number, archived / str(number)))
         current = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
-        if current is not None:
-            attempts.append(_load_attempt(current.retry_count + 1, directory))
-        return attempts
+        return _attempts.load_all(directory, current)
 
     def update_feedback(
         self,
@@ -569,14 +562,12 @@ class CheckpointManager:
         updates: dict[str, bool | int | str] = {}
         for key, flag in (("reviewed", reviewed), ("approved", approved)):
             if flag is not None:
-                if not isinstance(flag, bool):
-                    raise InvalidArgumentError(f"{key} must be True or False, got {flag!r}", field=key)
-                updates[key] = flag
+                updates[key] = check_flag(key, flag)
         if action is not None:
-            _check_choice("action", action, FEEDBACK_ACTIONS)
+            check_choice("action", action, FEEDBACK_ACTIONS)
             updates["action"] = action
         if retry_count is not None:
-            _check_count("retry_count", retry_count)
+            check_count("retry_count", retry_count)
             updates["retry_count"] = retry_count
         session = self._open(project_id, session_id)
         session.phase(phase_num)
@@ -613,9 +604,9 @@ class CheckpointManager:
         if phase is not None:
             session.phase(phase)
         if status is not None:
-            _check_choice("status", status, PHASE_STATUSES)
-        since = _check_timestamp("since", since)
-        until = _check_timestamp("until", until)
+            check_choice("status", status, PHASE_STATUSES)
+        since = check_timestamp("since", since)
+        until = check_timestamp("until", until)
         entries, _ = history.read_entries(session.directory)
         return history.select(entries, phase=phase, status=status, name=name, since=since, until=until)
 
@@ -637,7 +628,7 @@ class CheckpointManager:
         outputs = next((a.outputs for a in attempts if a.number == entry.attempt), {})
         return checkpoint, outputs
 
-    # ------------------------------------------- forking, comparing, moving sessions
+    # --------------------------------------------------------------- forking
 
     def fork_session(
         self,
@@ -660,8 +651,6 @@ class CheckpointManager:
         session; forking starts another one. Refuses an existing target
         (SessionExistsError) and a phase the session's mode does not run (UnknownPhaseError).
         """
-        from haytham import transfer  # transfer imports this module
-
         check_name("session_id", new_session_id)
         if user_id is not None:
             check_name("user_id", user_id)
@@ -678,112 +667,28 @@ class CheckpointManager:
         with self._lock(session.directory, project_id, session_id):
             session = self._open(project_id, session_id)
             start = session.phase(from_phase)
-            source, _ = transfer.read_session_files(session.directory)
-        kept = session.phases[: session.phases.index(start)]
-        kept_dirs = {phase.directory for phase in kept}
-        files = {
-            path: data
-            for path, data in source.items()
-            if path == WORKFLOW_FILE or path.split("/")[0] in kept_dirs
-        }
-        now = self._now()
-        reason = f"forked from {session_id}"
-        head: str | None = None
-        checkpoints: dict[int, PhaseCheckpoint] = {}
-        for phase in kept:
-            relative = f"{phase.directory}/{CHECKPOINT_FILE}"
-            if relative not in files:
-                continue
-            text = files[relative].decode("utf-8")
-            record = CHECKPOINT.parse(decode(files[relative], session.directory / relative))
-            checkpoints[phase.number] = record
-            attempt = record.retry_count + 1
-            entry = history.make_entry(
-                head, record.phase_number, record.phase_name, attempt, record.status, now, text, None, reason
-            )
-            HISTORY_ENTRY.check_record(entry)
-            files[f"{history.HISTORY_DIR}/{history.file_name(entry)}"] = HISTORY_ENTRY.render(entry).encode()
-            head = entry.entry_id
-        manifest = _progress.derive(
-            dataclasses.replace(
-                session.manifest,
-                session_id=new_session_id,
-                user_id=user_id or session.manifest.user_id,
-                created=now,
-                last_updated=now,
-                history_head=head,
-                forked_from=f"{session_id} at phase {start.number}",
-            ),
+            source, _ = read_session_files(session.directory)
+        files, kept = fork_files(
+            source,
+            session.directory,
+            session.manifest,
             session.phases,
-            checkpoints,
+            start,
+            new_session_id=new_session_id,
+            user_id=user_id,
+            now=self._now(),
+            target=target,
         )
-        MANIFEST.check_record(manifest, target / MANIFEST_FILE)
-        files[MANIFEST_FILE] = MANIFEST.render(manifest).encode("utf-8")
-        directories = [phase.directory for phase in session.phases]
-        transfer.write_session_dir(
+        write_session_dir(
             target,
             files,
-            directories,
+            [phase.directory for phase in session.phases],
             lock_timeout=self.lock_timeout,
             what=f"session {project_id}/{new_session_id}",
         )
         data = {"source": session_id, "from_phase": start.number, "copied_phases": [p.number for p in kept]}
         self.events.emit([Event("session_forked", project_id, new_session_id, start.number, target, data)])
         return target
-
-    def compare_sessions(self, project_id: str, session_a: str, session_b: str) -> Comparison:
-        """What differs from session ``a`` to session ``b`` of a project (see haytham.compare)."""
-        from haytham.compare import compare
-
-        return compare((self, project_id, session_a), (self, project_id, session_b))
-
-    def compare_entries(self, project_id: str, session_id: str, entry_a: str, entry_b: str) -> Comparison:
-        """What differs between two history entries (ids or unique prefixes), outputs included."""
-        from haytham.compare import compare
-
-        first = self.history_entry(project_id, session_id, entry_a)
-        second = self.history_entry(project_id, session_id, entry_b)
-        outputs = (
-            self.entry_state(project_id, session_id, first)[1],
-            self.entry_state(project_id, session_id, second)[1],
-        )
-        return compare(first, second, outputs=outputs)
-
-    def compare_attempts(
-        self, project_id: str, session_id: str, phase_num: int, attempt_a: int, attempt_b: int
-    ) -> Comparison:
-        """What differs between two attempts of a phase (numbers as ``load_attempts`` gives)."""
-        from haytham.compare import compare
-
-        attempts = {a.number: a for a in self.load_attempts(project_id, session_id, phase_num)}
-        for number in (attempt_a, attempt_b):
-            if number not in attempts:
-                raise NotFoundError(
-                    f"phase {phase_num} of {project_id}/{session_id} has no attempt {number!r} "
-                    f"(it has {', '.join(map(str, attempts)) or 'none'})"
-                )
-        return compare(attempts[attempt_a], attempts[attempt_b])
-
-    def export_session(self, project_id: str, session_id: str) -> dict[str, Any]:
-        """The session as one JSON-ready document (see haytham.transfer.export_session)."""
-        from haytham import transfer
-
-        return transfer.export_session(self, project_id, session_id)
-
-    def import_session(
-        self,
-        source: Mapping[str, Any] | str | os.PathLike[str],
-        *,
-        project_id: str | None = None,
-        session_id: str | None = None,
-        overwrite: bool = False,
-    ) -> Path:
-        """Import an export (document, .json or .tar.gz); see haytham.transfer.import_session."""
-        from haytham import transfer
-
-        return transfer.import_session(
-            self, source, project_id=project_id, session_id=session_id, overwrite=overwrite
-        )
 
     # ---------------------------------------------------------------- reading
 
@@ -888,38 +793,26 @@ class CheckpointManager:
     # ------------------------------------------------------------- validating
 
     def validate_checkpoint(self, project_id: str, session_id: str, phase_num: int) -> tuple[bool, list[str]]:
-        """Check the phase's checkpoint, agent outputs and feedback: ``(ok, messages)``."""
+        """Check the phase's checkpoint, agent outputs and feedback: ``(ok, messages)``.
+
+        The product document's form of ``validate_paths`` for one phase (a missing
+        checkpoint counts as a problem here).
+        """
         session = self._open(project_id, session_id)
-        issues = self._phase_issues(session, session.phase(phase_num), require_checkpoint=True)
+        phase = session.phase(phase_num)
+        issues = phase_issues(session.directory / phase.directory, phase, require_checkpoint=True)
         return not issues, [str(issue) for issue in issues]
 
     def validate_session(self, project_id: str, session_id: str) -> list[Issue]:
-        """Every problem in every file of the session; an empty list means it is valid."""
+        """``validate_paths`` for one session: every problem in every file of it.
+
+        An empty list means it is valid; a session that does not exist raises
+        SessionNotFoundError (or ProjectNotFoundError) rather than being reported.
+        """
         directory = self.session_dir(project_id, session_id)
-        manifest_path = directory / MANIFEST_FILE
-        if not manifest_path.is_file():
-            self._open(project_id, session_id)
-        manifest, issues = MANIFEST.read_path(manifest_path)
-        if manifest is None:
-            return issues
-        workflow = self._session_workflow(directory, manifest)
-        session = _Session(
-            self.base_dir, directory, manifest, workflow, workflow.phases_for(manifest.execution_mode)
-        )
-        checkpoints: dict[int, PhaseCheckpoint] = {}
-        unreadable: set[int] = set()
-        for phase in session.phases:
-            issues += self._phase_issues(session, phase, require_checkpoint=False)
-            path = directory / phase.directory / CHECKPOINT_FILE
-            found, _ = CHECKPOINT.read_path(path)
-            if found is not None:
-                checkpoints[phase.number] = found
-            elif path.exists():
-                unreadable.add(phase.number)
-        derived = _progress.derive(manifest, session.phases, checkpoints)
-        issues += _disagreements(manifest_path, manifest, derived, unreadable)
-        issues += history.read_entries(directory)[1]
-        return issues
+        if not (directory / MANIFEST_FILE).is_file():
+            self._open(project_id, session_id)  # raises the NotFoundError that says what is missing
+        return self.validate_paths([directory])
 
     def list_sessions(
         self, *, project_id: str | None = None, user_id: str | None = None, status: str | None = None
@@ -934,16 +827,18 @@ class CheckpointManager:
     def validate_paths(self, paths: Iterable[str | os.PathLike[str]] = ()) -> list[Issue]:
         """Check every session file under ``paths`` (default: ``base_dir``), like a linter.
 
-        A path may be the base dir, a project, a session, a phase or one file; a whole
-        session is also checked for a manifest that disagrees with its checkpoints.
+        The one general way to validate: a path may be the base dir, a project, a session,
+        a phase or one file; a whole session is also checked for a manifest that disagrees
+        with its checkpoints. Problems are returned, never raised, sorted by file and line.
         """
         roots = [Path(p) for p in paths] or [self.base_dir]
         sessions = {d for root in roots if root.is_dir() for d in session_dirs(root)}
 
         def validate(directory: Path) -> list[Issue]:
-            manager = CheckpointManager(directory.parents[2], workflows=self.workflows.values())
             try:
-                return manager.validate_session(directory.parent.parent.name, directory.name)
+                check_name("project_id", directory.parent.parent.name)
+                check_name("session_id", directory.name)
+                return session_issues(directory, self._session_workflow)
             except HaythamError as error:
                 return [Issue(error.path or directory / MANIFEST_FILE, error.line, error.field, str(error))]
 
@@ -966,14 +861,30 @@ class CheckpointManager:
         """
         return check_session(self, project_id, session_id, fix)
 
-    def _repair(self, project_id: str, session_id: str) -> None:
-        """Rebuild the manifest from the phase files and remove leftovers, under the lock."""
+    def repair(self, project_id: str, session_id: str) -> None:
+        """Rebuild the manifest's progress from the phase checkpoints and remove temporary
+        files that killed writers left, under the session's lock.
+
+        Safe at any time: what it writes is derived from the files, and a person's content
+        is never touched. ``check(fix=True)`` calls it; loading a session repairs the
+        manifest the same way when it is out of date.
+        """
         directory = self.session_dir(project_id, session_id)
         with self._lock(directory, project_id, session_id):
             session = self._open(project_id, session_id)
             for folder in [directory, *(directory / p.directory for p in session.phases)]:
                 _storage.remove_leftovers(folder)
             self._sync_manifest(session)
+
+    def lock(self, project_id: str, session_id: str) -> AbstractContextManager[None]:
+        """Hold the session's OS lock, the one every save takes, for as long as the block runs.
+
+        For code that changes a session's files beside the manager's own methods (retention
+        removing a session or an attempt), so that no save runs at the same time. The lock
+        is released by the kernel if the process dies; it is not reentrant, so do not call
+        a saving method of the manager inside the block. LockTimeout after ``lock_timeout``.
+        """
+        return self._lock(self.session_dir(project_id, session_id), project_id, session_id)
 
     # ---------------------------------------------------------------- helpers
 
@@ -1000,7 +911,7 @@ class CheckpointManager:
         own_copy = directory / WORKFLOW_FILE
         return load_workflow(own_copy) if own_copy.is_file() else self._workflow(manifest.workflow_type)
 
-    def _lock(self, directory: Path, project_id: str, session_id: str) -> Any:
+    def _lock(self, directory: Path, project_id: str, session_id: str) -> AbstractContextManager[None]:
         return _storage.locked(directory, self.lock_timeout, f"session {project_id}/{session_id}")
 
     def _open(self, project_id: str, session_id: str) -> _Session:
@@ -1079,219 +990,6 @@ class CheckpointManager:
             return None
         return kind.parse(decode(data, path), path)
 
-    def _phase_issues(
-        self, session: _Session, phase: PhaseDefinition, *, require_checkpoint: bool
-    ) -> list[Issue]:
-        directory = session.directory / phase.directory
-        issues: list[Issue] = []
-        checkpoint_path = directory / CHECKPOINT_FILE
-        if checkpoint_path.exists():
-            checkpoint, found = CHECKPOINT.read_path(checkpoint_path)
-            issues += found
-            if checkpoint is not None and checkpoint.phase_number != phase.number:
-                issues.append(
-                    Issue(
-                        checkpoint_path,
-                        None,
-                        "Phase Number",
-                        f"{checkpoint.phase_number} is not this directory's phase {phase.number}",
-                    )
-                )
-        elif require_checkpoint:
-            issues.append(Issue(checkpoint_path, None, None, "checkpoint.md is missing"))
-        if directory.is_dir():
-            for path in agent_files(directory):
-                output, found = AGENT_OUTPUT.read_path(path)
-                issues += found
-                if output is not None and output.agent_name != path.stem:
-                    issues.append(
-                        Issue(
-                            path,
-                            None,
-                            "Agent",
-                            f"{output.agent_name!r} does not match the file name {path.name!r}",
-                        )
-                    )
-        feedback_path = directory / FEEDBACK_FILE
-        if feedback_path.exists():
-            issues += FEEDBACK.read_path(feedback_path)[1]
-        archived = directory / ATTEMPTS_DIR
-        for path in sorted(archived.glob("*/*.md")) if archived.is_dir() else ():
-            kind = kind_of(path)
-            if kind is not None:
-                issues += kind.read_path(path)[1]
-        return issues
-
-
-def _disagreements(
-    path: Path, written: SessionManifest, derived: SessionManifest, unreadable: set[int]
-) -> list[Issue]:
-    """Where the manifest's progress differs from what the checkpoints say.
-
-    Phases whose checkpoint cannot be read are left out: that file is the problem, and its
-    own issues say why.
-    """
-    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
-
-    def line_of(prefix: str) -> int | None:
-        return next((n for n, text in enumerate(lines, 1) if text.startswith(prefix)), None)
-
-    repair = "(load the session to repair the manifest)"
-    issues = []
-    for old, new in zip(written.phases, derived.phases, strict=False):
-        if old == new or old.number in unreadable:
-            continue
-        differences = [
-            f"{label} is {_show(getattr(old, attr))} here but {_show(getattr(new, attr))} in its checkpoint"
-            for attr, label in (
-                ("status", "Status"),
-                ("started", "Started"),
-                ("completed", "Completed"),
-                ("duration", "Duration"),
-                ("name", "Name"),
-                ("number", "Phase"),
-            )
-            if getattr(old, attr) != getattr(new, attr)
-        ]
-        message = f"phase {old.number}: {'; '.join(differences)} {repair}"
-        issues.append(Issue(path, line_of(f"| {old.number} |"), "Phase Status", message))
-    if len(written.phases) != len(derived.phases):
-        message = f"has {len(written.phases)} rows but the mode runs {len(derived.phases)} phases"
-        issues.append(Issue(path, line_of("## Phase Status"), "Phase Status", message))
-    if unreadable or written.phases != derived.phases:
-        return issues
-    for label, heading, old_value, new_value in (
-        ("Status", "- Status:", written.status, derived.status),
-        ("Current Phase", "## Current Phase", written.current, derived.current),
-        ("Metrics", "## Metrics", written.metrics, derived.metrics),
-    ):
-        if old_value != new_value:
-            message = f"{old_value!r} disagrees with the checkpoints ({new_value!r}) {repair}"
-            issues.append(Issue(path, line_of(heading), label, message))
-    return issues
-
-
-def _show(value: object) -> str:
-    if value is None:
-        return "unknown"
-    if isinstance(value, float):
-        return f"{value:g}s"
-    return repr(value)
-
-
-@dataclasses.dataclass(frozen=True)
-class Attempt:
-    """One attempt at a phase: what its checkpoint, agents and reviewer said."""
-
-    number: int
-    """1 for the first run, 2 after the first retry, ..."""
-    directory: Path
-    checkpoint: PhaseCheckpoint | None
-    feedback: UserFeedback | None
-    outputs: dict[str, str]
-
-
-def _load_attempt(number: int, directory: Path) -> Attempt:
-    def optional(kind: DocumentFormat[R], path: Path) -> R | None:
-        return kind.load(path) if path.is_file() else None
-
-    checkpoint = optional(CHECKPOINT, directory / CHECKPOINT_FILE)
-    order = [run.agent_name for run in checkpoint.agents] if checkpoint else []
-    outputs = {p.stem: AGENT_OUTPUT.load(p).content for p in agent_files(directory, order)}
-    return Attempt(number, directory, checkpoint, optional(FEEDBACK, directory / FEEDBACK_FILE), outputs)
-
-
-def _check_choice(field: str, value: object, choices: Sequence[str]) -> None:
-    if value not in choices:
-        raise InvalidArgumentError(
-            f"{field} {value!r} is not valid (expected one of {', '.join(choices)})", field=field
-        )
-
-
-def _check_count(field: str, value: object, *, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidArgumentError(f"{field} {value!r} is not a whole number >= 0", field=field)
-
-
-def _check_seconds(field: str, value: object) -> float | None:
-    if value is None:
-        return None
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
-        raise InvalidArgumentError(f"{field} {value!r} is not a number of seconds >= 0", field=field)
-    if value == float("inf"):
-        raise InvalidArgumentError(f"{field} {value!r} is not a finite number of seconds", field=field)
-    return round(float(value), 1)
-
-
-def _check_amount(field: str, value: object) -> float | None:
-    if value is None:
-        return None
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < float("inf"):
-        raise InvalidArgumentError(
-            f"{field} {value!r} is not an amount >= 0", field=field.split("[")[0].split(".")[0]
-        )
-    return float(value)
-
-
-def _check_timestamp(field: str, value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidArgumentError(f"{field} {value!r} is not an ISO 8601 string", field=field)
-    try:
-        return format_timestamp(parse_timestamp(value))
-    except ValueError:
-        raise InvalidArgumentError(
-            f"{field} {value!r} is not an ISO 8601 UTC timestamp (expected like 2024-11-24T10:00:00Z)",
-            field=field,
-        ) from None
-
-
-def _check_text_list(field: str, items: Iterable[object]) -> list[str]:
-    if isinstance(items, str):
-        raise InvalidArgumentError(f"{field} must be a list of strings, not one string", field=field)
-    result = []
-    for item in items:
-        if not isinstance(item, str):
-            raise InvalidArgumentError(f"{field} holds {item!r}, which is not a string", field=field)
-        result.append(item)
-    return result
-
-
-def _agent_run(index: int, agent: Mapping[str, Any]) -> AgentRun:
-    where = f"agents[{index}]"
-    if not isinstance(agent, Mapping):
-        raise InvalidArgumentError(f"{where} must be a dict, got {agent!r}", field="agents")
-    unknown = set(agent) - AGENT_KEYS
-    if unknown:
-        raise InvalidArgumentError(
-            f"{where} has unknown keys {sorted(unknown)} (expected {', '.join(sorted(AGENT_KEYS))})",
-            field="agents",
-        )
-    if "agent_name" not in agent:
-        raise InvalidArgumentError(f"{where} has no 'agent_name'", field="agents")
-    name = check_agent_name(agent["agent_name"])
-    status = agent.get("status", "completed")
-    _check_choice(f"{where}.status", status, PHASE_STATUSES)
-    for key in ("tokens", "input_tokens", "output_tokens"):
-        _check_count(f"{where}.{key}", agent.get(key), optional=True)
-    tokens = agent.get("tokens")
-    if tokens is None and agent.get("input_tokens") is not None and agent.get("output_tokens") is not None:
-        tokens = agent["input_tokens"] + agent["output_tokens"]
-    cost = _check_amount(f"{where}.cost", agent.get("cost"))
-    output_file = agent.get("output_file") or f"{name}.md"
-    check_name(f"{where}.output_file", output_file)
-    return AgentRun(
-        agent_name=name,
-        status=status,
-        output_file=output_file,
-        duration=_check_seconds(f"{where}.duration", agent.get("duration")),
-        tokens=tokens,
-        cost=_round(cost, 4),
-    )
-
 
 def _flat_dict(record: Any) -> dict[str, Any]:
     """``dataclasses.asdict`` of a record whose fields are all plain values, without its
@@ -1308,13 +1006,9 @@ def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _round(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(float(value), digits)
-
-
 def _seconds_between(started: str, completed: str) -> float | None:
     seconds = (parse_timestamp(completed) - parse_timestamp(started)).total_seconds()
     return round(seconds, 1) if seconds >= 0 else None
 
 
-__all__ = ["CheckpointManager", "HaythamError"]
+__all__ = ["CheckpointManager"]

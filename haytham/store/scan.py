@@ -6,9 +6,7 @@ accepts what a linter would: the base dir, a project, a session or a single file
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import gc
 import hashlib
 import json
 import os
@@ -156,30 +154,6 @@ def list_sessions(
     used again while the manifest file is unchanged, so a listing of thousands of sessions
     reads only the manifests that changed.
     """
-    with _no_cycle_collection():
-        return _list_sessions(base_dir, project_id, user_id, status)
-
-
-@contextlib.contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Pause the cycle collector while a listing makes its many small objects.
-
-    None of them is part of a reference cycle, yet creating tens of thousands of objects
-    sets off full collections that walk every object of the process: with 10,000 sessions
-    they took a third of the listing's time. The collector's state is put back afterwards.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _list_sessions(
-    base_dir: Path, project_id: str | None, user_id: str | None, status: str | None
-) -> tuple[list[SessionSummary], list[Issue]]:
     root = base_dir / project_id if project_id else base_dir
     found = session_manifests(root)
     index = _index.Index.open(base_dir, create=len(found) >= INDEX_MIN_SESSIONS)
@@ -339,23 +313,22 @@ def validate_sessions(
         for base, group in bases.items()
     }
     issues: list[Issue] = []
-    with _no_cycle_collection():
-        known = {base: index.entries("validate") for base, index in indexes.items() if index is not None}
-        learnt: dict[Path, list[tuple[str, str, str]]] = {base: [] for base in known}
-        for directory in directories:
-            base = _base_of(directory)
-            index = indexes[base]
-            name = os.fspath(directory)
-            state = _session_state(name, workflows) if index is not None else None
-            if index is not None and state is not None:
-                kept = known[base].get(name)
-                if kept is not None and kept[0] == state[0]:
-                    issues += [_issue(data) for data in json.loads(kept[1])]
-                    continue
-            found = validate(directory)
-            issues += found
-            if index is not None and state is not None and index.settled(state[1]):
-                learnt[base].append((name, state[0], json.dumps([_issue_data(i) for i in found])))
+    known = {base: index.entries("validate") for base, index in indexes.items() if index is not None}
+    learnt: dict[Path, list[tuple[str, str, str]]] = {base: [] for base in known}
+    for directory in directories:
+        base = _base_of(directory)
+        index = indexes[base]
+        name = os.fspath(directory)
+        state = _session_state(name, workflows) if index is not None else None
+        if index is not None and state is not None:
+            kept = known[base].get(name)
+            if kept is not None and kept[0] == state[0]:
+                issues += [_issue(data) for data in json.loads(kept[1])]
+                continue
+        found = validate(directory)
+        issues += found
+        if index is not None and state is not None and index.settled(state[1]):
+            learnt[base].append((name, state[0], json.dumps([_issue_data(i) for i in found])))
     for base, index in indexes.items():
         if index is not None:
             seen = {os.fspath(d) for d in bases[base]}
@@ -459,13 +432,6 @@ class PhaseDirs:
         return checked, checked.is_dir()
 
 
-OWN_FILES = OWN_SESSION_FILES
-
-
-def _is_agent_file_name(name: str) -> bool:
-    return name.endswith(".md") and not name.startswith(".") and name not in OWN_FILES
-
-
 def agent_files(directory: Path, order: Sequence[str] = ()) -> list[Path]:
     """Agent output files of a phase directory: ``*.md`` except the phase's own and hidden
     files, those named in ``order`` first, then the rest by name.
@@ -479,7 +445,7 @@ def agent_files(directory: Path, order: Sequence[str] = ()) -> list[Path]:
             for e in entries
             if e.name.endswith(".md")
             and not e.name.startswith(".")
-            and e.name not in OWN_FILES
+            and e.name not in OWN_SESSION_FILES
             and e.is_file()
         ]
     names.sort(key=lambda n: (rank.get(n[:-3], len(rank)), n))

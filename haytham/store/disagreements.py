@@ -1,0 +1,129 @@
+"""Where a session manifest's progress disagrees with its phase checkpoints, located by line.
+
+The manifest's Phase Status, Status, Current Phase and Metrics are derived from the
+checkpoints; after a crash between two writes they can be out of date until the session is
+loaded (which repairs them). ``validate_session`` reports each disagreement at the line a
+person would edit: the phase's table row, the ``- Status:`` item, or the section heading.
+Lines come from the markdown section parser, as the manifest reader finds them (fenced code
+blocks are skipped), not from a search of the raw text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from haytham.errors import Issue
+from haytham.format.markdown import Section, iter_unfenced_lines, normalise_label, parse_document
+from haytham.records import SessionManifest
+
+REPAIR = "(load the session to repair the manifest)"
+STATUS_LABEL = normalise_label("Status")
+_ROW_FIELDS = (
+    ("status", "Status"),
+    ("started", "Started"),
+    ("completed", "Completed"),
+    ("duration", "Duration"),
+    ("name", "Name"),
+    ("number", "Phase"),
+)
+
+
+def disagreements(
+    path: Path, written: SessionManifest, derived: SessionManifest, unreadable: set[int]
+) -> list[Issue]:
+    """Where the manifest ``written`` at ``path`` differs from ``derived`` (its checkpoints').
+
+    Phases whose checkpoint cannot be read are left out: that file is the problem, and its
+    own issues say why. Status, Current Phase and Metrics are compared only once every row
+    agrees, since a wrong row explains them.
+    """
+    if written.phases == derived.phases and _same_totals(written, derived):
+        return []
+    lines = _Lines(path)
+    issues = []
+    for index, (old, new) in enumerate(zip(written.phases, derived.phases, strict=False)):
+        if old == new or old.number in unreadable:
+            continue
+        differences = [
+            f"{label} is {_show(getattr(old, attr))} here but {_show(getattr(new, attr))} in its checkpoint"
+            for attr, label in _ROW_FIELDS
+            if getattr(old, attr) != getattr(new, attr)
+        ]
+        message = f"phase {old.number}: {'; '.join(differences)} {REPAIR}"
+        issues.append(Issue(path, lines.row(index), "Phase Status", message))
+    if len(written.phases) != len(derived.phases):
+        message = f"has {len(written.phases)} rows but the mode runs {len(derived.phases)} phases"
+        issues.append(Issue(path, lines.heading("Phase Status"), "Phase Status", message))
+    if unreadable or written.phases != derived.phases:
+        return issues
+    for label, line, old_value, new_value in (
+        ("Status", lines.status(), written.status, derived.status),
+        ("Current Phase", lines.heading("Current Phase"), written.current, derived.current),
+        ("Metrics", lines.heading("Metrics"), written.metrics, derived.metrics),
+    ):
+        if old_value != new_value:
+            message = f"{old_value!r} disagrees with the checkpoints ({new_value!r}) {REPAIR}"
+            issues.append(Issue(path, line, label, message))
+    return issues
+
+
+def _same_totals(written: SessionManifest, derived: SessionManifest) -> bool:
+    return (written.status, written.current, written.metrics) == (
+        derived.status,
+        derived.current,
+        derived.metrics,
+    )
+
+
+class _Lines:
+    """The lines of a manifest's parts, found by its sections as the reader finds them."""
+
+    def __init__(self, path: Path) -> None:
+        self.document = parse_document(path.read_text(encoding="utf-8", errors="replace"))
+
+    def heading(self, title: str) -> int | None:
+        section = self.document.find(title)
+        return None if section is None else section.line
+
+    def row(self, index: int) -> int | None:
+        """The line of the Phase Status table's row ``index`` (0 = the first phase row)."""
+        rows = _table_rows(self.document.find("Phase Status"))
+        return rows[index] if index < len(rows) else None
+
+    def status(self) -> int | None:
+        """The line of the Metadata section's ``- Status:`` item."""
+        section = self.document.find("Metadata")
+        if section is None:
+            return None
+        for number, line in iter_unfenced_lines(section.body, section.body_line):
+            if not line.lstrip().startswith("- "):
+                continue
+            label, colon, _ = line.strip().removeprefix("- ").partition(":")
+            if colon and normalise_label(label) == STATUS_LABEL:
+                return number
+        return None
+
+
+def _table_rows(section: Section | None) -> list[int]:
+    """The lines of a table's data rows: every ``|`` line but the header and the rule."""
+    if section is None:
+        return []
+    found = [
+        number
+        for number, line in iter_unfenced_lines(section.body, section.body_line)
+        if line.strip().startswith("|") and not _is_rule(line)
+    ]
+    return found[1:]  # the first is the header
+
+
+def _is_rule(line: str) -> bool:
+    cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+    return all(cell.strip(":").strip("-") == "" and "-" in cell for cell in cells if cell)
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, float):
+        return f"{value:g}s"
+    return repr(value)

@@ -1,0 +1,90 @@
+"""Validation of a session's files, like a linter: every problem, located, none raised.
+
+``session_issues`` checks every file of one session (manifest, checkpoints, agent outputs,
+feedback, archived attempts, history) and where the manifest disagrees with the
+checkpoints; ``phase_issues`` the files of one phase. ``CheckpointManager.validate_paths``
+runs them over any paths, remembering results in the base directory's index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from haytham.errors import Issue
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
+from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE
+from haytham.format.workflow import PhaseDefinition, Workflow
+from haytham.records import PhaseCheckpoint, SessionManifest
+from haytham.store import history
+from haytham.store import progress as _progress
+from haytham.store.disagreements import disagreements
+from haytham.store.scan import agent_files, kind_of
+
+WorkflowOf = Callable[[Path, SessionManifest], Workflow]
+"""How the manager finds a session's workflow: its own copy, else the registered one."""
+
+
+def session_issues(directory: Path, workflow_of: WorkflowOf) -> list[Issue]:
+    """Every problem in every file of the session at ``directory`` (which has a manifest)."""
+    manifest_path = directory / MANIFEST_FILE
+    manifest, issues = MANIFEST.read_path(manifest_path)
+    if manifest is None:
+        return issues
+    phases = workflow_of(directory, manifest).phases_for(manifest.execution_mode)
+    checkpoints: dict[int, PhaseCheckpoint] = {}
+    unreadable: set[int] = set()
+    for phase in phases:
+        issues += phase_issues(directory / phase.directory, phase, require_checkpoint=False)
+        path = directory / phase.directory / CHECKPOINT_FILE
+        found, _ = CHECKPOINT.read_path(path)
+        if found is not None:
+            checkpoints[phase.number] = found
+        elif path.exists():
+            unreadable.add(phase.number)
+    derived = _progress.derive(manifest, phases, checkpoints)
+    issues += disagreements(manifest_path, manifest, derived, unreadable)
+    issues += history.read_entries(directory)[1]
+    return issues
+
+
+def phase_issues(directory: Path, phase: PhaseDefinition, *, require_checkpoint: bool) -> list[Issue]:
+    """Every problem in the files of ``phase`` at ``directory``, its archived attempts included."""
+    issues: list[Issue] = []
+    checkpoint_path = directory / CHECKPOINT_FILE
+    if checkpoint_path.exists():
+        checkpoint, found = CHECKPOINT.read_path(checkpoint_path)
+        issues += found
+        if checkpoint is not None and checkpoint.phase_number != phase.number:
+            issues.append(
+                Issue(
+                    checkpoint_path,
+                    None,
+                    "Phase Number",
+                    f"{checkpoint.phase_number} is not this directory's phase {phase.number}",
+                )
+            )
+    elif require_checkpoint:
+        issues.append(Issue(checkpoint_path, None, None, "checkpoint.md is missing"))
+    if directory.is_dir():
+        for path in agent_files(directory):
+            output, found = AGENT_OUTPUT.read_path(path)
+            issues += found
+            if output is not None and output.agent_name != path.stem:
+                issues.append(
+                    Issue(
+                        path,
+                        None,
+                        "Agent",
+                        f"{output.agent_name!r} does not match the file name {path.name!r}",
+                    )
+                )
+    feedback_path = directory / FEEDBACK_FILE
+    if feedback_path.exists():
+        issues += FEEDBACK.read_path(feedback_path)[1]
+    archived = directory / ATTEMPTS_DIR
+    for path in sorted(archived.glob("*/*.md")) if archived.is_dir() else ():
+        kind = kind_of(path)
+        if kind is not None:
+            issues += kind.read_path(path)[1]
+    return issues

@@ -1,0 +1,67 @@
+"""The public face: what ``import haytham`` offers, and that store/ stays below the features."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import haytham
+from haytham import errors
+
+STORE = Path(haytham.__file__).parent / "store"
+ALLOWED = ("haytham.format", "haytham.records", "haytham.errors", "haytham.store")
+
+
+def test_the_runner_agents_records_and_errors_import_from_the_package() -> None:
+    from haytham import AgentContext, AgentResult, Attempt, Comparison, Finding, HistoryEntry, PhaseRunner
+
+    assert PhaseRunner.__module__ == "haytham.run.runner"
+    assert (AgentContext.__name__, AgentResult.__name__) == ("AgentContext", "AgentResult")
+    assert Attempt.__module__ == HistoryEntry.__module__ == "haytham.records"
+    assert Comparison.__module__ == "haytham.compare"
+    assert Finding.__module__ == "haytham.store.doctor"
+
+
+def test_all_names_each_public_name_once_and_every_one_exists() -> None:
+    names = haytham.__all__
+    assert len(names) == len(set(names))
+    assert [n for n in names if not hasattr(haytham, n)] == []
+    public = {n for n in vars(haytham) if not n.startswith("_") and not inspect.ismodule(getattr(haytham, n))}
+    assert public - set(names) == set()
+
+
+def test_every_error_is_exported() -> None:
+    kinds = {
+        name
+        for name, value in vars(errors).items()
+        if inspect.isclass(value) and issubclass(value, errors.HaythamError)
+    }
+    assert "WorkflowChangedError" in kinds and "GitError" in kinds
+    assert kinds - set(haytham.__all__) == set()
+
+
+def test_moved_errors_keep_their_old_import_paths() -> None:
+    from haytham.git.repository import GitError
+    from haytham.run.runner import WorkflowChangedError
+
+    assert GitError is errors.GitError and WorkflowChangedError is errors.WorkflowChangedError
+
+
+def test_store_imports_only_format_records_errors_and_itself() -> None:
+    found = []
+    for path in sorted(STORE.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):  # function-level too
+            modules = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            found += [
+                f"{path.name}: {m}"
+                for m in modules
+                if (m == "haytham" or m.startswith("haytham.")) and not m.startswith(ALLOWED)
+            ]
+    assert found == []
