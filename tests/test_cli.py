@@ -242,7 +242,7 @@ def configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "haytham.yaml").write_text("storage:\n  base_dir: data\n")
     manager = CheckpointManager(tmp_path / "data")
     run_demo(manager, S, review="manual")
-    transfer.export_file(manager, P, S, tmp_path / "export.json")
+    transfer.export_session(manager, P, S, tmp_path / "export.json")
     for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "the demo session"]):
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True)
     return tmp_path
