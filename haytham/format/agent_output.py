@@ -89,10 +89,10 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
         "content": "Output",
     }
 
-    def _reader(self, text: str, path: Path | None) -> Reader:
+    def _reader(self, text: str, path: Path | None, *, fast: bool = True) -> Reader:
         split = split_output(text)
         header = text if split is None else text[: split[0]]
-        return Reader(text, path, self.labels, sections_text=header)
+        return Reader(text, path, self.labels, sections_text=header, fast=fast)
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
         title_name = reader.expect_title(TITLE)
@@ -228,7 +228,7 @@ def _split_legacy_error_details(
     if found is None:
         return raw_output, {}
     offset = _offset_of_line(raw_output, found - output_line + 1)
-    tail_reader = Reader(raw_output[offset:], reader.path, reader.labels)
+    tail_reader = Reader(raw_output[offset:], reader.path, reader.labels, fast=reader.fast)
     section = tail_reader.section("Error Details", required=False)
     if section is None or tail_reader.document.sections[-1] is not section:
         return raw_output, {}

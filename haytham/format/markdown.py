@@ -134,18 +134,15 @@ def _inline_text(children: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
-FAST_PATH = True
-"""Whether ``parse_document`` may use the line scanner (tests turn it off to compare paths)."""
-
-
-def parse_document(text: str) -> Document:
+def parse_document(text: str, *, fast: bool = True) -> Document:
     """Split ``text`` into its title and its level-1/2 sections.
 
     Files in the simple shape haytham writes go through a line scanner (``_fast_headings``)
     that finds exactly the headings mistune would; anything it does not fully understand
-    goes to mistune (``parse_with_mistune``). Both give the same Document.
+    goes to mistune (``parse_with_mistune``). Both give the same Document; ``fast=False``
+    always asks mistune (the tests compare the two).
     """
-    found = _fast_headings(text) if FAST_PATH else None
+    found = _fast_headings(text) if fast else None
     if found is None:
         return parse_with_mistune(text)
     sections: list[Section] = []

@@ -53,9 +53,17 @@ class Reader:
     """Reads one document leniently, recording issues and where each value came from."""
 
     def __init__(
-        self, text: str, path: Path | None, labels: Mapping[str, str], *, sections_text: str | None = None
+        self,
+        text: str,
+        path: Path | None,
+        labels: Mapping[str, str],
+        *,
+        sections_text: str | None = None,
+        fast: bool = True,
     ) -> None:
         self.text = text
+        self.fast = fast
+        """Whether the section parser may take its fast path (``parse_document``)."""
         self.path = path
         self.labels = labels
         """Maps record attribute names to the labels people see in the file."""
@@ -68,7 +76,7 @@ class Reader:
         self.missing: set[tuple[Any, ...]] = set()
         """Paths of required values already reported missing; the schema does not repeat them."""
         source = text if sections_text is None else sections_text
-        self.document: Document = parse_document(source)
+        self.document: Document = parse_document(source, fast=fast)
         if "<<<<<<< " in source or ">>>>>>> " in source:
             self._report_conflict_markers(source)
 
