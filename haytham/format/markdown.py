@@ -49,8 +49,6 @@ class Document:
     """The first level-1 heading, if the document starts with one."""
     sections: tuple[Section, ...]
     """Every other top-level heading of level 1 or 2, in order."""
-    preamble: str
-    """Source before the first heading (usually empty)."""
 
     def find(self, title: str) -> Section | None:
         """The first section whose title matches ``title`` ignoring case and spacing."""
@@ -156,7 +154,7 @@ def parse_document(text: str, *, fast: bool = True) -> Document:
         body_line = line + (newline >= 0)
         counted = start
         sections.append(Section(title, title, level, line, text[heading_end:end], body_line))
-    return _document(text, sections, found[0][0] if found else len(text))
+    return _document(sections)
 
 
 def parse_with_mistune(text: str) -> Document:
@@ -189,13 +187,12 @@ def parse_with_mistune(text: str) -> Document:
                 body_line=bisect.bisect_right(line_starts, heading_end),
             )
         )
-    return _document(text, sections, heads[0][0] if heads else len(text))
+    return _document(sections)
 
 
-def _document(text: str, sections: list[Section], preamble_end: int) -> Document:
+def _document(sections: list[Section]) -> Document:
     title = sections[0] if sections and sections[0].level == 1 else None
-    rest = tuple(sections[1:] if title else sections)
-    return Document(title=title, sections=rest, preamble=text[:preamble_end])
+    return Document(title=title, sections=tuple(sections[1:] if title else sections))
 
 
 # The line scanner. It accepts a document only when every line outside fenced code is of a

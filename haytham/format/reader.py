@@ -192,12 +192,6 @@ class Reader:
             label = self.labels_at.get(path) or (self.labels.get(names[-1], names[-1]) if names else None)
             self.error(line, label, describe(error))
 
-    def raise_first(self) -> None:
-        """Raise the first issue, in file order, as a DocumentError."""
-        if self.issues:
-            first = min(self.issues, key=lambda i: (i.line is None, i.line or 0))
-            raise DocumentError(first.message, path=first.path, line=first.line, field=first.field)
-
 
 def _specific(error: ValidationError) -> ValidationError:
     """The error of the branch an ``anyOf``/``oneOf`` value meant to match.
