@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from haytham.errors import DocumentError
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
 from haytham.format.markdown import iter_unfenced_lines
@@ -20,6 +21,10 @@ from haytham.format.reader import Reader, find_fence
 from haytham.records import AgentOutput
 
 TITLE = "Agent Output: "
+MAX_FINAL_NEWLINES = 1_000_000
+"""The most line breaks ``Final Newlines`` may record. Reading puts that many line breaks
+back, so the number is checked before anything is allocated (a hand-edited
+``30000000000`` would otherwise ask for 30 GB); writing refuses an output past it."""
 _OUTPUT_HEADING = re.compile(r" {0,3}##[ \t]+output[ \t]*#*[ \t]*\r?", re.IGNORECASE)
 _ERROR_HEADING = re.compile(r" {0,3}##[ \t]+error details[ \t]*#*[ \t]*", re.IGNORECASE)
 
@@ -117,6 +122,14 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
                 f"{final_newlines!r} is not a whole number of line breaks",
             )
             final_newlines = 0
+        elif final_newlines > MAX_FINAL_NEWLINES:
+            reader.error(
+                reader.lines.get(("final_newlines",)),
+                "Final Newlines",
+                f"{final_newlines} is more line breaks than an output may end with "
+                f"(at most {MAX_FINAL_NEWLINES:,})",
+            )
+            final_newlines = 0
         line_endings = take(meta, "line_endings", str, default="lf", required=False).casefold()
         if line_endings not in ("lf", "crlf"):
             reader.error(
@@ -147,6 +160,20 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             data.update(legacy)
         data["content"] = decode_content(text, start, final_newlines, line_endings == "crlf")
         return data
+
+    def check_record(self, record: AgentOutput, path: Path | None = None) -> None:
+        """The schema's checks, and the bound on the line breaks that end the output."""
+        super().check_record(record, path)
+        if len(record.content) <= MAX_FINAL_NEWLINES:  # too short to end with too many
+            return
+        _, final_newlines, _ = encode_content(record.content)
+        if final_newlines > MAX_FINAL_NEWLINES:
+            raise DocumentError(
+                f"the output ends with {final_newlines:,} line breaks; at most {MAX_FINAL_NEWLINES:,} "
+                "can be recorded",
+                path=path,
+                field=self.labels["content"],
+            )
 
     def _build(self, data: dict[str, Any]) -> AgentOutput:
         return AgentOutput(**{**data, "tools_used": tuple(data["tools_used"])})
