@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 from haytham.errors import DocumentError
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
-from haytham.format.markdown import iter_unfenced_lines
-from haytham.format.reader import Reader, find_fence
+from haytham.format.markdown import first_fence, iter_fences, iter_unfenced_lines
+from haytham.format.reader import Reader
 from haytham.records import AgentOutput
 
 TITLE = "Agent Output: "
@@ -25,21 +25,31 @@ MAX_FINAL_NEWLINES = 1_000_000
 """The most line breaks ``Final Newlines`` may record. Reading puts that many line breaks
 back, so the number is checked before anything is allocated (a hand-edited
 ``30000000000`` would otherwise ask for 30 GB); writing refuses an output past it."""
-_OUTPUT_HEADING = re.compile(r" {0,3}##[ \t]+output[ \t]*#*[ \t]*\r?", re.IGNORECASE)
 _ERROR_HEADING = re.compile(r" {0,3}##[ \t]+error details[ \t]*#*[ \t]*", re.IGNORECASE)
+
+
+_OUTPUT_LINE = re.compile(r"^ {0,3}##[ \t]+output[ \t]*#*[ \t]*\r?$", re.IGNORECASE | re.M)
 
 
 def split_output(text: str) -> tuple[int, int, int] | None:
     """``(header_end, body_start, output_line)`` at the first top-level ``## Output``.
 
-    Offsets, not slices: a 10 MB output is copied once, when its content is taken.
+    The first ``## Output`` line that no fenced block holds. Offsets, not slices: a 10 MB
+    output is copied once, when its content is taken, and is scanned only for its fences.
     """
-    for number, line in iter_unfenced_lines(text, 1):
-        if _OUTPUT_HEADING.fullmatch(line):
-            start = _offset_of_line(text, number)
+    position = 0
+    while True:
+        found = _OUTPUT_LINE.search(text, position)
+        if found is None:
+            return None
+        start = found.start()
+        holder = next((f for f in iter_fences(text, position, start) if f.end > start), None)
+        if holder is None:
             end = text.find("\n", start)
-            return start, len(text) if end < 0 else end + 1, number + 1
-    return None
+            return start, len(text) if end < 0 else end + 1, text.count("\n", 0, start) + 2
+        if not holder.closed:
+            return None
+        position = holder.end
 
 
 def _offset_of_line(text: str, number: int) -> int:
@@ -234,7 +244,7 @@ def _error_details(reader: Reader) -> dict[str, Any]:
     }
     trace = fields.get("stack trace")
     if section is not None and trace is not None and trace.value.strip() != v.UNKNOWN:
-        fence = find_fence(section, trace.line)
+        fence = first_fence(section.body, section.body_line, trace.line)
         data["stack_trace"] = v.read_fenced(fence[0], fence[1]) if fence else trace.value
     return data
 

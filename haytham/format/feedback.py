@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 from haytham.errors import InvalidArgumentError
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
-from haytham.format.markdown import Section, iter_unfenced_lines
-from haytham.format.reader import Reader, find_fence
+from haytham.format.markdown import Section, fence_lines, iter_fences, iter_unfenced_lines
+from haytham.format.reader import Reader
 from haytham.records import UserFeedback
 
 TITLE = "User Feedback: "
@@ -24,7 +24,6 @@ NO_COMMENTS = "No comments provided"
 NO_CHANGES = "No changes requested"
 _ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)")
 _CHANGE_PREFIX = re.compile(r"change\s*\d*\s*:\s*", re.IGNORECASE)
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 
 
 class FeedbackFormat(DocumentFormat[UserFeedback]):
@@ -161,18 +160,15 @@ def read_comments(section: Section | None) -> str:
     """The comments: a ``verbatim`` fenced block exactly, or the trimmed plain text."""
     if section is None:
         return ""
-    lines = section.body.split("\n")
+    body = section.body
+    fence = next(iter_fences(body), None)
+    if fence is not None and not body[: fence.start].strip() and fence.info.split()[:1] == [v.FENCE_INFO]:
+        return v.read_fenced(fence.info, fence_lines(body, fence))
+    lines = body.split("\n")
     while lines and not lines[0].strip():
         lines.pop(0)
     while lines and not lines[-1].strip():
         lines.pop()
-    if not lines:
-        return ""
-    opener = _FENCE.fullmatch(lines[0])
-    if opener and opener.group(2).split()[:1] == [v.FENCE_INFO]:
-        fence = find_fence(section, 0)
-        if fence is not None:
-            return v.read_fenced(fence[0], fence[1])
     text = "\n".join(lines)
     return "" if text.strip() == NO_COMMENTS else text
 

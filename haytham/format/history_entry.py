@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
-from haytham.format.reader import Reader, find_fence
+from haytham.format.markdown import first_fence
+from haytham.format.reader import Reader
 from haytham.records import HistoryEntry
 
 TITLE = "History Entry: "
@@ -57,7 +58,7 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
         checkpoint = reader.section("Checkpoint")
         if checkpoint is not None:
             reader.lines[("checkpoint_text",)] = checkpoint.line
-            fence = find_fence(checkpoint, 0)
+            fence = first_fence(checkpoint.body, checkpoint.body_line)
             if fence is None:
                 reader.error(checkpoint.line, "Checkpoint", "has no fenced block holding checkpoint.md")
             else:

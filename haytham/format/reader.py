@@ -204,25 +204,3 @@ def _specific(error: ValidationError) -> ValidationError:
         meant = [e for e in error.context if e.validator != "type"]
         error = (meant or error.context)[0]
     return error
-
-
-def find_fence(section: Section, after_line: int) -> tuple[str, list[str], int] | None:
-    """The first fenced block in ``section`` after ``after_line``: info, lines, end line."""
-    lines = section.body.split("\n")
-    opener = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
-    for index, line in enumerate(lines):
-        number = section.body_line + index
-        if number <= after_line:
-            continue
-        opened = opener.fullmatch(line)
-        if opened is None:
-            continue
-        fence = opened.group(1)
-        content: list[str] = []
-        for close_index in range(index + 1, len(lines)):
-            candidate = lines[close_index].strip()
-            if candidate and set(candidate) == {fence[0]} and len(candidate) >= len(fence):
-                return opened.group(2).strip(), content, section.body_line + close_index
-            content.append(lines[close_index])
-        return opened.group(2).strip(), content, section.body_line + len(lines) - 1
-    return None
