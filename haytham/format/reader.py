@@ -16,6 +16,7 @@ from jsonschema.exceptions import ValidationError
 from haytham.errors import DocumentError, Issue
 from haytham.format.markdown import Document, Section, iter_unfenced_lines, normalise_label, parse_document
 from haytham.format.schema import describe, schema_errors
+from haytham.format.sections import SectionSpec
 
 _ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
 _CHECKBOX = re.compile(r"\[([ xX]?)\][ \t]*(.*)")
@@ -110,10 +111,11 @@ class Reader:
             return ""
         return title.source_title[found.end() :].strip(" \t")
 
-    def section(self, title: str, *, required: bool = True) -> Section | None:
-        found = self.document.find(title)
-        if found is None and required:
-            self.error(None, None, f"section '## {title}' is missing")
+    def section(self, spec: SectionSpec) -> Section | None:
+        """The document's section for ``spec``; missing, it is an issue if it is required."""
+        found = self.document.find(spec.title)
+        if found is None and spec.required:
+            self.error(None, None, f"section '{spec.heading}' is missing")
         return found
 
     def fields(self, section: Section | None, *, exact: bool = False) -> dict[str, Field]:
