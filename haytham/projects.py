@@ -55,13 +55,13 @@ from haytham.format.schema import describe, schema_errors
 from haytham.format.values import write_text
 from haytham.format.workflow import IDEA_VALIDATION
 from haytham.format.yamlfile import line_of, parse_yaml
+from haytham.records import PROJECT_STATUSES
 from haytham.store import fs as _storage
 from haytham.store.clock import Clock, format_timestamp, utc_now
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_name
 
 CHANGELOG = Path(HISTORY_DIR) / CHANGELOG_FILE
-PROJECT_STATUSES = ("active", "completed", "archived")
 _NUMBERED_FILE = re.compile(r"requirements_v([1-9][0-9]*)\.md")
 """A version numbered in its name, as haytham wrote them before versions were named by time."""
 _TIMED_FILE = re.compile(r"requirements_([0-9]{8}T[0-9]{6}(?:\.[0-9]{1,6})?Z)_(.+)\.md")

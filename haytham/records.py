@@ -7,10 +7,13 @@ nothing in between can change one behind the manager's back. The dict API of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
+# Each enumeration is written once, here, as a Literal. The tuples below are derived from
+# them, and the JSON schemas take their ``enum`` lists from ENUMERATIONS when loaded.
 PhaseStatus = Literal["pending", "in_progress", "completed", "failed", "skipped", "requires_retry"]
 """Status of a phase, and of an agent within a phase."""
 SessionStatus = Literal["in_progress", "completed", "failed"]
@@ -19,17 +22,23 @@ RunStyle = Literal["single", "parallel", "sequential_interactive"]
 """How a phase ran its agents (``Execution Mode`` in checkpoint.md)."""
 FeedbackAction = Literal["pending", "approved", "retry", "rejected", "skipped"]
 """What was done about a reviewer's feedback (``pending`` until someone has reviewed)."""
+ProjectStatus = Literal["active", "completed", "archived"]
+"""Status of a project (``status`` in project.yaml)."""
 
-PHASE_STATUSES: tuple[PhaseStatus, ...] = (
-    "pending",
-    "in_progress",
-    "completed",
-    "failed",
-    "skipped",
-    "requires_retry",
-)
-RUN_STYLES: tuple[RunStyle, ...] = ("single", "parallel", "sequential_interactive")
-FEEDBACK_ACTIONS: tuple[FeedbackAction, ...] = ("pending", "approved", "retry", "rejected", "skipped")
+PHASE_STATUSES: tuple[PhaseStatus, ...] = get_args(PhaseStatus)
+SESSION_STATUSES: tuple[SessionStatus, ...] = get_args(SessionStatus)
+RUN_STYLES: tuple[RunStyle, ...] = get_args(RunStyle)
+FEEDBACK_ACTIONS: tuple[FeedbackAction, ...] = get_args(FeedbackAction)
+PROJECT_STATUSES: tuple[ProjectStatus, ...] = get_args(ProjectStatus)
+ENUMERATIONS: Mapping[str, tuple[str, ...]] = {
+    "PhaseStatus": PHASE_STATUSES,
+    "SessionStatus": SESSION_STATUSES,
+    "RunStyle": RUN_STYLES,
+    "FeedbackAction": FEEDBACK_ACTIONS,
+    "ProjectStatus": PROJECT_STATUSES,
+}
+"""Every enumeration by the name of its Literal; a schema's ``$defs`` entry of that name
+gets these values as its ``enum`` (``haytham.format.schema``)."""
 DONE_STATUSES: frozenset[str] = frozenset({"completed", "skipped"})
 """Phase statuses after which a resume moves on to the next phase."""
 

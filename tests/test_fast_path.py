@@ -1,8 +1,9 @@
 """The fast paths give exactly what the slow ones give.
 
-``haytham/_markdown.py`` finds the sections of a file in the simple shape haytham writes
-with a line scanner and sends everything else to mistune; ``haytham/_schema.py`` answers
-"certainly valid" with a predicate generated from each schema before jsonschema is asked.
+``haytham/format/markdown.py`` finds the sections of a file in the simple shape haytham writes
+with a line scanner and sends everything else to mistune; ``haytham/format/schema.py`` answers
+"certainly valid" with a fastjsonschema predicate compiled from each schema before
+jsonschema is asked.
 Both are only shortcuts: with and without them every document must give the same
 ``Document`` and the same record and issues, for every document kind. Checked on every file
 of the test corpora (tests/golden, tests/data/compat, tests/handedits and the example
@@ -26,8 +27,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
-from haytham.format import markdown as _markdown
-from haytham.format.document import clear_cache, to_json
+from haytham.format.document import to_json
 from haytham.format.markdown import _fast_headings, parse_document, parse_with_mistune
 from haytham.format.schema import SCHEMA_KINDS, certainly_valid, compile_schema, validator
 from haytham.records import AgentOutput, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
@@ -48,19 +48,12 @@ PROPERTY = settings(
 
 def read_with(kind: DocumentFormat[Any], text: str, *, fast: bool) -> str:
     """The record and issues of ``text`` (as a repr, so that NaN equals NaN)."""
-    old = _markdown.FAST_PATH
-    _markdown.FAST_PATH = fast
-    try:
-        clear_cache()
-        return repr(kind.read(text, Path("doc.md")))
-    finally:
-        _markdown.FAST_PATH = old
-        clear_cache()
+    return repr(kind.read(text, Path("doc.md"), fast=fast))
 
 
 def assert_same(text: str, kinds: tuple[DocumentFormat[Any], ...] = KINDS) -> None:
     """The same Document, and the same record and issues for each of ``kinds``."""
-    assert parse_document(text) == parse_with_mistune(text)
+    assert parse_document(text) == parse_with_mistune(text) == parse_document(text, fast=False)
     for kind in kinds:
         assert read_with(kind, text, fast=True) == read_with(kind, text, fast=False), kind.kind
 
@@ -355,7 +348,19 @@ def test_every_shipped_schema_compiles() -> None:
         assert check.__name__ != "_never", kind
 
 
-def test_unknown_keywords_leave_the_answer_to_jsonschema() -> None:
+def test_a_schema_fastjsonschema_cannot_compile_leaves_the_answer_to_jsonschema() -> None:
+    for schema in ({"type": "string", "pattern": "("}, {"$ref": "https://example.com/remote.json"}):
+        assert not compile_schema(schema)("x")
+
+
+def test_formats_are_left_unchecked_as_jsonschema_leaves_them() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string", "format": "email"}}}
-    assert not compile_schema(schema)({"a": "x"})
+    assert compile_schema(schema)({"a": "x"})
     assert list(Draft202012Validator(schema).iter_errors({"a": "x"})) == []
+
+
+def test_the_fast_check_never_writes_defaults_into_the_instance() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string", "default": "d"}}}
+    instance: dict[str, Any] = {}
+    assert compile_schema(schema)(instance)
+    assert instance == {}

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from haytham import CheckpointManager, DocumentError, HaythamError, UnsafeNameError, UnsafePathError
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST
+from haytham.format.agent_output import MAX_FINAL_NEWLINES
 
 P, S = "acme", "s-1"
 BAD_NAMES = [
@@ -146,6 +147,7 @@ LINES = st.sampled_from(
         "- Phase Number: 1",
         "- Phase: 1 - X",
         "- Final Newlines: 99999999999",
+        "- Final Newlines: 30000000000",
         "| Phase | Name | Status | Started | Completed | Duration |",
         "|---|---|",
         "| 1 | a | b |",
@@ -195,3 +197,45 @@ def test_parsers_return_a_record_or_a_located_haytham_error(text: str, kind: obj
     assert isinstance(raised.value, HaythamError)
     assert raised.value.line == issues[0].line
     assert str(raised.value).startswith(f"{path}:{issues[0].line}: ")
+
+
+# ------------------------------------------------------------------------ bounds
+
+HUGE_FINAL_NEWLINES = """# Agent Output: a
+
+## Metadata
+- Agent: a
+- Phase: 1 - Concept
+- Executed: -
+- Duration: -
+- Status: completed
+- Final Newlines: 30000000000
+
+## Output
+text
+"""
+
+
+def test_a_huge_final_newlines_is_a_located_error_not_an_allocation(tmp_path: Path) -> None:
+    path = tmp_path / "a.md"
+    path.write_text(HUGE_FINAL_NEWLINES, encoding="utf-8")
+    record, issues = AGENT_OUTPUT.read_path(path)
+    assert record is None
+    assert [(i.path, i.line, i.field) for i in issues] == [(path, 9, "Final Newlines")]
+    assert "30000000000 is more line breaks than an output may end with" in issues[0].message
+    with pytest.raises(DocumentError) as raised:
+        AGENT_OUTPUT.load(path)
+    assert str(raised.value).startswith(f"{path}:9: Final Newlines: 30000000000 is more line breaks")
+
+
+def test_final_newlines_up_to_the_bound_read_back() -> None:
+    text = HUGE_FINAL_NEWLINES.replace("30000000000", str(MAX_FINAL_NEWLINES))
+    assert AGENT_OUTPUT.parse(text).content == "text" + "\n" * MAX_FINAL_NEWLINES
+
+
+def test_an_output_past_the_bound_is_refused_before_it_is_written(manager: CheckpointManager) -> None:
+    with pytest.raises(DocumentError, match="line breaks"):
+        manager.save_agent_output(P, S, 1, "writer", "x" + "\n" * (MAX_FINAL_NEWLINES + 1))
+    manager.save_agent_output(P, S, 1, "writer", "x" + "\n" * MAX_FINAL_NEWLINES)
+    (written,) = manager.session_dir(P, S).rglob("writer.md")
+    assert AGENT_OUTPUT.load(written).content == "x" + "\n" * MAX_FINAL_NEWLINES

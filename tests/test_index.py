@@ -13,13 +13,11 @@ import os
 import shutil
 import sqlite3
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from haytham import CheckpointManager
-from haytham.format.document import clear_cache
 from haytham.store import fs as _storage
 from haytham.store import index as _index
 from haytham.store import scan
@@ -29,12 +27,9 @@ SESSIONS = 55  # past scan.INDEX_MIN_SESSIONS, so that a listing makes the index
 
 
 @pytest.fixture(autouse=True)
-def settled_at_once(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def settled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Files count as settled as soon as they are written (the real rule waits 3 s)."""
     monkeypatch.setattr(_index, "RACY_NS", -(10**15))
-    clear_cache()
-    yield
-    clear_cache()
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +73,6 @@ def base(tree: Path, tmp_path: Path) -> Path:
 def without_index(monkeypatch: pytest.MonkeyPatch, call: object) -> object:
     with monkeypatch.context() as patch:
         patch.setenv("HAYTHAM_INDEX", "0")
-        clear_cache()
         return call()  # type: ignore[operator]
 
 

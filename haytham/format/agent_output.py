@@ -13,28 +13,89 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from haytham.errors import DocumentError
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
-from haytham.format.markdown import iter_unfenced_lines
-from haytham.format.reader import Reader, find_fence
+from haytham.format.markdown import first_fence, iter_fences, iter_unfenced_lines, normalise_label
+from haytham.format.reader import Reader
+from haytham.format.sections import FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import AgentOutput
 
 TITLE = "Agent Output: "
-_OUTPUT_HEADING = re.compile(r" {0,3}##[ \t]+output[ \t]*#*[ \t]*\r?", re.IGNORECASE)
-_ERROR_HEADING = re.compile(r" {0,3}##[ \t]+error details[ \t]*#*[ \t]*", re.IGNORECASE)
+MAX_FINAL_NEWLINES = 1_000_000
+"""The most line breaks ``Final Newlines`` may record. Reading puts that many line breaks
+back, so the number is checked before anything is allocated (a hand-edited
+``30000000000`` would otherwise ask for 30 GB); writing refuses an output past it."""
+
+
+METADATA = SectionSpec(
+    "Metadata",
+    (
+        FieldSpec("agent_name", "Agent"),
+        FieldSpec("phase_number", "Phase"),
+        FieldSpec("executed", "Executed"),
+        FieldSpec("duration", "Duration"),
+        FieldSpec("status", "Status"),
+        FieldSpec("final_newlines", "Final Newlines"),
+        FieldSpec("line_endings", "Line Endings"),
+    ),
+)
+"""``- Phase: {number} - {name}`` holds both phase_number and phase_name; Final Newlines and
+Line Endings are written only when needed."""
+EXECUTION_DETAILS = SectionSpec(
+    "Execution Details",
+    (
+        FieldSpec("model", "Model"),
+        FieldSpec("input_tokens", "Input Tokens"),
+        FieldSpec("output_tokens", "Output Tokens"),
+        FieldSpec("tools_used", "Tools Used"),
+        FieldSpec("cost", "Cost"),
+    ),
+    required=False,
+)
+ERROR_DETAILS = SectionSpec(
+    "Error Details",
+    (
+        FieldSpec("error_type", "Error Type"),
+        FieldSpec("error_message", "Error Message"),
+        FieldSpec("stack_trace", "Stack Trace"),
+    ),
+    required=False,
+)
+"""Written for a failed agent or any error value, before ``## Output``."""
+OUTPUT = SectionSpec("Output", attr="content")
+"""The output verbatim, to the end of the file: found by ``split_output``, not the parser."""
+SECTIONS = (METADATA, EXECUTION_DETAILS, ERROR_DETAILS, OUTPUT)
+
+
+def _heading_line(section: SectionSpec) -> str:
+    """A pattern for the section's ``##`` heading line as people may write it."""
+    return r" {0,3}##[ \t]+" + re.escape(section.title) + r"[ \t]*#*[ \t]*"
+
+
+_OUTPUT_LINE = re.compile("^" + _heading_line(OUTPUT) + r"\r?$", re.IGNORECASE | re.M)
+_ERROR_HEADING = re.compile(_heading_line(ERROR_DETAILS), re.IGNORECASE)
 
 
 def split_output(text: str) -> tuple[int, int, int] | None:
     """``(header_end, body_start, output_line)`` at the first top-level ``## Output``.
 
-    Offsets, not slices: a 10 MB output is copied once, when its content is taken.
+    The first ``## Output`` line that no fenced block holds. Offsets, not slices: a 10 MB
+    output is copied once, when its content is taken, and is scanned only for its fences.
     """
-    for number, line in iter_unfenced_lines(text, 1):
-        if _OUTPUT_HEADING.fullmatch(line):
-            start = _offset_of_line(text, number)
+    position = 0
+    while True:
+        found = _OUTPUT_LINE.search(text, position)
+        if found is None:
+            return None
+        start = found.start()
+        holder = next((f for f in iter_fences(text, position, start) if f.end > start), None)
+        if holder is None:
             end = text.find("\n", start)
-            return start, len(text) if end < 0 else end + 1, number + 1
-    return None
+            return start, len(text) if end < 0 else end + 1, text.count("\n", 0, start) + 2
+        if not holder.closed:
+            return None
+        position = holder.end
 
 
 def _offset_of_line(text: str, number: int) -> int:
@@ -69,34 +130,16 @@ def decode_content(text: str, start: int, final_newlines: int, crlf: bool) -> st
 
 class AgentOutputFormat(DocumentFormat[AgentOutput]):
     kind = "agent_output"
-    labels: ClassVar[Mapping[str, str]] = {
-        "agent_name": "Agent",
-        "phase_number": "Phase",
-        "phase_name": "Phase",
-        "executed": "Executed",
-        "duration": "Duration",
-        "status": "Status",
-        "final_newlines": "Final Newlines",
-        "line_endings": "Line Endings",
-        "model": "Model",
-        "input_tokens": "Input Tokens",
-        "output_tokens": "Output Tokens",
-        "tools_used": "Tools Used",
-        "cost": "Cost",
-        "error_type": "Error Type",
-        "error_message": "Error Message",
-        "stack_trace": "Stack Trace",
-        "content": "Output",
-    }
+    labels: ClassVar[Mapping[str, str]] = labels_of(SECTIONS, {"phase_name": "phase_number"})
 
-    def _reader(self, text: str, path: Path | None) -> Reader:
+    def _reader(self, text: str, path: Path | None, *, fast: bool = True) -> Reader:
         split = split_output(text)
         header = text if split is None else text[: split[0]]
-        return Reader(text, path, self.labels, sections_text=header)
+        return Reader(text, path, self.labels, sections_text=header, fast=fast)
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
         title_name = reader.expect_title(TITLE)
-        meta_section = reader.section("Metadata")
+        meta_section = reader.section(METADATA)
         meta = reader.fields(meta_section)
         take = reader.take
         phase = take(meta, "phase_number", str, default="", section=meta_section)
@@ -113,19 +156,27 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
         if not isinstance(final_newlines, int) or final_newlines < 0:
             reader.error(
                 reader.lines.get(("final_newlines",)),
-                "Final Newlines",
+                METADATA.label("final_newlines"),
                 f"{final_newlines!r} is not a whole number of line breaks",
+            )
+            final_newlines = 0
+        elif final_newlines > MAX_FINAL_NEWLINES:
+            reader.error(
+                reader.lines.get(("final_newlines",)),
+                METADATA.label("final_newlines"),
+                f"{final_newlines} is more line breaks than an output may end with "
+                f"(at most {MAX_FINAL_NEWLINES:,})",
             )
             final_newlines = 0
         line_endings = take(meta, "line_endings", str, default="lf", required=False).casefold()
         if line_endings not in ("lf", "crlf"):
             reader.error(
                 reader.lines.get(("line_endings",)),
-                "Line Endings",
+                METADATA.label("line_endings"),
                 f"{line_endings!r} is not a line ending (expected lf or crlf)",
             )
 
-        details = reader.fields(reader.section("Execution Details", required=False))
+        details = reader.fields(reader.section(EXECUTION_DETAILS))
         data["model"] = take(details, "model", v.read_text, required=False)
         data["input_tokens"] = take(details, "input_tokens", v.read_int, required=False)
         data["output_tokens"] = take(details, "output_tokens", v.read_int, required=False)
@@ -135,60 +186,71 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
 
         split = split_output(reader.text)
         if split is None:
-            reader.error(None, None, "section '## Output' is missing")
+            reader.error(None, None, f"section '{OUTPUT.heading}' is missing")
             data["content"] = ""
             return data
         _, body_start, output_line = split
         reader.lines[("content",)] = output_line - 1
         text, start = reader.text, body_start
-        if data["status"] == "failed" and reader.section("Error Details", required=False) is None:
+        if data["status"] == "failed" and reader.section(ERROR_DETAILS) is None:
             text, legacy = _split_legacy_error_details(text[body_start:], reader, output_line)
             start = 0
             data.update(legacy)
         data["content"] = decode_content(text, start, final_newlines, line_endings == "crlf")
         return data
 
+    def check_record(self, record: AgentOutput, path: Path | None = None) -> None:
+        """The schema's checks, and the bound on the line breaks that end the output."""
+        super().check_record(record, path)
+        if len(record.content) <= MAX_FINAL_NEWLINES:  # too short to end with too many
+            return
+        _, final_newlines, _ = encode_content(record.content)
+        if final_newlines > MAX_FINAL_NEWLINES:
+            raise DocumentError(
+                f"the output ends with {final_newlines:,} line breaks; at most {MAX_FINAL_NEWLINES:,} "
+                "can be recorded",
+                path=path,
+                field=self.labels["content"],
+            )
+
     def _build(self, data: dict[str, Any]) -> AgentOutput:
         return AgentOutput(**{**data, "tools_used": tuple(data["tools_used"])})
 
     def render(self, record: AgentOutput) -> str:
         body, final_newlines, crlf = encode_content(record.content)
+        metadata = {
+            "agent_name": record.agent_name,
+            "phase_number": f"{record.phase_number} - {v.write_text(record.phase_name)}",
+            "executed": v.write_text(record.executed),
+            "duration": v.write_seconds(record.duration),
+            "status": record.status,
+            "final_newlines": str(final_newlines) if final_newlines else None,
+            "line_endings": "crlf" if crlf else None,
+        }
+        details = {
+            "model": v.write_text(record.model),
+            "input_tokens": v.write_int(record.input_tokens),
+            "output_tokens": v.write_int(record.output_tokens),
+            "tools_used": v.write_list(record.tools_used, empty="none"),
+            "cost": v.write_cost(record.cost),
+        }
         lines = [
             f"# {TITLE}{record.agent_name}",
             "",
-            "## Metadata",
-            f"- Agent: {record.agent_name}",
-            f"- Phase: {record.phase_number} - {v.write_text(record.phase_name)}",
-            f"- Executed: {v.write_text(record.executed)}",
-            f"- Duration: {v.write_seconds(record.duration)}",
-            f"- Status: {record.status}",
-        ]
-        if final_newlines:
-            lines.append(f"- Final Newlines: {final_newlines}")
-        if crlf:
-            lines.append("- Line Endings: crlf")
-        lines += [
+            *write_fields(METADATA, metadata),
             "",
-            "## Execution Details",
-            f"- Model: {v.write_text(record.model)}",
-            f"- Input Tokens: {v.write_int(record.input_tokens)}",
-            f"- Output Tokens: {v.write_int(record.output_tokens)}",
-            f"- Tools Used: {v.write_list(record.tools_used, empty='none')}",
-            f"- Cost: {v.write_cost(record.cost)}",
+            *write_fields(EXECUTION_DETAILS, details),
         ]
         errors = (record.error_type, record.error_message, record.stack_trace)
         if record.status == "failed" or any(e is not None for e in errors):
-            lines += [
-                "",
-                "## Error Details",
-                f"- Error Type: {v.write_text(record.error_type)}",
-                f"- Error Message: {v.write_text(record.error_message)}",
-            ]
-            if record.stack_trace is None:
-                lines.append("- Stack Trace: -")
-            else:
-                lines += ["- Stack Trace:", v.write_fenced(record.stack_trace)]
-        lines += ["", "## Output"]
+            trace = record.stack_trace
+            error_details = {
+                "error_type": v.write_text(record.error_type),
+                "error_message": v.write_text(record.error_message),
+                "stack_trace": v.UNKNOWN if trace is None else "\n" + v.write_fenced(trace),
+            }
+            lines += ["", *write_fields(ERROR_DETAILS, error_details)]
+        lines += ["", OUTPUT.heading]
         return "\n".join(lines) + "\n" + body
 
 
@@ -198,16 +260,16 @@ def _read_tools(raw: str) -> list[str] | str:
 
 def _error_details(reader: Reader) -> dict[str, Any]:
     """Error Details written before ``## Output`` (haytham's order)."""
-    section = reader.section("Error Details", required=False)
+    section = reader.section(ERROR_DETAILS)
     fields = reader.fields(section)
     data: dict[str, Any] = {
         "error_type": reader.take(fields, "error_type", v.read_text, required=False),
         "error_message": reader.take(fields, "error_message", v.read_text, required=False),
         "stack_trace": None,
     }
-    trace = fields.get("stack trace")
+    trace = fields.get(normalise_label(ERROR_DETAILS.label("stack_trace")))
     if section is not None and trace is not None and trace.value.strip() != v.UNKNOWN:
-        fence = find_fence(section, trace.line)
+        fence = first_fence(section.body, section.body_line, trace.line)
         data["stack_trace"] = v.read_fenced(fence[0], fence[1]) if fence else trace.value
     return data
 
@@ -228,8 +290,8 @@ def _split_legacy_error_details(
     if found is None:
         return raw_output, {}
     offset = _offset_of_line(raw_output, found - output_line + 1)
-    tail_reader = Reader(raw_output[offset:], reader.path, reader.labels)
-    section = tail_reader.section("Error Details", required=False)
+    tail_reader = Reader(raw_output[offset:], reader.path, reader.labels, fast=reader.fast)
+    section = tail_reader.section(ERROR_DETAILS)
     if section is None or tail_reader.document.sections[-1] is not section:
         return raw_output, {}
     details = _error_details(tail_reader)

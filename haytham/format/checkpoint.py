@@ -9,48 +9,75 @@ from haytham.format import values as v
 from haytham.format.document import DocumentFormat
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.reader import Reader
+from haytham.format.sections import FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import AgentRun, PhaseCheckpoint
 
 TITLE = "Phase Checkpoint: "
+METADATA = SectionSpec(
+    "Metadata",
+    (
+        FieldSpec("phase_number", "Phase Number"),
+        FieldSpec("phase_name", "Phase Name"),
+        FieldSpec("status", "Status"),
+        FieldSpec("started", "Started"),
+        FieldSpec("completed", "Completed"),
+        FieldSpec("duration", "Duration"),
+        FieldSpec("retry_count", "Retry Count"),
+        FieldSpec("execution_mode", "Execution Mode"),
+    ),
+)
+AGENTS = SectionSpec("Agents in Phase", attr="agents")
+"""One ``- {agent_name}: {status}`` line per agent."""
+INPUTS = SectionSpec(
+    "Inputs",
+    (
+        FieldSpec("previous_phase", "Previous Phase"),
+        FieldSpec("required_context", "Required Context"),
+        FieldSpec("user_parameters", "User Parameters"),
+    ),
+    required=False,
+)
+OUTPUTS = SectionSpec(
+    "Outputs",
+    (FieldSpec("agent_outputs", "Agent Outputs"), FieldSpec("user_feedback_file", "User Feedback")),
+    required=False,
+)
+METRICS = SectionSpec(
+    "Metrics",
+    (
+        FieldSpec("total_tokens", "Total Tokens"),
+        FieldSpec("input_tokens", "Input Tokens"),
+        FieldSpec("output_tokens", "Output Tokens"),
+        FieldSpec("cost", "Cost"),
+        FieldSpec("agent_execution_times", "Agent Execution Times"),
+        FieldSpec("agent_tokens", "Agent Tokens"),
+        FieldSpec("agent_costs", "Agent Costs"),
+    ),
+)
+NEXT_PHASE = SectionSpec(
+    "Next Phase",
+    (
+        FieldSpec("next_phase", "Phase Number"),
+        FieldSpec("next_phase_name", "Phase Name"),
+        FieldSpec("ready", "Ready to Execute"),
+        FieldSpec("blocking", "Blocking Issues"),
+    ),
+    required=False,
+)
+ERRORS = SectionSpec("Errors", required=False, attr="errors")
+"""Written only when there are errors, one list item each."""
+SECTIONS = (METADATA, AGENTS, INPUTS, OUTPUTS, METRICS, NEXT_PHASE, ERRORS)
 
 
 class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
     kind = "checkpoint"
-    labels: ClassVar[Mapping[str, str]] = {
-        "phase_number": "Phase Number",
-        "phase_name": "Phase Name",
-        "status": "Status",
-        "started": "Started",
-        "completed": "Completed",
-        "duration": "Duration",
-        "retry_count": "Retry Count",
-        "execution_mode": "Execution Mode",
-        "agents": "Agents in Phase",
-        "previous_phase": "Previous Phase",
-        "required_context": "Required Context",
-        "user_parameters": "User Parameters",
-        "agent_outputs": "Agent Outputs",
-        "output_file": "Agent Outputs",
-        "user_feedback_file": "User Feedback",
-        "total_tokens": "Total Tokens",
-        "input_tokens": "Input Tokens",
-        "output_tokens": "Output Tokens",
-        "cost": "Cost",
-        "agent_execution_times": "Agent Execution Times",
-        "agent_tokens": "Agent Tokens",
-        "agent_costs": "Agent Costs",
-        "tokens": "Agent Tokens",
-        "next_phase": "Phase Number",
-        "next_phase_name": "Phase Name",
-        "ready": "Ready to Execute",
-        "blocking": "Blocking Issues",
-        "errors": "Errors",
-        "agent_name": "Agents in Phase",
-    }
+    labels: ClassVar[Mapping[str, str]] = labels_of(
+        SECTIONS, {"output_file": "agent_outputs", "tokens": "agent_tokens", "agent_name": "agents"}
+    )
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
         title_name = reader.expect_title(TITLE)
-        meta_section = reader.section("Metadata")
+        meta_section = reader.section(METADATA)
         meta = reader.fields(meta_section)
         take = reader.take
         data: dict[str, Any] = {
@@ -66,9 +93,9 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
         if data["phase_name"] is None:
             data["phase_name"] = title_name
 
-        agents_section = reader.section("Agents in Phase")
+        agents_section = reader.section(AGENTS)
         statuses = reader.fields(agents_section, exact=True)
-        inputs = reader.fields(reader.section("Inputs", required=False))
+        inputs = reader.fields(reader.section(INPUTS))
         data["previous_phase"] = take(inputs, "previous_phase", _read_optional_name, required=False)
         data["required_context"] = take(
             inputs, "required_context", _read_kept("[]"), default="[]", required=False
@@ -77,7 +104,7 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
             inputs, "user_parameters", _read_kept("{}"), default="{}", required=False
         )
 
-        outputs = reader.fields(reader.section("Outputs", required=False))
+        outputs = reader.fields(reader.section(OUTPUTS))
         files = take(outputs, "agent_outputs", v.read_list, default=[], required=False)
         data["user_feedback_file"] = take(
             outputs,
@@ -87,7 +114,7 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
             required=False,
         )
 
-        metrics_section = reader.section("Metrics")
+        metrics_section = reader.section(METRICS)
         metrics = reader.fields(metrics_section)
         for attr in ("total_tokens", "input_tokens", "output_tokens"):
             data[attr] = take(metrics, attr, v.read_int, required=False)
@@ -116,11 +143,11 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
             )
         data["agents"] = agents
 
-        following = reader.fields(reader.section("Next Phase", required=False))
+        following = reader.fields(reader.section(NEXT_PHASE))
         data["next_phase"] = take(following, "next_phase", v.read_int, required=False)
         data["next_phase_name"] = take(following, "next_phase_name", _read_optional_name, required=False)
 
-        errors_section = reader.section("Errors", required=False)
+        errors_section = reader.section(ERRORS)
         errors: list[str] = []
         if errors_section is not None:
             reader.lines[("errors",)] = errors_section.line
@@ -137,49 +164,60 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
 
     def render(self, record: PhaseCheckpoint) -> str:
         agents = record.agents
+        metadata = {
+            "phase_number": str(record.phase_number),
+            "phase_name": v.write_text(record.phase_name),
+            "status": record.status,
+            "started": v.write_text(record.started),
+            "completed": v.write_text(record.completed),
+            "duration": v.write_seconds(record.duration),
+            "retry_count": str(record.retry_count),
+            "execution_mode": record.execution_mode,
+        }
+        inputs = {
+            "previous_phase": _write_optional_name(record.previous_phase),
+            "required_context": v.write_text(record.required_context),
+            "user_parameters": v.write_text(record.user_parameters),
+        }
+        outputs = {
+            "agent_outputs": v.write_list([a.output_file for a in agents]),
+            "user_feedback_file": v.write_text(record.user_feedback_file),
+        }
+        metrics = {
+            "total_tokens": v.write_int(record.total_tokens),
+            "input_tokens": v.write_int(record.input_tokens),
+            "output_tokens": v.write_int(record.output_tokens),
+            "cost": v.write_cost(record.cost),
+            "agent_execution_times": v.write_pairs(
+                [(a.agent_name, v.write_seconds(a.duration)) for a in agents]
+            ),
+            "agent_tokens": v.write_pairs([(a.agent_name, v.write_int(a.tokens)) for a in agents]),
+            "agent_costs": v.write_pairs([(a.agent_name, v.write_cost(a.cost)) for a in agents]),
+        }
+        following = {
+            "next_phase": v.write_int(record.next_phase),
+            "next_phase_name": _write_optional_name(record.next_phase_name),
+            "ready": v.write_bool(record.status == "completed"),
+            "blocking": _blocking(record.errors),
+        }
         lines = [
             f"# {TITLE}{v.write_title(record.phase_name)}",
             "",
-            "## Metadata",
-            f"- Phase Number: {record.phase_number}",
-            f"- Phase Name: {v.write_text(record.phase_name)}",
-            f"- Status: {record.status}",
-            f"- Started: {v.write_text(record.started)}",
-            f"- Completed: {v.write_text(record.completed)}",
-            f"- Duration: {v.write_seconds(record.duration)}",
-            f"- Retry Count: {record.retry_count}",
-            f"- Execution Mode: {record.execution_mode}",
+            *write_fields(METADATA, metadata),
             "",
-            "## Agents in Phase",
+            AGENTS.heading,
             *(f"- {a.agent_name}: {a.status}" for a in agents),
             "",
-            "## Inputs",
-            f"- Previous Phase: {_write_optional_name(record.previous_phase)}",
-            f"- Required Context: {v.write_text(record.required_context)}",
-            f"- User Parameters: {v.write_text(record.user_parameters)}",
+            *write_fields(INPUTS, inputs),
             "",
-            "## Outputs",
-            f"- Agent Outputs: {v.write_list([a.output_file for a in agents])}",
-            f"- User Feedback: {v.write_text(record.user_feedback_file)}",
+            *write_fields(OUTPUTS, outputs),
             "",
-            "## Metrics",
-            f"- Total Tokens: {v.write_int(record.total_tokens)}",
-            f"- Input Tokens: {v.write_int(record.input_tokens)}",
-            f"- Output Tokens: {v.write_int(record.output_tokens)}",
-            f"- Cost: {v.write_cost(record.cost)}",
-            "- Agent Execution Times: "
-            + v.write_pairs([(a.agent_name, v.write_seconds(a.duration)) for a in agents]),
-            "- Agent Tokens: " + v.write_pairs([(a.agent_name, v.write_int(a.tokens)) for a in agents]),
-            "- Agent Costs: " + v.write_pairs([(a.agent_name, v.write_cost(a.cost)) for a in agents]),
+            *write_fields(METRICS, metrics),
             "",
-            "## Next Phase",
-            f"- Phase Number: {v.write_int(record.next_phase)}",
-            f"- Phase Name: {_write_optional_name(record.next_phase_name)}",
-            f"- Ready to Execute: {v.write_bool(record.status == 'completed')}",
-            f"- Blocking Issues: {_blocking(record.errors)}",
+            *write_fields(NEXT_PHASE, following),
         ]
         if record.errors:
-            lines += ["", "## Errors", *(f"- {v.write_text(e)}" for e in record.errors)]
+            lines += ["", ERRORS.heading, *(f"- {v.write_text(e)}" for e in record.errors)]
         return "\n".join(lines) + "\n"
 
 

@@ -1,9 +1,10 @@
 """What every document kind offers: read leniently with located issues, render canonically.
 
-Reading keeps a small cache of recent results: the same kind, path and exact text give the
-same record and issues, so a text that was read before comes back without being parsed again
-(the comparison is of the whole text, never of a timestamp, so it cannot be stale). Records
-are frozen, so sharing them is safe.
+Reading may go through a ``ReadCache`` of recent results, passed by the caller that owns it
+(a store keeps one per instance; nothing is cached process-wide): the same kind, path and
+exact text give the same record and issues, so a text that was read before comes back
+without being parsed again (the comparison is of the whole text, never of a timestamp, so it
+cannot be stale). Records are frozen, so sharing them is safe.
 """
 
 from __future__ import annotations
@@ -63,70 +64,82 @@ class DocumentFormat(ABC, Generic[R]):
     def render(self, record: R) -> str:
         """The canonical text of ``record``: LF line endings, one final newline."""
 
-    def read(self, text: str, path: Path | None = None) -> tuple[R | None, list[Issue]]:
-        """Parse ``text``; return the record (None when it has errors) and every issue."""
+    def read(
+        self, text: str, path: Path | None = None, *, cache: ReadCache | None = None, fast: bool = True
+    ) -> tuple[R | None, list[Issue]]:
+        """Parse ``text``; return the record (None when it has errors) and every issue.
+
+        With ``cache`` a text read before for this kind and path comes back unparsed.
+        ``fast=False`` keeps the section parser off its fast path (``parse_document``), which
+        gives the same answer; the tests compare the two.
+        """
+        if cache is None or not fast:
+            return self._read(text, path, fast=fast)
         key = _key(self, path)
-        kept = _recall(key)
+        kept = cache.recall(key)
         if kept is not None and kept[1] == text:
             return kept[2], list(kept[3])
-        return self._read_and_keep(key, None, text, path)
+        return self._read_and_keep(cache, key, None, text, path)
 
-    def read_data(self, data: bytes, path: Path | None = None) -> tuple[R | None, list[Issue]]:
+    def read_data(
+        self, data: bytes, path: Path | None = None, *, cache: ReadCache | None = None
+    ) -> tuple[R | None, list[Issue]]:
         """``read`` of a file's bytes (DocumentError if they are not UTF-8)."""
+        if cache is None:
+            return self._read(decode(data, path), path)
         key = _key(self, path)
-        kept = _recall(key)
+        kept = cache.recall(key)
         if kept is not None and kept[0] == data:
             return kept[2], list(kept[3])
         text = decode(data, path)
         if kept is not None and kept[1] == text:
-            _remember(key, (data, text, kept[2], kept[3]))
+            cache.remember(key, (data, text, kept[2], kept[3]))
             return kept[2], list(kept[3])
-        return self._read_and_keep(key, data, text, path)
+        return self._read_and_keep(cache, key, data, text, path)
 
     def _read_and_keep(
-        self, key: _Key, data: bytes | None, text: str, path: Path | None
+        self, cache: ReadCache, key: _Key, data: bytes | None, text: str, path: Path | None
     ) -> tuple[R | None, list[Issue]]:
         record, issues = self._read(text, path)
-        if len(text) <= CACHE_ITEM_CHARS:
-            _remember(key, (data, text, record, tuple(issues)))
+        cache.remember(key, (data, text, record, tuple(issues)))
         return record, issues
 
-    def _read(self, text: str, path: Path | None) -> tuple[R | None, list[Issue]]:
-        reader = self._reader(text, path)
+    def _read(self, text: str, path: Path | None, *, fast: bool = True) -> tuple[R | None, list[Issue]]:
+        reader = self._reader(text, path, fast=fast)
         data = self._collect(reader)
         reader.check_schema(self.kind, data)
         if reader.issues:
             return None, sorted(reader.issues, key=lambda i: (i.line is None, i.line or 0))
         return self._build(data), []
 
-    def _reader(self, text: str, path: Path | None) -> Reader:
+    def _reader(self, text: str, path: Path | None, *, fast: bool = True) -> Reader:
         """The reader for ``text``; a kind may limit what goes through the section parser."""
-        return Reader(text, path, self.labels)
+        return Reader(text, path, self.labels, fast=fast)
 
-    def read_path(self, path: Path) -> tuple[R | None, list[Issue]]:
+    def read_path(self, path: Path, *, cache: ReadCache | None = None) -> tuple[R | None, list[Issue]]:
         """Read the file at ``path``; an unreadable or undecodable file is an issue too."""
         try:
-            return self.read_data(read_file(path), path)
+            return self.read_data(read_file(path), path, cache=cache)
         except DocumentError as error:
             return None, [Issue(error.path, error.line, error.field, error.message)]
         except OSError as error:
             return None, [Issue(path, None, None, f"cannot be read: {error.strerror}")]
 
-    def parse(self, text: str, path: Path | None = None) -> R:
+    def parse(self, text: str, path: Path | None = None, *, cache: ReadCache | None = None) -> R:
         """Parse ``text`` or raise DocumentError naming the file, line and field."""
-        return _record_or_raise(*self.read(text, path))
+        return _record_or_raise(*self.read(text, path, cache=cache))
 
-    def load(self, path: Path) -> R:
+    def load(self, path: Path, *, cache: ReadCache | None = None) -> R:
         """Read and parse the file at ``path``."""
-        return _record_or_raise(*self.read_data(read_file(path), path))
+        return _record_or_raise(*self.read_data(read_file(path), path, cache=cache))
 
-    def load_optional(self, path: Path) -> R | None:
+    def load_optional(self, path: Path, *, cache: ReadCache | None = None) -> R | None:
         """``load``, or None when there is no file at ``path``."""
         try:
             data = read_file(path)
         except FileNotFoundError:
             return None
-        return _record_or_raise(*self.read_data(data, path))
+        return _record_or_raise(*self.read_data(data, path, cache=cache))
 
     def check_record(self, record: R, path: Path | None = None) -> None:
         """Refuse to write a record that breaks the schema (the caller's bad value)."""
@@ -142,6 +155,7 @@ class DocumentFormat(ABC, Generic[R]):
 
 _CHUNK = 1 << 16
 _Key = tuple[type, type, str | None]
+"""A read's cache key: the kind, and the path's type and text."""
 
 
 def _key(kind: DocumentFormat[Any], path: Path | None) -> _Key:
@@ -172,41 +186,64 @@ def _record_or_raise(record: R | None, issues: list[Issue]) -> R:
 
 
 CACHE_CHARS = 8 * 1024 * 1024
-"""How many characters of text the read cache keeps at most, over all entries."""
+"""How many characters of text a ReadCache keeps at most, over all entries, by default."""
 CACHE_ITEM_CHARS = 256 * 1024
 """Texts longer than this are never kept (large agent outputs are parsed each time)."""
-_CACHE_LOCK = threading.Lock()
 _Entry = tuple[bytes | None, str, Any, tuple[Issue, ...]]
 """What the cache keeps for a kind and path: the file's bytes (when read from a file), its
 text, the record and the issues."""
-_CACHE: OrderedDict[_Key, _Entry] = OrderedDict()
-_cached_chars = 0
 
 
-def _recall(key: _Key) -> _Entry | None:
-    with _CACHE_LOCK:
-        kept = _CACHE.get(key)
-        if kept is not None:
-            _CACHE.move_to_end(key)
-        return kept
+class ReadCache:
+    """Recent reads by kind and path, least recently used first out; safe across threads.
 
+    An entry is used only when the bytes or text read now are exactly those it was made
+    from, so it is never stale. It holds at most ``max_chars`` characters of text over all
+    entries, and never a text longer than ``max_item_chars``.
+    """
 
-def _remember(key: _Key, entry: _Entry) -> None:
-    global _cached_chars
-    with _CACHE_LOCK:
-        old = _CACHE.pop(key, None)
-        if old is not None:
-            _cached_chars -= len(old[1])
-        _CACHE[key] = entry
-        _cached_chars += len(entry[1])
-        while _cached_chars > CACHE_CHARS and _CACHE:
-            _, dropped = _CACHE.popitem(last=False)
-            _cached_chars -= len(dropped[1])
+    def __init__(self, max_chars: int = CACHE_CHARS, max_item_chars: int = CACHE_ITEM_CHARS) -> None:
+        self.max_chars = max_chars
+        self.max_item_chars = max_item_chars
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[_Key, _Entry] = OrderedDict()
+        self._chars = 0
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
 
-def clear_cache() -> None:
-    """Forget every remembered read (to measure a first read, or free the memory)."""
-    global _cached_chars
-    with _CACHE_LOCK:
-        _CACHE.clear()
-        _cached_chars = 0
+    @property
+    def chars(self) -> int:
+        """The characters of text kept now."""
+        with self._lock:
+            return self._chars
+
+    def recall(self, key: _Key) -> _Entry | None:
+        """The entry for ``key``, if any (it becomes the most recently used)."""
+        with self._lock:
+            kept = self._entries.get(key)
+            if kept is not None:
+                self._entries.move_to_end(key)
+            return kept
+
+    def remember(self, key: _Key, entry: _Entry) -> None:
+        """Keep ``entry`` for ``key``, dropping the least recently used past the bound."""
+        size = len(entry[1])
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._chars -= len(old[1])
+            if size > self.max_item_chars:
+                return
+            self._entries[key] = entry
+            self._chars += size
+            while self._chars > self.max_chars and self._entries:
+                _, dropped = self._entries.popitem(last=False)
+                self._chars -= len(dropped[1])
+
+    def clear(self) -> None:
+        """Forget every remembered read (to measure a first read, or free the memory)."""
+        with self._lock:
+            self._entries.clear()
+            self._chars = 0

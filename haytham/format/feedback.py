@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 from haytham.errors import InvalidArgumentError
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
-from haytham.format.markdown import Section, iter_unfenced_lines
-from haytham.format.reader import Reader, find_fence
+from haytham.format.markdown import Section, fence_lines, iter_fences, iter_unfenced_lines
+from haytham.format.reader import Reader
+from haytham.format.sections import FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import UserFeedback
 
 TITLE = "User Feedback: "
@@ -24,25 +25,32 @@ NO_COMMENTS = "No comments provided"
 NO_CHANGES = "No changes requested"
 _ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)")
 _CHANGE_PREFIX = re.compile(r"change\s*\d*\s*:\s*", re.IGNORECASE)
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+
+
+REVIEW_STATUS = SectionSpec(
+    "Review Status",
+    (
+        FieldSpec("reviewed", "Reviewed"),
+        FieldSpec("approved", "Approved"),
+        FieldSpec("timestamp", "Timestamp"),
+    ),
+)
+USER_COMMENTS = SectionSpec("User Comments", required=False, attr="comments")
+REQUESTED_CHANGES = SectionSpec("Requested Changes", required=False, attr="requested_changes")
+"""One list item each: ``- Change {n}: {text}``."""
+ACTION_TAKEN = SectionSpec(
+    "Action Taken", (FieldSpec("action", "Action"), FieldSpec("retry_count", "Retry Count")), required=False
+)
+SECTIONS = (REVIEW_STATUS, USER_COMMENTS, REQUESTED_CHANGES, ACTION_TAKEN)
 
 
 class FeedbackFormat(DocumentFormat[UserFeedback]):
     kind = "feedback"
-    labels: ClassVar[Mapping[str, str]] = {
-        "phase_name": "Title",
-        "reviewed": "Reviewed",
-        "approved": "Approved",
-        "timestamp": "Timestamp",
-        "comments": "User Comments",
-        "requested_changes": "Requested Changes",
-        "action": "Action",
-        "retry_count": "Retry Count",
-    }
+    labels: ClassVar[Mapping[str, str]] = {"phase_name": "Title", **labels_of(SECTIONS)}
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
         phase_name = reader.expect_title(TITLE)
-        review_section = reader.section("Review Status")
+        review_section = reader.section(REVIEW_STATUS)
         review = reader.fields(review_section)
         take = reader.take
         data: dict[str, Any] = {
@@ -50,10 +58,10 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
             "reviewed": take(review, "reviewed", v.read_bool, section=review_section),
             "approved": take(review, "approved", v.read_bool, section=review_section),
             "timestamp": take(review, "timestamp", v.read_text, required=False),
-            "comments": read_comments(reader.section("User Comments", required=False)),
-            "requested_changes": read_changes(reader.section("Requested Changes", required=False)),
+            "comments": read_comments(reader.section(USER_COMMENTS)),
+            "requested_changes": read_changes(reader.section(REQUESTED_CHANGES)),
         }
-        action_section = reader.section("Action Taken", required=False)
+        action_section = reader.section(ACTION_TAKEN)
         action = reader.fields(action_section)
         data["action"] = take(action, "action", _read_action, required=False)
         data["retry_count"] = take(action, "retry_count", v.read_int, default=0, required=False)
@@ -74,23 +82,24 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
 
     def _render(self, record: UserFeedback, comments_block: str) -> str:
         changes = [f"- Change {i}: {v.write_text(c)}" for i, c in enumerate(record.requested_changes, 1)]
+        review = {
+            "reviewed": v.write_bool(record.reviewed),
+            "approved": v.write_bool(record.approved),
+            "timestamp": v.write_text(record.timestamp),
+        }
+        action = {"action": record.action, "retry_count": str(record.retry_count)}
         lines = [
             f"# {TITLE}{v.write_title(record.phase_name)}",
             "",
-            "## Review Status",
-            f"- Reviewed: {v.write_bool(record.reviewed)}",
-            f"- Approved: {v.write_bool(record.approved)}",
-            f"- Timestamp: {v.write_text(record.timestamp)}",
+            *write_fields(REVIEW_STATUS, review),
             "",
-            "## User Comments",
+            USER_COMMENTS.heading,
             comments_block,
             "",
-            "## Requested Changes",
+            REQUESTED_CHANGES.heading,
             *(changes or [f"- {NO_CHANGES}"]),
             "",
-            "## Action Taken",
-            f"- Action: {record.action}",
-            f"- Retry Count: {record.retry_count}",
+            *write_fields(ACTION_TAKEN, action),
         ]
         return "\n".join(lines) + "\n"
 
@@ -140,11 +149,11 @@ def rewrite_fields(text: str, updates: Mapping[str, bool | int | str]) -> str:
     if missing:
         end = "\r" if newline == "\r\n" else ""
         added = [line + end for line in missing]
-        section = reader.document.find("Action Taken")
+        section = reader.document.find(ACTION_TAKEN.title)
         if section is None:
             while lines and lines[-1] in ("", "\r"):
                 lines.pop()
-            lines += [end, "## Action Taken" + end, *added, ""]
+            lines += [end, ACTION_TAKEN.heading + end, *added, ""]
         else:
             filled = section.body.rstrip("\n").split("\n") if section.body.strip() else []
             position = section.body_line - 1 + len(filled)
@@ -161,18 +170,15 @@ def read_comments(section: Section | None) -> str:
     """The comments: a ``verbatim`` fenced block exactly, or the trimmed plain text."""
     if section is None:
         return ""
-    lines = section.body.split("\n")
+    body = section.body
+    fence = next(iter_fences(body), None)
+    if fence is not None and not body[: fence.start].strip() and fence.info.split()[:1] == [v.FENCE_INFO]:
+        return v.read_fenced(fence.info, fence_lines(body, fence))
+    lines = body.split("\n")
     while lines and not lines[0].strip():
         lines.pop(0)
     while lines and not lines[-1].strip():
         lines.pop()
-    if not lines:
-        return ""
-    opener = _FENCE.fullmatch(lines[0])
-    if opener and opener.group(2).split()[:1] == [v.FENCE_INFO]:
-        fence = find_fence(section, 0)
-        if fence is not None:
-            return v.read_fenced(fence[0], fence[1])
     text = "\n".join(lines)
     return "" if text.strip() == NO_COMMENTS else text
 

@@ -14,30 +14,37 @@ from typing import Any, ClassVar
 
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
-from haytham.format.reader import Reader, find_fence
+from haytham.format.markdown import first_fence
+from haytham.format.reader import Reader
+from haytham.format.sections import FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import HistoryEntry
 
 TITLE = "History Entry: "
+METADATA = SectionSpec(
+    "Metadata",
+    (
+        FieldSpec("entry_id", "Entry"),
+        FieldSpec("parent", "Parent"),
+        FieldSpec("phase_number", "Phase"),
+        FieldSpec("attempt", "Attempt"),
+        FieldSpec("status", "Status"),
+        FieldSpec("timestamp", "Timestamp"),
+        FieldSpec("name", "Name"),
+        FieldSpec("reason", "Reason"),
+    ),
+)
+"""``- Phase: {number} - {name}`` holds both phase_number and phase_name."""
+CHECKPOINT_SECTION = SectionSpec("Checkpoint", attr="checkpoint_text")
+SECTIONS = (METADATA, CHECKPOINT_SECTION)
 
 
 class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
     kind = "history_entry"
-    labels: ClassVar[Mapping[str, str]] = {
-        "entry_id": "Entry",
-        "parent": "Parent",
-        "phase_number": "Phase",
-        "phase_name": "Phase",
-        "attempt": "Attempt",
-        "status": "Status",
-        "timestamp": "Timestamp",
-        "name": "Name",
-        "reason": "Reason",
-        "checkpoint_text": "Checkpoint",
-    }
+    labels: ClassVar[Mapping[str, str]] = labels_of(SECTIONS, {"phase_name": "phase_number"})
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
         title = reader.expect_title(TITLE)
-        section = reader.section("Metadata")
+        section = reader.section(METADATA)
         fields = reader.fields(section)
         take = reader.take
         phase = take(fields, "phase_number", str, default="", section=section)
@@ -54,12 +61,14 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
             "reason": take(fields, "reason", v.read_text, required=False),
             "checkpoint_text": "",
         }
-        checkpoint = reader.section("Checkpoint")
+        checkpoint = reader.section(CHECKPOINT_SECTION)
         if checkpoint is not None:
             reader.lines[("checkpoint_text",)] = checkpoint.line
-            fence = find_fence(checkpoint, 0)
+            fence = first_fence(checkpoint.body, checkpoint.body_line)
             if fence is None:
-                reader.error(checkpoint.line, "Checkpoint", "has no fenced block holding checkpoint.md")
+                reader.error(
+                    checkpoint.line, CHECKPOINT_SECTION.title, "has no fenced block holding checkpoint.md"
+                )
             else:
                 data["checkpoint_text"] = v.read_fenced(fence[0], fence[1])
         return data
@@ -68,20 +77,22 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
         return HistoryEntry(**data)
 
     def render(self, record: HistoryEntry) -> str:
+        metadata = {
+            "entry_id": record.entry_id,
+            "parent": v.write_text(record.parent),
+            "phase_number": f"{record.phase_number} - {v.write_text(record.phase_name)}",
+            "attempt": str(record.attempt),
+            "status": record.status,
+            "timestamp": record.timestamp,
+            "name": v.write_text(record.name),
+            "reason": v.write_text(record.reason),
+        }
         lines = [
             f"# {TITLE}{record.entry_id}",
             "",
-            "## Metadata",
-            f"- Entry: {record.entry_id}",
-            f"- Parent: {v.write_text(record.parent)}",
-            f"- Phase: {record.phase_number} - {v.write_text(record.phase_name)}",
-            f"- Attempt: {record.attempt}",
-            f"- Status: {record.status}",
-            f"- Timestamp: {record.timestamp}",
-            f"- Name: {v.write_text(record.name)}",
-            f"- Reason: {v.write_text(record.reason)}",
+            *write_fields(METADATA, metadata),
             "",
-            "## Checkpoint",
+            CHECKPOINT_SECTION.heading,
             v.write_fenced(record.checkpoint_text),
         ]
         return "\n".join(lines) + "\n"

@@ -10,45 +10,73 @@ from haytham.format import values as v
 from haytham.format.document import DocumentFormat
 from haytham.format.markdown import iter_unfenced_lines, normalise_label
 from haytham.format.reader import Reader
+from haytham.format.sections import FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import CurrentPhase, PhaseRow, SessionManifest, SessionMetrics
 
 TITLE = "Session Manifest"
-TABLE_COLUMNS = ("Phase", "Name", "Status", "Started", "Completed", "Duration")
+METADATA = SectionSpec(
+    "Metadata",
+    (
+        FieldSpec("session_id", "Session ID"),
+        FieldSpec("project_id", "Project ID"),
+        FieldSpec("user_id", "User ID"),
+        FieldSpec("workflow_type", "Workflow Type"),
+        FieldSpec("workflow_fingerprint", "Workflow Fingerprint"),
+        FieldSpec("execution_mode", "Execution Mode"),
+        FieldSpec("created", "Created"),
+        FieldSpec("last_updated", "Last Updated"),
+        FieldSpec("status", "Status"),
+        FieldSpec("history_head", "History Head"),
+        FieldSpec("forked_from", "Forked From"),
+    ),
+)
+"""Workflow Fingerprint, History Head and Forked From are written only when set."""
+PHASE_STATUS = SectionSpec(
+    "Phase Status",
+    (
+        FieldSpec("number", "Phase"),
+        FieldSpec("name", "Name"),
+        FieldSpec("status", "Status"),
+        FieldSpec("started", "Started"),
+        FieldSpec("completed", "Completed"),
+        FieldSpec("duration", "Duration"),
+    ),
+    attr="phases",
+)
+"""A table: one row per phase, these columns."""
+CURRENT_PHASE = SectionSpec(
+    "Current Phase",
+    (
+        FieldSpec("number", "Phase"),
+        FieldSpec("name", "Name"),
+        FieldSpec("status", "Status"),
+        FieldSpec("can_resume", "Can Resume"),
+    ),
+    attr="current",
+)
+METRICS = SectionSpec(
+    "Metrics",
+    (
+        FieldSpec("total_duration", "Total Duration"),
+        FieldSpec("total_tokens", "Total Tokens"),
+        FieldSpec("total_cost", "Total Cost"),
+    ),
+    attr="metrics",
+)
+SECTIONS = (METADATA, PHASE_STATUS, CURRENT_PHASE, METRICS)
+TABLE_COLUMNS = tuple(field.label for field in PHASE_STATUS.fields)
+_COLUMN_KEYS = {field.attr: normalise_label(field.label) for field in PHASE_STATUS.fields}
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _RULE_CELL = re.compile(r":?-+:?")
 
 
 class ManifestFormat(DocumentFormat[SessionManifest]):
     kind = "manifest"
-    labels: ClassVar[Mapping[str, str]] = {
-        "session_id": "Session ID",
-        "project_id": "Project ID",
-        "user_id": "User ID",
-        "workflow_type": "Workflow Type",
-        "workflow_fingerprint": "Workflow Fingerprint",
-        "history_head": "History Head",
-        "forked_from": "Forked From",
-        "execution_mode": "Execution Mode",
-        "created": "Created",
-        "last_updated": "Last Updated",
-        "status": "Status",
-        "phases": "Phase Status",
-        "number": "Phase",
-        "name": "Name",
-        "started": "Started",
-        "completed": "Completed",
-        "duration": "Duration",
-        "current": "Current Phase",
-        "can_resume": "Can Resume",
-        "metrics": "Metrics",
-        "total_duration": "Total Duration",
-        "total_tokens": "Total Tokens",
-        "total_cost": "Total Cost",
-    }
+    labels: ClassVar[Mapping[str, str]] = labels_of(SECTIONS)
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
         reader.expect_title(TITLE)
-        meta_section = reader.section("Metadata")
+        meta_section = reader.section(METADATA)
         meta = reader.fields(meta_section)
         data: dict[str, Any] = {}
         for attr in ("session_id", "project_id", "user_id", "workflow_type", "execution_mode"):
@@ -60,25 +88,18 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
         data["forked_from"] = reader.take(meta, "forked_from", v.read_text, required=False)
         data["phases"] = _read_table(reader)
 
-        current_section = reader.section("Current Phase")
-        current = reader.fields(current_section)
+        current = _Group(reader, CURRENT_PHASE)
         data["current"] = {
-            "number": _take_in(reader, current, "current", "number", "Phase", v.read_int, 0),
-            "name": _take_in(reader, current, "current", "name", "Name", v.read_text, "Not Started"),
-            "status": _take_in(reader, current, "current", "status", "Status", v.read_text, "pending"),
-            "can_resume": _take_in(
-                reader, current, "current", "can_resume", "Can Resume", v.read_bool, False
-            ),
+            "number": current.take("number", v.read_int, 0),
+            "name": current.take("name", v.read_text, "Not Started"),
+            "status": current.take("status", v.read_text, "pending"),
+            "can_resume": current.take("can_resume", v.read_bool, False),
         }
-        metrics = reader.fields(reader.section("Metrics"))
+        metrics = _Group(reader, METRICS)
         data["metrics"] = {
-            "total_duration": _take_in(
-                reader, metrics, "metrics", "total_duration", "Total Duration", v.read_seconds, 0.0
-            ),
-            "total_tokens": _take_in(
-                reader, metrics, "metrics", "total_tokens", "Total Tokens", v.read_int, 0
-            ),
-            "total_cost": _take_in(reader, metrics, "metrics", "total_cost", "Total Cost", v.read_cost, 0.0),
+            "total_duration": metrics.take("total_duration", v.read_seconds, 0.0),
+            "total_tokens": metrics.take("total_tokens", v.read_int, 0),
+            "total_cost": metrics.take("total_cost", v.read_cost, 0.0),
         }
         return data
 
@@ -91,55 +112,59 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
         )
 
     def render(self, record: SessionManifest) -> str:
+        metadata = {
+            "session_id": record.session_id,
+            "project_id": record.project_id,
+            "user_id": record.user_id,
+            "workflow_type": v.write_text(record.workflow_type),
+            "workflow_fingerprint": (
+                v.write_text(record.workflow_fingerprint) if record.workflow_fingerprint else None
+            ),
+            "execution_mode": v.write_text(record.execution_mode),
+            "created": record.created,
+            "last_updated": record.last_updated,
+            "status": record.status,
+            "history_head": record.history_head or None,
+            "forked_from": v.write_text(record.forked_from) if record.forked_from else None,
+        }
         lines = [
             f"# {TITLE}",
             "",
-            "## Metadata",
-            f"- Session ID: {record.session_id}",
-            f"- Project ID: {record.project_id}",
-            f"- User ID: {record.user_id}",
-            f"- Workflow Type: {v.write_text(record.workflow_type)}",
-            *(
-                [f"- Workflow Fingerprint: {v.write_text(record.workflow_fingerprint)}"]
-                if record.workflow_fingerprint
-                else []
-            ),
-            f"- Execution Mode: {v.write_text(record.execution_mode)}",
-            f"- Created: {record.created}",
-            f"- Last Updated: {record.last_updated}",
-            f"- Status: {record.status}",
-            *([f"- History Head: {record.history_head}"] if record.history_head else []),
-            *([f"- Forked From: {v.write_text(record.forked_from)}"] if record.forked_from else []),
+            *write_fields(METADATA, metadata),
             "",
-            "## Phase Status",
+            PHASE_STATUS.heading,
             "",
             "| " + " | ".join(TABLE_COLUMNS) + " |",
             "|" + "|".join("-" * (len(c) + 2) for c in TABLE_COLUMNS) + "|",
         ]
         for row in record.phases:
-            cells = [
-                str(row.number),
-                _cell(row.name),
-                row.status,
-                v.write_text(row.started),
-                v.write_text(row.completed),
-                v.write_seconds(row.duration),
-            ]
-            lines.append("| " + " | ".join(cells) + " |")
+            cells = {
+                "number": str(row.number),
+                "name": _cell(row.name),
+                "status": row.status,
+                "started": v.write_text(row.started),
+                "completed": v.write_text(row.completed),
+                "duration": v.write_seconds(row.duration),
+            }
+            lines.append("| " + " | ".join(cells[f.attr] for f in PHASE_STATUS.fields) + " |")
         current = record.current
         metrics = record.metrics
+        current_values = {
+            "number": str(current.number),
+            "name": v.write_text(current.name),
+            "status": v.write_text(current.status),
+            "can_resume": v.write_bool(current.can_resume),
+        }
+        metrics_values = {
+            "total_duration": v.write_seconds(metrics.total_duration),
+            "total_tokens": str(metrics.total_tokens),
+            "total_cost": v.write_cost(metrics.total_cost),
+        }
         lines += [
             "",
-            "## Current Phase",
-            f"- Phase: {current.number}",
-            f"- Name: {v.write_text(current.name)}",
-            f"- Status: {v.write_text(current.status)}",
-            f"- Can Resume: {v.write_bool(current.can_resume)}",
+            *write_fields(CURRENT_PHASE, current_values),
             "",
-            "## Metrics",
-            f"- Total Duration: {v.write_seconds(metrics.total_duration)}",
-            f"- Total Tokens: {metrics.total_tokens}",
-            f"- Total Cost: {v.write_cost(metrics.total_cost)}",
+            *write_fields(METRICS, metrics_values),
         ]
         return "\n".join(lines) + "\n"
 
@@ -148,22 +173,31 @@ def _cell(text: str) -> str:
     return v.write_text(text).replace("|", "\\|")
 
 
-def _take_in(
-    reader: Reader, fields: Any, group: str, attr: str, label: str, convert: Any, default: Any
-) -> Any:
-    field = fields.get(normalise_label(label))
-    if field is None:
-        section = reader.document.find(reader.labels[group])
-        where = section.line if section is not None else None
-        reader.error(where, label, f"is missing from '## {reader.labels[group]}'")
-        reader.missing.add((group, attr))
-        return default
-    reader.lines[(group, attr)] = field.line
-    return convert(field.value)
+class _Group:
+    """The fields of a section that holds one nested record (``current``, ``metrics``)."""
+
+    def __init__(self, reader: Reader, section: SectionSpec) -> None:
+        assert section.attr is not None
+        self.reader = reader
+        self.spec = section
+        self.group = section.attr
+        self.section = reader.section(section)
+        self.fields = reader.fields(self.section)
+
+    def take(self, attr: str, convert: Any, default: Any) -> Any:
+        label = self.spec.label(attr)
+        field = self.fields.get(normalise_label(label))
+        if field is None:
+            where = self.section.line if self.section is not None else None
+            self.reader.error(where, label, f"is missing from '{self.spec.heading}'")
+            self.reader.missing.add((self.group, attr))
+            return default
+        self.reader.lines[(self.group, attr)] = field.line
+        return convert(field.value)
 
 
 def _read_table(reader: Reader) -> list[dict[str, Any]]:
-    section = reader.section("Phase Status")
+    section = reader.section(PHASE_STATUS)
     if section is None:
         return []
     rows: list[dict[str, Any]] = []
@@ -177,19 +211,20 @@ def _read_table(reader: Reader) -> list[dict[str, Any]]:
             columns = [normalise_label(c) for c in cells]
             missing = [c for c in TABLE_COLUMNS if normalise_label(c) not in columns]
             if missing:
-                reader.error(number, "Phase Status", f"the table has no column {', '.join(missing)}")
+                reader.error(number, PHASE_STATUS.title, f"the table has no column {', '.join(missing)}")
                 return []
             continue
         if all(_RULE_CELL.fullmatch(c) for c in cells if c):
             continue
         if len(cells) != len(columns):
-            reader.error(number, "Phase Status", f"row has {len(cells)} cells, the header {len(columns)}")
+            reader.error(number, PHASE_STATUS.title, f"row has {len(cells)} cells, the header {len(columns)}")
             continue
-        cell = dict(zip(columns, cells, strict=True))
+        by_label = dict(zip(columns, cells, strict=True))
+        cell = {attr: by_label[label] for attr, label in _COLUMN_KEYS.items()}
         reader.lines[("phases", len(rows))] = number
         rows.append(
             {
-                "number": v.read_int(cell["phase"]),
+                "number": v.read_int(cell["number"]),
                 "name": v.read_text(cell["name"]) or "",
                 "status": cell["status"],
                 "started": v.read_text(cell["started"]),

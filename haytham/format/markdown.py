@@ -49,8 +49,6 @@ class Document:
     """The first level-1 heading, if the document starts with one."""
     sections: tuple[Section, ...]
     """Every other top-level heading of level 1 or 2, in order."""
-    preamble: str
-    """Source before the first heading (usually empty)."""
 
     def find(self, title: str) -> Section | None:
         """The first section whose title matches ``title`` ignoring case and spacing."""
@@ -134,18 +132,15 @@ def _inline_text(children: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
-FAST_PATH = True
-"""Whether ``parse_document`` may use the line scanner (tests turn it off to compare paths)."""
-
-
-def parse_document(text: str) -> Document:
+def parse_document(text: str, *, fast: bool = True) -> Document:
     """Split ``text`` into its title and its level-1/2 sections.
 
     Files in the simple shape haytham writes go through a line scanner (``_fast_headings``)
     that finds exactly the headings mistune would; anything it does not fully understand
-    goes to mistune (``parse_with_mistune``). Both give the same Document.
+    goes to mistune (``parse_with_mistune``). Both give the same Document; ``fast=False``
+    always asks mistune (the tests compare the two).
     """
-    found = _fast_headings(text) if FAST_PATH else None
+    found = _fast_headings(text) if fast else None
     if found is None:
         return parse_with_mistune(text)
     sections: list[Section] = []
@@ -159,7 +154,7 @@ def parse_document(text: str) -> Document:
         body_line = line + (newline >= 0)
         counted = start
         sections.append(Section(title, title, level, line, text[heading_end:end], body_line))
-    return _document(text, sections, found[0][0] if found else len(text))
+    return _document(sections)
 
 
 def parse_with_mistune(text: str) -> Document:
@@ -192,13 +187,12 @@ def parse_with_mistune(text: str) -> Document:
                 body_line=bisect.bisect_right(line_starts, heading_end),
             )
         )
-    return _document(text, sections, heads[0][0] if heads else len(text))
+    return _document(sections)
 
 
-def _document(text: str, sections: list[Section], preamble_end: int) -> Document:
+def _document(sections: list[Section]) -> Document:
     title = sections[0] if sections and sections[0].level == 1 else None
-    rest = tuple(sections[1:] if title else sections)
-    return Document(title=title, sections=rest, preamble=text[:preamble_end])
+    return Document(title=title, sections=tuple(sections[1:] if title else sections))
 
 
 # The line scanner. It accepts a document only when every line outside fenced code is of a
@@ -241,13 +235,6 @@ _SAFE_START = (
 _SAFE_FIRST_LINE = re.compile(_SAFE_START, re.M)
 _UNSAFE_NEXT_LINE = re.compile(rf"\n(?!{_SAFE_START})", re.M)
 _HEADING_START = re.compile(r"\n#")
-_FAST_FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*(.*)$", re.M)
-
-
-@functools.lru_cache(maxsize=64)
-def _fence_closer(marker: str) -> re.Pattern[str]:
-    """mistune's own closing-line pattern for a fence opened by ``marker``."""
-    return re.compile(r"^ {0,3}" + re.escape(marker[0]) + "{" + str(len(marker)) + r",}[ \t]*(?:\n|$)", re.M)
 
 
 def _fast_headings(text: str) -> list[tuple[int, int, str]] | None:
@@ -260,10 +247,12 @@ def _fast_headings(text: str) -> list[tuple[int, int, str]] | None:
     found: list[tuple[int, int, str]] = []
     position = 0
     size = len(text)
-    fenced = "```" in text or "~~~" in text
+    fences = iter_fences(text) if "```" in text or "~~~" in text else iter(())
     while position <= size:
-        opener = _FAST_FENCE.search(text, position) if fenced else None
-        stop = size if opener is None else opener.start()
+        fence = next(fences, None)
+        if fence is not None and fence.indent:  # an indented fence may belong to a list item
+            return None
+        stop = size if fence is None else fence.start
         if _SAFE_FIRST_LINE.match(text, position, stop) is None or _UNSAFE_NEXT_LINE.search(
             text, position, stop
         ):
@@ -276,15 +265,9 @@ def _fast_headings(text: str) -> list[tuple[int, int, str]] | None:
             if level:
                 end = text.find("\n", start, stop)
                 found.append((start, level, text[start + level + 1 : stop if end < 0 else end]))
-        if opener is None:
+        if fence is None or not fence.closed:
             break
-        marker, info = opener.group(1), opener.group(2)
-        if marker[0] == "`" and "`" in info:
-            return None
-        closer = _fence_closer(marker).search(text, opener.end() + 1)
-        if closer is None:
-            break
-        position = closer.end()
+        position = fence.end
     return found
 
 
@@ -322,7 +305,97 @@ def line_offsets(text: str) -> list[int]:
     return offsets
 
 
-_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})([^\n]*)")
+# Fenced code blocks: the one implementation. A fence is what mistune (CommonMark) takes for
+# one at the top level of a text: an opening line of 0-3 spaces and 3 or more backticks or
+# tildes (a backtick fence's info string has no backtick), closed by the first later line of
+# 0-3 spaces and at least as many of the same character and nothing but spaces and tabs, or
+# else running to the end. The patterns are mistune's own. A bare CR counts as a space, as in
+# ``parse_with_mistune``. The tests compare it with mistune on generated texts and on every
+# CommonMark example.
+_FENCE_OPENER = re.compile(r"^( {0,3})(`{3,}|~{3,})[ \t]*(.*?)$", re.M)
+
+
+@functools.lru_cache(maxsize=64)
+def _fence_closer(marker: str) -> re.Pattern[str]:
+    """mistune's own closing-line pattern for a fence opened by ``marker``."""
+    return re.compile(r"^ {0,3}" + re.escape(marker[0]) + "{" + str(len(marker)) + r",}[ \t]*(?:\n|$)", re.M)
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A fenced code block of a text, by offsets into it."""
+
+    start: int
+    """Where the opening line starts."""
+    end: int
+    """Just after the closing line and its line break (the text's end if never closed)."""
+    content_start: int
+    content_end: int
+    """The content: from the line after the opener to the start of the closing line."""
+    info: str
+    """The info string, stripped (``verbatim crlf``)."""
+    indent: int
+    """Spaces before the opening fence; as many are removed from each content line."""
+    closed: bool
+
+
+def iter_fences(text: str, start: int = 0, stop: int | None = None) -> Iterator[Fence]:
+    """The fenced blocks of ``text`` in order, from ``start`` (a line start); with ``stop``
+    only those that open before it (they may close after it). Lazy: a caller that stops
+    early scans no further than it needed to."""
+    source = text.replace("\r", " ") if "\r" in text else text
+    size = len(text)
+    limit = size if stop is None else stop
+    position = start
+    while position < limit or position == limit == 0:
+        opener = _FENCE_OPENER.search(source, position, limit)
+        if opener is None:
+            return
+        marker, info = opener.group(2), opener.group(3)
+        if marker[0] == "`" and "`" in info:  # a paragraph line, not a fence
+            position = opener.end() + 1
+            continue
+        content_start = min(opener.end() + 1, size)
+        closer = _fence_closer(marker).search(source, content_start) if content_start < size else None
+        indent = len(opener.group(1))
+        if closer is None:
+            yield Fence(opener.start(), size, content_start, size, info.strip(), indent, closed=False)
+            return
+        yield Fence(opener.start(), closer.end(), content_start, closer.start(), info.strip(), indent, True)
+        position = closer.end()
+        if position == size:
+            return
+
+
+def fence_lines(text: str, fence: Fence) -> list[str]:
+    """The content lines of ``fence`` in ``text``, its indentation removed as mistune does."""
+    content = text[fence.content_start : fence.content_end]
+    if not content:
+        return []
+    lines = content.removesuffix("\n").split("\n")
+    if fence.indent:
+        lines = [_strip_spaces(line, fence.indent) for line in lines]
+    return lines
+
+
+def _strip_spaces(line: str, most: int) -> str:
+    count = 0
+    while count < most and count < len(line) and line[count] == " ":
+        count += 1
+    return line[count:]
+
+
+def first_fence(body: str, body_line: int, after_line: int = 0) -> tuple[str, list[str]] | None:
+    """The info and content lines of the first fenced block of ``body`` (whose first line is
+    ``body_line``) that opens after line ``after_line``."""
+    line = body_line
+    counted = 0
+    for fence in iter_fences(body):
+        line += body.count("\n", counted, fence.start)
+        counted = fence.start
+        if line > after_line:
+            return fence.info, fence_lines(body, fence)
+    return None
 
 
 def iter_unfenced_lines(body: str, first_line: int) -> Iterator[tuple[int, str]]:
@@ -333,28 +406,30 @@ def iter_unfenced_lines(body: str, first_line: int) -> Iterator[tuple[int, str]]
 
 
 def _iter_unfenced_lines(body: str, first_line: int) -> Iterator[tuple[int, str]]:
-    fence: str | None = None
-    for offset, line in enumerate(_lazy_lines(body)):
-        if fence is None:
-            opened = _FENCE_OPEN.match(line)
-            if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
-                fence = opened.group(1)
-                continue
-            yield first_line + offset, line
-        else:
-            stripped = line.strip()
-            closes = stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence)
-            if closes and len(line) - len(line.lstrip(" ")) <= 3:
-                fence = None
-
-
-def _lazy_lines(text: str) -> Iterator[str]:
-    """The lines of ``text`` split on LF only, without copying the whole text at once."""
+    number = first_line
     position = 0
+    for fence in iter_fences(body):
+        for line in _lazy_lines(body, position, fence.start):
+            yield number, line
+            number += 1
+        number += body.count("\n", fence.start, fence.end)
+        position = fence.end
+        if not (fence.closed and body.endswith("\n", 0, fence.end)):
+            return  # the fence runs to the end of the text
+    yield from zip(itertools.count(number), _lazy_lines(body, position, None))
+
+
+def _lazy_lines(text: str, start: int, stop: int | None) -> Iterator[str]:
+    """The lines of ``text[start:stop]`` split on LF only, without copying it all at once.
+
+    ``stop`` is a line start, so the lines before it are whole; with None the last piece
+    (after the final LF, maybe empty) is a line too, as ``str.split`` gives it."""
+    position = start
     while True:
-        newline = text.find("\n", position)
+        newline = text.find("\n", position, len(text) if stop is None else stop)
         if newline < 0:
-            yield text[position:]
+            if stop is None:
+                yield text[position:]
             return
         yield text[position:newline]
         position = newline + 1

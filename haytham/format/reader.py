@@ -16,6 +16,7 @@ from jsonschema.exceptions import ValidationError
 from haytham.errors import DocumentError, Issue
 from haytham.format.markdown import Document, Section, iter_unfenced_lines, normalise_label, parse_document
 from haytham.format.schema import describe, schema_errors
+from haytham.format.sections import SectionSpec
 
 _ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
 _CHECKBOX = re.compile(r"\[([ xX]?)\][ \t]*(.*)")
@@ -53,9 +54,17 @@ class Reader:
     """Reads one document leniently, recording issues and where each value came from."""
 
     def __init__(
-        self, text: str, path: Path | None, labels: Mapping[str, str], *, sections_text: str | None = None
+        self,
+        text: str,
+        path: Path | None,
+        labels: Mapping[str, str],
+        *,
+        sections_text: str | None = None,
+        fast: bool = True,
     ) -> None:
         self.text = text
+        self.fast = fast
+        """Whether the section parser may take its fast path (``parse_document``)."""
         self.path = path
         self.labels = labels
         """Maps record attribute names to the labels people see in the file."""
@@ -68,7 +77,7 @@ class Reader:
         self.missing: set[tuple[Any, ...]] = set()
         """Paths of required values already reported missing; the schema does not repeat them."""
         source = text if sections_text is None else sections_text
-        self.document: Document = parse_document(source)
+        self.document: Document = parse_document(source, fast=fast)
         if "<<<<<<< " in source or ">>>>>>> " in source:
             self._report_conflict_markers(source)
 
@@ -102,10 +111,11 @@ class Reader:
             return ""
         return title.source_title[found.end() :].strip(" \t")
 
-    def section(self, title: str, *, required: bool = True) -> Section | None:
-        found = self.document.find(title)
-        if found is None and required:
-            self.error(None, None, f"section '## {title}' is missing")
+    def section(self, spec: SectionSpec) -> Section | None:
+        """The document's section for ``spec``; missing, it is an issue if it is required."""
+        found = self.document.find(spec.title)
+        if found is None and spec.required:
+            self.error(None, None, f"section '{spec.heading}' is missing")
         return found
 
     def fields(self, section: Section | None, *, exact: bool = False) -> dict[str, Field]:
@@ -184,12 +194,6 @@ class Reader:
             label = self.labels_at.get(path) or (self.labels.get(names[-1], names[-1]) if names else None)
             self.error(line, label, describe(error))
 
-    def raise_first(self) -> None:
-        """Raise the first issue, in file order, as a DocumentError."""
-        if self.issues:
-            first = min(self.issues, key=lambda i: (i.line is None, i.line or 0))
-            raise DocumentError(first.message, path=first.path, line=first.line, field=first.field)
-
 
 def _specific(error: ValidationError) -> ValidationError:
     """The error of the branch an ``anyOf``/``oneOf`` value meant to match.
@@ -202,25 +206,3 @@ def _specific(error: ValidationError) -> ValidationError:
         meant = [e for e in error.context if e.validator != "type"]
         error = (meant or error.context)[0]
     return error
-
-
-def find_fence(section: Section, after_line: int) -> tuple[str, list[str], int] | None:
-    """The first fenced block in ``section`` after ``after_line``: info, lines, end line."""
-    lines = section.body.split("\n")
-    opener = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
-    for index, line in enumerate(lines):
-        number = section.body_line + index
-        if number <= after_line:
-            continue
-        opened = opener.fullmatch(line)
-        if opened is None:
-            continue
-        fence = opened.group(1)
-        content: list[str] = []
-        for close_index in range(index + 1, len(lines)):
-            candidate = lines[close_index].strip()
-            if candidate and set(candidate) == {fence[0]} and len(candidate) >= len(fence):
-                return opened.group(2).strip(), content, section.body_line + close_index
-            content.append(lines[close_index])
-        return opened.group(2).strip(), content, section.body_line + len(lines) - 1
-    return None

@@ -1,33 +1,59 @@
-"""The JSON Schemas shipped in ``haytham/format/schemas/``, each compiled once into a validator.
+"""The JSON Schemas shipped in ``haytham/format/schemas/``, each loaded and compiled once.
+
+Enumerations are not written in the schema files: a property whose values are, say, a
+phase status refers to ``#/$defs/PhaseStatus``, and loading fills that definition's
+``enum`` from ``haytham.records.ENUMERATIONS`` (the Literal types), so every status list
+has one home.
 
 Every record read is checked against its schema. jsonschema walks a schema generically and
-costs more than parsing the file, so each schema is also compiled into a plain Python
-predicate (``_compile``) that answers "certainly valid"; only when it cannot say so does
-jsonschema run, and jsonschema alone produces the errors. The predicate is conservative: for
-a keyword or a value it does not fully understand it says "not sure" (False), never "valid".
+costs more than parsing the file, so each schema is also compiled by fastjsonschema into a
+predicate that answers "certainly valid"; only when it cannot say so does jsonschema run,
+and jsonschema alone produces the errors. The predicate may be stricter than jsonschema (it
+says "not sure", and jsonschema decides), never looser: the tests check that.
 """
 
 from __future__ import annotations
 
 import json
-import numbers
 import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
 
+import fastjsonschema
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+
+from haytham.records import ENUMERATIONS
 
 SCHEMA_KINDS = ("manifest", "checkpoint", "agent_output", "feedback", "history_entry", "project", "workflow")
 
 
 @cache
+def _schema_text(kind: str) -> str:
+    return resources.files("haytham.format.schemas").joinpath(f"{kind}.schema.json").read_text("utf-8")
+
+
+def load_schema(kind: str) -> dict[str, Any]:
+    """The schema of ``kind`` as shipped, with each ``$defs`` enumeration filled in.
+
+    A ``$defs`` entry named after a Literal of ``haytham.records`` (``PhaseStatus``) gets
+    that Literal's values as its ``enum``; a new dict each call, so callers may keep it.
+    """
+    schema: dict[str, Any] = json.loads(_schema_text(kind))
+    for name, definition in schema.get("$defs", {}).items():
+        values = ENUMERATIONS.get(name)
+        if values is None:
+            raise LookupError(f"{kind}.schema.json: $defs/{name} names no enumeration of haytham.records")
+        definition["enum"] = list(values)
+    return schema
+
+
+@cache
 def validator(kind: str) -> Draft202012Validator:
     """The validator for one document kind, built on first use and kept."""
-    text = resources.files("haytham.format.schemas").joinpath(f"{kind}.schema.json").read_text("utf-8")
-    schema = json.loads(text)
+    schema = load_schema(kind)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
 
@@ -63,189 +89,47 @@ def describe(error: ValidationError) -> str:
 
 
 Check = Callable[[Any], bool]
-_ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "examples", "default"})
-_OBJECT_KEYWORDS = frozenset(
-    {"properties", "required", "additionalProperties", "propertyNames", "minProperties"}
-)
-_ARRAY_KEYWORDS = frozenset({"items", "minItems", "uniqueItems"})
-_TYPE_TESTS = {
-    "string": "type({v}) is str",
-    "integer": "type({v}) is int",
-    "number": "type({v}) in _PLAIN",
-    "boolean": "type({v}) is bool",
-    "null": "{v} is None",
-    "array": "type({v}) is list",
-    "object": "type({v}) is dict",
-}
 
 
 @cache
 def certainly_valid(kind: str) -> Check:
     """A predicate that is True only for instances jsonschema accepts for ``kind``."""
-    return compile_schema(validator(kind).schema)
+    return compile_schema(load_schema(kind))
 
 
 def compile_schema(schema: Any) -> Check:
-    """Python source generated from ``schema`` and compiled: a predicate that says True only
-    for instances the schema accepts. A keyword, a type or a value it does not know makes the
-    whole predicate say False (not sure), so jsonschema decides. Types are tested exactly
-    (``type(x) is str``), so a subclass is "not sure" too."""
-    generator = _Generator()
+    """A fastjsonschema predicate for ``schema``: True only for instances it accepts.
+
+    Formats are not checked, as jsonschema checks none by default; defaults are never
+    written into the instance. A schema fastjsonschema cannot compile gives a predicate that
+    is never sure, so jsonschema decides every time.
+    """
     try:
-        entry = generator.function(schema)
-    except _Unsupported:
+        validate = fastjsonschema.compile(
+            schema, handlers=_NO_REMOTE_REFS, use_default=False, use_formats=False
+        )
+    except (fastjsonschema.JsonSchemaDefinitionException, re.error):
         return _never
-    namespace = dict(generator.constants)
-    exec("\n".join(generator.lines), namespace)
-    check: Check = namespace[entry]
+
+    def check(instance: Any) -> bool:
+        try:
+            validate(instance)
+        except fastjsonschema.JsonSchemaValueException:
+            return False
+        except (TypeError, ValueError, RecursionError):  # a value it was not made for: not sure
+            return False
+        return True
+
     return check
 
 
+def _refuse_remote(uri: str) -> Any:
+    raise fastjsonschema.JsonSchemaDefinitionException(f"{uri}: a schema here refers to nothing remote")
+
+
+_NO_REMOTE_REFS: Mapping[str, Callable[[str], Any]] = {"http": _refuse_remote, "https": _refuse_remote}
+"""fastjsonschema would fetch a remote ``$ref``; haytham's schemas have none, and never fetch."""
+
+
 def _never(_: Any) -> bool:
-    return False
-
-
-class _Unsupported(Exception):
-    pass
-
-
-class _Generator:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.functions = 0
-        self.constants: dict[str, Any] = {
-            "_PLAIN": (int, float),
-            "_MISSING": object(),
-            "_not_a_number": _not_a_number,
-            "_unique": _unique,
-        }
-
-    def constant(self, value: Any) -> str:
-        name = f"_c{len(self.constants)}"
-        self.constants[name] = value
-        return name
-
-    def expression(self, schema: Any, v: str) -> str:
-        """A boolean expression on variable ``v`` that is True only if ``v`` is valid."""
-        if schema is True:
-            return "True"
-        if not isinstance(schema, dict):
-            raise _Unsupported
-        if any(key in _OBJECT_KEYWORDS or key in _ARRAY_KEYWORDS for key in schema):
-            return f"{self.function(schema)}({v})"
-        parts = [self.keyword(key, value, v) for key, value in schema.items() if key not in _ANNOTATIONS]
-        return " and ".join(f"({part})" for part in parts) or "True"
-
-    def keyword(self, key: str, value: Any, v: str) -> str:
-        if key == "type":
-            kinds = value if isinstance(value, list) else [value]
-            if not kinds or any(k not in _TYPE_TESTS for k in kinds):
-                raise _Unsupported
-            return " or ".join(_TYPE_TESTS[k].format(v=v) for k in kinds)
-        if key == "enum":
-            if not isinstance(value, list) or not value or not all(type(e) is str for e in value):
-                raise _Unsupported
-            return f"type({v}) is str and {v} in {self.constant(frozenset(value))}"
-        if key == "pattern":
-            rx = self.constant(re.compile(value))
-            return f"not isinstance({v}, str) or (type({v}) is str and {rx}.search({v}) is not None)"
-        if key == "minimum":
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise _Unsupported
-            return f"(type({v}) in _PLAIN and {v} >= {value!r}) or _not_a_number({v})"
-        if key == "minLength":
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise _Unsupported
-            return f"not isinstance({v}, str) or (type({v}) is str and len({v}) >= {value})"
-        if key == "anyOf":
-            if not isinstance(value, list) or not value:
-                raise _Unsupported
-            return " or ".join(f"({self.expression(sub, v)})" for sub in value)
-        raise _Unsupported
-
-    def function(self, schema: Any) -> str:
-        """The name of a generated function checking ``schema`` (objects and arrays)."""
-        if not isinstance(schema, dict):
-            raise _Unsupported
-        name = f"_f{self.functions}"
-        self.functions += 1
-        body: list[str] = []
-        plain = {
-            k: v
-            for k, v in schema.items()
-            if k not in _ANNOTATIONS and k not in _OBJECT_KEYWORDS and k not in _ARRAY_KEYWORDS
-        }
-        if plain:
-            body.append(f"    if not ({self.expression(plain, 'x')}):")
-            body.append("        return False")
-        if any(k in _OBJECT_KEYWORDS for k in schema):
-            body += self.object_block(schema)
-        if any(k in _ARRAY_KEYWORDS for k in schema):
-            body += self.array_block(schema)
-        self.lines += [f"def {name}(x):", *body, "    return True", ""]
-        return name
-
-    def object_block(self, schema: dict[str, Any]) -> list[str]:
-        if "patternProperties" in schema or "dependentRequired" in schema:
-            raise _Unsupported
-        lines = ["    if type(x) is dict:"]
-        for name in schema.get("required", []):
-            lines += [f"        if {name!r} not in x:", "            return False"]
-        if "minProperties" in schema:
-            lines += [f"        if len(x) < {int(schema['minProperties'])}:", "            return False"]
-        properties = schema.get("properties", {})
-        extra = schema.get("additionalProperties", True)
-        if extra is False:
-            declared = self.constant(frozenset(properties))
-            lines += [f"        if not {declared}.issuperset(x):", "            return False"]
-        elif extra is not True:
-            declared = self.constant(frozenset(properties))
-            check = self.expression(extra, "v")
-            lines += [
-                "        for k, v in x.items():",
-                f"            if k not in {declared} and not ({check}):",
-                "                return False",
-            ]
-        if "propertyNames" in schema:
-            check = self.expression(schema["propertyNames"], "k")
-            lines += ["        for k in x:", f"            if not ({check}):", "                return False"]
-        for key, sub in properties.items():
-            lines += [
-                f"        v = x.get({key!r}, _MISSING)",
-                f"        if v is not _MISSING and not ({self.expression(sub, 'v')}):",
-                "            return False",
-            ]
-        lines += ["    elif isinstance(x, dict):", "        return False"]
-        return lines
-
-    def array_block(self, schema: dict[str, Any]) -> list[str]:
-        if "prefixItems" in schema or "contains" in schema:
-            raise _Unsupported
-        lines = ["    if type(x) is list:"]
-        if "minItems" in schema:
-            lines += [f"        if len(x) < {int(schema['minItems'])}:", "            return False"]
-        if schema.get("uniqueItems") is True:
-            lines += ["        if not _unique(x):", "            return False"]
-        if "items" in schema:
-            items = schema["items"]
-            if isinstance(items, list):
-                raise _Unsupported
-            lines += [
-                "        for v in x:",
-                f"            if not ({self.expression(items, 'v')}):",
-                "                return False",
-            ]
-        lines += ["    elif isinstance(x, list):", "        return False"]
-        return lines
-
-
-def _not_a_number(x: Any) -> bool:
-    """True for what jsonschema's ``minimum`` ignores: non-numbers and booleans."""
-    return not isinstance(x, numbers.Number) or isinstance(x, bool)
-
-
-def _unique(items: list[Any]) -> bool:
-    kinds = {type(i) for i in items}
-    if kinds <= {str} or kinds <= {int}:
-        return len(set(items)) == len(items)
     return False

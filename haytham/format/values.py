@@ -21,7 +21,6 @@ _COST = re.compile(rf"\$?\s*({_NUMBER})")
 _LIST_ITEM = re.compile(r'\s*("(?:[^"\\]|\\.)*"|[^,]*)\s*(?:,|$)')
 TRUE_WORDS = frozenset({"true", "yes", "y", "1", "x", "on"})
 FALSE_WORDS = frozenset({"false", "no", "n", "0", "", "off"})
-BOOLEAN_SPELLINGS = "true/false, yes/no, y/n, 1/0"
 
 
 def _needs_quotes(value: str) -> bool:

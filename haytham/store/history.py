@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from haytham.errors import Issue
-from haytham.format import HISTORY_ENTRY, layout
+from haytham.format import HISTORY_ENTRY, ReadCache, layout
 from haytham.records import HistoryEntry, PhaseStatus
 from haytham.store.clock import parse_timestamp
 
@@ -46,13 +46,15 @@ def file_name(entry: HistoryEntry) -> str:
     return f"{compact}_{entry.entry_id}.md"
 
 
-def read_entries(session_dir: Path) -> tuple[list[HistoryEntry], list[Issue]]:
+def read_entries(
+    session_dir: Path, *, cache: ReadCache | None = None
+) -> tuple[list[HistoryEntry], list[Issue]]:
     """Every entry of the session in history order (parents before children), and issues."""
     directory = session_dir / HISTORY_DIR
     entries: list[HistoryEntry] = []
     issues: list[Issue] = []
     for path in sorted(directory.glob("*.md")) if directory.is_dir() else ():
-        entry, found = HISTORY_ENTRY.read_path(path)
+        entry, found = HISTORY_ENTRY.read_path(path, cache=cache)
         if entry is None:
             issues += found
         else:

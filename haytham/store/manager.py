@@ -33,7 +33,15 @@ from haytham.errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
-from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
+from haytham.format import (
+    AGENT_OUTPUT,
+    CHECKPOINT,
+    FEEDBACK,
+    HISTORY_ENTRY,
+    MANIFEST,
+    DocumentFormat,
+    ReadCache,
+)
 from haytham.format.feedback import rewrite_fields
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.reader import decode
@@ -119,6 +127,8 @@ class CheckpointManager:
         self.lock_timeout = lock_timeout
         self.workflows: dict[str, Workflow] = dict(BUILTIN_WORKFLOWS)
         self.workflows.update((w.name, w) for w in workflows)
+        self.cache = ReadCache()
+        """What this manager has read: an unchanged file (the same bytes) is not parsed again."""
         self.events = EventBus()
         self.on = self.events.on
         """Subscribe to an event: ``manager.on("phase_completed", callback)`` or as a decorator."""
@@ -166,7 +176,7 @@ class CheckpointManager:
         with self._lock(directory, project_id, session_id):
             manifest_path = directory / MANIFEST_FILE
             if manifest_path.exists():
-                existing = MANIFEST.load(manifest_path)
+                existing = MANIFEST.load(manifest_path, cache=self.cache)
                 wanted = (user_id, workflow.name, execution_mode)
                 found = (existing.user_id, existing.workflow_type, existing.execution_mode)
                 if not exist_ok or wanted != found:
@@ -381,7 +391,7 @@ class CheckpointManager:
             _storage.remove_leftovers(directory)
             check_no_case_twin(directory, f"{agent_name}.md", "agent_name")
             path = directory / f"{agent_name}.md"
-            existing = AGENT_OUTPUT.read_path(path)[0] if path.exists() else None
+            existing = AGENT_OUTPUT.read_path(path, cache=self.cache)[0] if path.exists() else None
             if existing is not None and dataclasses.replace(existing, executed=record.executed) == record:
                 return path  # the same output again: no byte changes
             self._write(AGENT_OUTPUT, path, record)
@@ -436,7 +446,7 @@ class CheckpointManager:
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
             path = directory / FEEDBACK_FILE
-            existing = FEEDBACK.read_path(path)[0] if path.exists() else None
+            existing = FEEDBACK.read_path(path, cache=self.cache)[0] if path.exists() else None
             if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
                 return path  # the same review again: no byte changes
             self._write(FEEDBACK, path, record)
@@ -607,7 +617,7 @@ class CheckpointManager:
             check_choice("status", status, PHASE_STATUSES)
         since = check_timestamp("since", since)
         until = check_timestamp("until", until)
-        entries, _ = history.read_entries(session.directory)
+        entries, _ = history.read_entries(session.directory, cache=self.cache)
         return history.select(entries, phase=phase, status=status, name=name, since=since, until=until)
 
     def history_entry(self, project_id: str, session_id: str, entry_id: str) -> HistoryEntry:
@@ -773,10 +783,11 @@ class CheckpointManager:
             if checkpoints is not None:  # read a moment ago from this very file
                 listed = checkpoints.get(number)
             else:
-                listed = CHECKPOINT.load_optional(directory / CHECKPOINT_FILE)
+                listed = CHECKPOINT.load_optional(directory / CHECKPOINT_FILE, cache=self.cache)
             order = [run.agent_name for run in listed.agents] if listed else []
             outputs[number] = {
-                path.stem: AGENT_OUTPUT.load(path).content for path in agent_files(directory, order)
+                path.stem: AGENT_OUTPUT.load(path, cache=self.cache).content
+                for path in agent_files(directory, order)
             }
         return outputs
 
@@ -800,7 +811,9 @@ class CheckpointManager:
         """
         session = self._open(project_id, session_id)
         phase = session.phase(phase_num)
-        issues = phase_issues(session.directory / phase.directory, phase, require_checkpoint=True)
+        issues = phase_issues(
+            session.directory / phase.directory, phase, require_checkpoint=True, cache=self.cache
+        )
         return not issues, [str(issue) for issue in issues]
 
     def validate_session(self, project_id: str, session_id: str) -> list[Issue]:
@@ -838,7 +851,7 @@ class CheckpointManager:
             try:
                 check_name("project_id", directory.parent.parent.name)
                 check_name("session_id", directory.name)
-                return session_issues(directory, self._session_workflow)
+                return session_issues(directory, self._session_workflow, cache=self.cache)
             except HaythamError as error:
                 return [Issue(error.path or directory / MANIFEST_FILE, error.line, error.field, str(error))]
 
@@ -926,7 +939,7 @@ class CheckpointManager:
             raise SessionNotFoundError(
                 f"session {project_id}/{session_id} does not exist (no {path})", path=path
             )
-        manifest = MANIFEST.load(path)
+        manifest = MANIFEST.load(path, cache=self.cache)
         workflow = self._session_workflow(directory, manifest)
         return _Session(
             self.base_dir, directory, manifest, workflow, workflow.phases_for(manifest.execution_mode)
@@ -935,7 +948,9 @@ class CheckpointManager:
     def _checkpoints(self, session: _Session) -> dict[int, PhaseCheckpoint]:
         found = {}
         for phase in session.phases:
-            record = CHECKPOINT.load_optional(session.directory.joinpath(phase.directory, CHECKPOINT_FILE))
+            record = CHECKPOINT.load_optional(
+                session.directory.joinpath(phase.directory, CHECKPOINT_FILE), cache=self.cache
+            )
             if record is not None:
                 found[phase.number] = record
         return found
@@ -978,17 +993,12 @@ class CheckpointManager:
 
     def _load(self, kind: DocumentFormat[R], path: Path, missing: type[NotFoundError], what: str) -> R:
         try:
-            data = path.read_bytes()
+            return kind.load(path, cache=self.cache)
         except FileNotFoundError:
             raise missing(f"{what}: {path} does not exist", path=path) from None
-        return kind.parse(decode(data, path), path)
 
     def _load_optional(self, kind: DocumentFormat[R], path: Path) -> R | None:
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        return kind.parse(decode(data, path), path)
+        return kind.load_optional(path, cache=self.cache)
 
 
 def _flat_dict(record: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from haytham.errors import Issue
-from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST, ReadCache
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.records import PhaseCheckpoint, SessionManifest
@@ -25,35 +25,39 @@ WorkflowOf = Callable[[Path, SessionManifest], Workflow]
 """How the manager finds a session's workflow: its own copy, else the registered one."""
 
 
-def session_issues(directory: Path, workflow_of: WorkflowOf) -> list[Issue]:
+def session_issues(
+    directory: Path, workflow_of: WorkflowOf, *, cache: ReadCache | None = None
+) -> list[Issue]:
     """Every problem in every file of the session at ``directory`` (which has a manifest)."""
     manifest_path = directory / MANIFEST_FILE
-    manifest, issues = MANIFEST.read_path(manifest_path)
+    manifest, issues = MANIFEST.read_path(manifest_path, cache=cache)
     if manifest is None:
         return issues
     phases = workflow_of(directory, manifest).phases_for(manifest.execution_mode)
     checkpoints: dict[int, PhaseCheckpoint] = {}
     unreadable: set[int] = set()
     for phase in phases:
-        issues += phase_issues(directory / phase.directory, phase, require_checkpoint=False)
+        issues += phase_issues(directory / phase.directory, phase, require_checkpoint=False, cache=cache)
         path = directory / phase.directory / CHECKPOINT_FILE
-        found, _ = CHECKPOINT.read_path(path)
+        found, _ = CHECKPOINT.read_path(path, cache=cache)
         if found is not None:
             checkpoints[phase.number] = found
         elif path.exists():
             unreadable.add(phase.number)
     derived = _progress.derive(manifest, phases, checkpoints)
     issues += disagreements(manifest_path, manifest, derived, unreadable)
-    issues += history.read_entries(directory)[1]
+    issues += history.read_entries(directory, cache=cache)[1]
     return issues
 
 
-def phase_issues(directory: Path, phase: PhaseDefinition, *, require_checkpoint: bool) -> list[Issue]:
+def phase_issues(
+    directory: Path, phase: PhaseDefinition, *, require_checkpoint: bool, cache: ReadCache | None = None
+) -> list[Issue]:
     """Every problem in the files of ``phase`` at ``directory``, its archived attempts included."""
     issues: list[Issue] = []
     checkpoint_path = directory / CHECKPOINT_FILE
     if checkpoint_path.exists():
-        checkpoint, found = CHECKPOINT.read_path(checkpoint_path)
+        checkpoint, found = CHECKPOINT.read_path(checkpoint_path, cache=cache)
         issues += found
         if checkpoint is not None and checkpoint.phase_number != phase.number:
             issues.append(
@@ -68,7 +72,7 @@ def phase_issues(directory: Path, phase: PhaseDefinition, *, require_checkpoint:
         issues.append(Issue(checkpoint_path, None, None, "checkpoint.md is missing"))
     if directory.is_dir():
         for path in agent_files(directory):
-            output, found = AGENT_OUTPUT.read_path(path)
+            output, found = AGENT_OUTPUT.read_path(path, cache=cache)
             issues += found
             if output is not None and output.agent_name != path.stem:
                 issues.append(
@@ -81,10 +85,10 @@ def phase_issues(directory: Path, phase: PhaseDefinition, *, require_checkpoint:
                 )
     feedback_path = directory / FEEDBACK_FILE
     if feedback_path.exists():
-        issues += FEEDBACK.read_path(feedback_path)[1]
+        issues += FEEDBACK.read_path(feedback_path, cache=cache)[1]
     archived = directory / ATTEMPTS_DIR
     for path in sorted(archived.glob("*/*.md")) if archived.is_dir() else ():
         kind = kind_of(path)
         if kind is not None:
-            issues += kind.read_path(path)[1]
+            issues += kind.read_path(path, cache=cache)[1]
     return issues

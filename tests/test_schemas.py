@@ -1,0 +1,104 @@
+"""Each enumeration has one home: the Literal types of ``haytham.records``.
+
+The schema files name an enumeration (``$ref: #/$defs/PhaseStatus``) and never list its
+values; loading fills them in from the Literal, so the schemas' enums and the Python data
+cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+
+from haytham import records
+from haytham.format.schema import SCHEMA_KINDS, load_schema, schema_errors, validator
+
+SCHEMAS = Path(records.__file__).parent / "format" / "schemas"
+ALL_KINDS = sorted(p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.schema.json"))
+
+
+def enums(node: Any, where: str = "") -> Iterator[tuple[str, list[Any]]]:
+    if isinstance(node, dict):
+        if "enum" in node:
+            yield where, node["enum"]
+        for key, value in node.items():
+            yield from enums(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from enums(value, f"{where}/{index}")
+
+
+def test_every_schema_kind_is_listed() -> None:
+    assert set(SCHEMA_KINDS) <= set(ALL_KINDS)
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_no_schema_file_lists_an_enumeration(kind: str) -> None:
+    shipped = json.loads((SCHEMAS / f"{kind}.schema.json").read_text("utf-8"))
+    assert list(enums(shipped)) == []
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_every_loaded_enum_is_a_literal_of_records(kind: str) -> None:
+    schema = load_schema(kind)
+    for where, values in enums(schema):
+        name = where.split("/")[-1]
+        assert where == f"/$defs/{name}"
+        assert tuple(values) == get_args(getattr(records, name)) == records.ENUMERATIONS[name]
+
+
+def test_the_status_properties_take_their_values_from_records() -> None:
+    def values(kind: str, *path: str) -> tuple[str, ...]:
+        node: Any = validator(kind).schema
+        for step in path:
+            node = node[step]
+        name = node["$ref"].removeprefix("#/$defs/")
+        return tuple(validator(kind).schema["$defs"][name]["enum"])
+
+    assert values("checkpoint", "properties", "status") == records.PHASE_STATUSES
+    assert values("checkpoint", "properties", "agents", "items", "properties", "status") == (
+        records.PHASE_STATUSES
+    )
+    assert values("checkpoint", "properties", "execution_mode") == records.RUN_STYLES
+    assert values("agent_output", "properties", "status") == records.PHASE_STATUSES
+    assert values("history_entry", "properties", "status") == records.PHASE_STATUSES
+    assert values("manifest", "properties", "status") == records.SESSION_STATUSES
+    assert values("manifest", "properties", "phases", "items", "properties", "status") == (
+        records.PHASE_STATUSES
+    )
+    assert values("feedback", "properties", "action") == records.FEEDBACK_ACTIONS
+    assert values("project", "properties", "status") == records.PROJECT_STATUSES
+    assert (
+        values("workflow", "properties", "phases", "items", "properties", "run_style") == records.RUN_STYLES
+    )
+
+
+def test_the_tuples_are_the_literals() -> None:
+    assert get_args(records.PhaseStatus) == records.PHASE_STATUSES
+    assert get_args(records.RunStyle) == records.RUN_STYLES
+    assert get_args(records.FeedbackAction) == records.FEEDBACK_ACTIONS
+    assert get_args(records.ProjectStatus) == records.PROJECT_STATUSES
+    assert get_args(records.SessionStatus) == records.SESSION_STATUSES
+
+
+def test_an_enumeration_error_names_the_value_and_the_choices() -> None:
+    (error,) = schema_errors("feedback", {"action": "maybe"} | _valid_feedback())
+    assert error.validator == "enum"
+    assert list(error.absolute_path) == ["action"]
+    assert error.validator_value == list(records.FEEDBACK_ACTIONS)
+
+
+def _valid_feedback() -> dict[str, Any]:
+    return {
+        "phase_name": "P",
+        "reviewed": True,
+        "approved": True,
+        "timestamp": None,
+        "comments": "",
+        "requested_changes": [],
+        "retry_count": 0,
+    }
