@@ -3,7 +3,9 @@
 
 Each command makes ``.venv`` beside this file on first use and installs haytham into it
 (with the test and lint tools for ``test`` and ``lint``), so a machine with only Python 3
-and pip needs nothing else, and no system packages are touched.
+and pip needs nothing else, and no system packages are touched. ``test`` passes its arguments
+to pytest and runs the suite on every core; ``-n 0`` runs it in one process, ``-m slow`` runs
+the slow tier (which the default run leaves out).
 """
 
 from __future__ import annotations
@@ -40,6 +42,18 @@ def _run(*args: str) -> int:
     return subprocess.run([str(PYTHON), *args], cwd=ROOT).returncode
 
 
+WORKERS = "auto"
+"""pytest-xdist workers for ``test``: one per core (on 2 cores as fast as ``-n 2`` and faster than 3)."""
+OWN_CHOICE = ("-n", "--numprocesses", "--dist", "--pdb", "--trace", "--co", "--collect-only")
+"""Options with which ``test`` leaves the workers to the user: theirs, or one process."""
+
+
+def _pytest_args(rest: list[str]) -> list[str]:
+    """The user's arguments, after ``-n auto`` unless they choose the workers or need one process."""
+    chosen = any(arg.startswith(OWN_CHOICE) or "no:xdist" in arg for arg in rest)
+    return rest if chosen else ["-n", WORKERS, *rest]
+
+
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "help"
     rest = argv[1:]
@@ -48,7 +62,7 @@ def main(argv: list[str]) -> int:
         return _run("examples/idea_validation.py", *rest)
     if command == "test":
         _install("dev")
-        return _run("-m", "pytest", *rest)
+        return _run("-m", "pytest", *_pytest_args(rest))
     if command == "lint":
         _install("dev")
         return (

@@ -6,7 +6,8 @@ fences of every length, tabs, link reference definitions, trailing spaces. hayth
 free text inside markdown files, so each one is a chance for the text to leak into the
 file's own structure. Each test saves through the real manager into real files.
 
-All three suites share one session per module. Agent outputs are saved by a module fixture
+One test per example checks all three round trips; its failure message says which of them
+failed. They share one session per module. Agent outputs are saved by a module fixture
 (one file per example, agent ``ex{n}``) and read back with a single ``get_phase_outputs``
 call: that method reads every agent file of a phase, so one read per example would cost
 652 x 652 parses. A save that raised is recorded and fails that example's test.
@@ -15,6 +16,7 @@ call: that method reads every agent file of a phase, so one read per example wou
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,17 +64,14 @@ def test_data_is_the_whole_spec() -> None:
     assert all(isinstance(e["markdown"], str) for e in EXAMPLES)
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=_ids)
-def test_agent_output_round_trips(outputs: dict[str, str | BaseException], example: dict[str, Any]) -> None:
-    got = outputs.get(f"ex{example['example']}")
+def _agent_output_round_trips(outputs: dict[str, str | BaseException], markdown: str, number: int) -> None:
+    got = outputs.get(f"ex{number}")
     if isinstance(got, BaseException):
         raise got
-    assert got == example["markdown"]
+    assert got == markdown
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=_ids)
-def test_comments_round_trip(manager: CheckpointManager, example: dict[str, Any]) -> None:
-    markdown = example["markdown"]
+def _comments_round_trip(manager: CheckpointManager, markdown: str) -> None:
     manager.save_user_feedback(PROJECT, SESSION, FEEDBACK_PHASE, True, False, markdown, ["keep this"])
     feedback = manager.load_feedback(PROJECT, SESSION, FEEDBACK_PHASE)
     assert feedback is not None
@@ -81,9 +80,7 @@ def test_comments_round_trip(manager: CheckpointManager, example: dict[str, Any]
     assert (feedback.reviewed, feedback.approved) == (True, False)
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=_ids)
-def test_requested_change_round_trips(manager: CheckpointManager, example: dict[str, Any]) -> None:
-    markdown = example["markdown"]
+def _requested_change_round_trips(manager: CheckpointManager, markdown: str) -> None:
     changes = ["before", markdown, "after"]
     manager.save_user_feedback(PROJECT, SESSION, FEEDBACK_PHASE, True, True, "", changes, "retry", 2)
     feedback = manager.load_feedback(PROJECT, SESSION, FEEDBACK_PHASE)
@@ -91,3 +88,24 @@ def test_requested_change_round_trips(manager: CheckpointManager, example: dict[
     assert feedback.requested_changes == tuple(changes)
     assert feedback.comments == ""
     assert (feedback.approved, feedback.action, feedback.retry_count) == (True, "retry", 2)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=_ids)
+def test_example_round_trips(
+    manager: CheckpointManager, outputs: dict[str, str | BaseException], example: dict[str, Any]
+) -> None:
+    """All three round trips run even when one fails, and the failure names each that failed."""
+    markdown = example["markdown"]
+    checks: dict[str, Callable[[], None]] = {
+        "agent output": lambda: _agent_output_round_trips(outputs, markdown, example["example"]),
+        "comments": lambda: _comments_round_trip(manager, markdown),
+        "requested change": lambda: _requested_change_round_trips(manager, markdown),
+    }
+    failed: list[str] = []
+    for name, check in checks.items():
+        try:
+            check()
+        except Exception as error:  # an assertion or a save/load that raised
+            failed.append(f"{name} round trip failed: {type(error).__name__}: {error}")
+    if failed:
+        pytest.fail(f"example {example['example']}:\n" + "\n".join(failed))

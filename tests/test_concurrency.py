@@ -16,7 +16,6 @@ from haytham import CheckpointManager, HaythamError, LockTimeout
 from haytham.store.scan import kind_of
 
 WORKER = Path(__file__).resolve().parent / "workers.py"
-PROCESSES, SAVES = 8, 50
 
 
 def _start(*args: str) -> subprocess.Popen[str]:
@@ -25,7 +24,17 @@ def _start(*args: str) -> subprocess.Popen[str]:
     )
 
 
-def test_eight_processes_saving_at_once_lose_nothing_and_tear_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("processes", "saves"),
+    [
+        pytest.param(4, 20, id="4-processes"),
+        pytest.param(8, 50, id="8-processes", marks=pytest.mark.slow),
+    ],
+)
+def test_processes_saving_at_once_lose_nothing_and_tear_nothing(
+    tmp_path: Path, processes: int, saves: int
+) -> None:
+    """Writers on every phase at once with a reader alongside; the slow tier runs 8 x 50 saves."""
     manager = CheckpointManager(base_dir=tmp_path)
     session = manager.create_session(PROJECT, SESSION, "u", execution_mode="mvp")
     stop = threading.Event()
@@ -44,25 +53,25 @@ def test_eight_processes_saving_at_once_lose_nothing_and_tear_nothing(tmp_path: 
 
     reader = threading.Thread(target=read_continuously)
     reader.start()
-    workers = [_start("concurrent", str(tmp_path), str(w), str(SAVES)) for w in range(PROCESSES)]
+    workers = [_start("concurrent", str(tmp_path), str(w), str(saves)) for w in range(processes)]
     results = [w.communicate(timeout=300) for w in workers]
     stop.set()
     reader.join()
 
     for worker, (out, err) in zip(workers, results, strict=True):
         assert worker.returncode == 0, err
-        assert out.count("ack") == SAVES
+        assert out.count("ack") == saves
     assert torn == []
     assert reads[0] > 0
 
     # Every agent file holds its writer's last output, and the manifest shows every checkpoint.
-    for w in range(PROCESSES):
-        last_output = max(i for i in range(SAVES) if i % 2 == 0)
+    for w in range(processes):
+        last_output = max(i for i in range(saves) if i % 2 == 0)
         phase = PHASES[(w + last_output) % len(PHASES)]
         text = manager.get_phase_outputs(PROJECT, SESSION, [phase])[phase][f"w{w}"]
         outputs_of_w = [
             content(PHASES[(w + i) % len(PHASES)], f"w{w}", i)
-            for i in range(SAVES)
+            for i in range(saves)
             if i % 2 == 0 and PHASES[(w + i) % len(PHASES)] == phase
         ]
         assert text == outputs_of_w[-1]

@@ -172,16 +172,17 @@ HUGE = st.integers(10_000, 300_000).map(lambda n: "## Metadata\n- Status: " + "y
 ANY_TEXT = st.one_of(st.text(), STRUCTURED, RANDOM_BYTES, DEEP, HUGE)
 
 
-FUZZ_EXAMPLES = 1000
-"""Examples per parser; hypothesis also replays every failure it ever found first."""
+FUZZ_EXAMPLES = 200
+"""Examples per parser in the default run; hypothesis also replays every failure it ever found first."""
+EXHAUSTIVE_FUZZ_EXAMPLES = 1000
+"""Examples per parser in the slow tier (``-m slow``, run by CI)."""
 
-
-@pytest.mark.parametrize(
+KINDS = pytest.mark.parametrize(
     "kind", [MANIFEST, CHECKPOINT, AGENT_OUTPUT, FEEDBACK, HISTORY_ENTRY], ids=lambda k: k.kind
 )
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=ANY_TEXT)
-def test_parsers_return_a_record_or_a_located_haytham_error(text: str, kind: object) -> None:
+
+
+def _record_or_located_error(text: str, kind: object) -> None:
     path = Path("fuzz.md")
     record, issues = kind.read(text, path)  # type: ignore[attr-defined]
     if record is not None:
@@ -239,3 +240,18 @@ def test_an_output_past_the_bound_is_refused_before_it_is_written(manager: Check
     manager.save_agent_output(P, S, 1, "writer", "x" + "\n" * MAX_FINAL_NEWLINES)
     (written,) = manager.session_dir(P, S).rglob("writer.md")
     assert AGENT_OUTPUT.load(written).content == "x" + "\n" * MAX_FINAL_NEWLINES
+
+
+@KINDS
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=ANY_TEXT)
+def test_parsers_return_a_record_or_a_located_haytham_error(text: str, kind: object) -> None:
+    _record_or_located_error(text, kind)
+
+
+@pytest.mark.slow
+@KINDS
+@settings(max_examples=EXHAUSTIVE_FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=ANY_TEXT)
+def test_parsers_return_a_record_or_a_located_haytham_error_exhaustively(text: str, kind: object) -> None:
+    _record_or_located_error(text, kind)

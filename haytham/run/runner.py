@@ -100,11 +100,6 @@ def review_verdict(feedback: UserFeedback | None) -> ReviewVerdict:
     return "sent_back"
 
 
-StepReason = Literal[
-    "awaiting_review", "sent_back", "failed", "interrupted", "ready", "invalid_feedback", "done"
-]
-
-
 @dataclass(frozen=True)
 class NextStep:
     """Where the next ``run`` of a session would stop or start, and why."""
