@@ -40,7 +40,7 @@ from haytham.format import layout
 
 CONFIG_FILE = layout.CONFIG_FILE
 DEFAULT_BASE_DIR = layout.DEFAULT_BASE_DIR
-BASE_DIR_ENVVAR = "HAYTHAM_BASE_DIR"
+BASE_DIR_ENVVAR = layout.BASE_DIR_VARIABLE
 F = TypeVar("F", bound=Callable[..., Any])
 
 # ------------------------------------------------------------------------- errors
