@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 
 class HaythamError(Exception):
@@ -113,6 +114,10 @@ class GitError(PathError, RuntimeError):
     """git is not installed, a path is not in a git repository, or a git command failed."""
 
 
+Severity = Literal["error", "warning"]
+"""How much an ``Issue`` matters; see ``Issue.severity``."""
+
+
 @dataclass(frozen=True)
 class Issue:
     """One problem found in a session file, located like a linter's message."""
@@ -125,6 +130,14 @@ class Issue:
     """The field label as written in the file (``Approved``), or None."""
     message: str
     """What is wrong: the value found, then what was expected."""
+    severity: Severity = "error"
+    """``error``: the data cannot be read or contradicts itself. ``warning``: haytham reads it
+    right but something needs a person's attention or a repair (a stale phase, a legacy
+    spelling, a review that contradicts itself)."""
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
 
     def __str__(self) -> str:
         where = "" if self.path is None else str(self.path)

@@ -547,6 +547,7 @@ def test_validate_is_quiet_on_good_files_and_locates_a_broken_one(base: Path, aw
         "line": line,
         "field": "Retry Count",
         "message": data["issues"][0]["message"],
+        "severity": "error",
     }
     expected = CheckpointManager(base).validate_paths()
     assert [str(i) for i in expected] == bad.output.splitlines()[:-1]
