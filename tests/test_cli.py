@@ -348,9 +348,11 @@ def test_a_yaml_workflow_runs_with_agents_named_on_the_command_line(
     created = run(base, "new", "acme", "dd", "--user", "ada", "--workflow", str(flow))
     assert created.exit_code == 0
     assert "(due_diligence, quick mode: phases 1, 2)" in created.output
-    demo_agents = run(base, "resume", "acme", "dd")
-    assert demo_agents.exit_code == 1
-    assert "Error: no callable given for agents collector, judge" in demo_agents.output
+    unnamed = run(base, "resume", "acme", "dd")
+    assert unnamed.exit_code == 1
+    assert "Error: acme/dd was not run: its workflow 'due_diligence' names no callable for collector, judge;" in (
+        unnamed.output
+    )
     assert run(base, "resume", "acme", "dd", "--agents", "my_agents").exit_code == 2
     assert run(base, "resume", "acme", "dd", "--agents", "my_agents:MISSING").exit_code == 2
     assert run(base, "resume", "acme", "dd", "--agents", "my_agents:NOT_A_MAP").exit_code == 2

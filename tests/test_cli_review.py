@@ -1,0 +1,202 @@
+"""The review lifecycle as a new user meets it on the command line (issue 12).
+
+Who plays a session's agents (``agents:`` of a workflow, ``resume --agents``), the editor
+loop of ``feedback`` and ``review`` (reopened with the mistake until the file is right or the
+person quits), output that cannot be written never stopping work, and ``diff`` of two
+attempts of a phase. Each test runs the real command line on real files; editors are
+scripts given as $EDITOR.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from test_cli import HAYTHAM, P, S, editor, run, run_json
+
+from haytham import CheckpointManager
+from haytham.format.workflow import IDEA_VALIDATION, load_workflow
+from haytham.run.runner import next_step
+
+Snapshot = dict[str, tuple[bytes, int] | None]
+
+
+def snapshot(root: Path) -> Snapshot:
+    """Every file (bytes and mtime) and folder under ``root``: equal snapshots, nothing written."""
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) if p.is_file() else None
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def without_base_dir(result: Result, base: Path) -> str:
+    return result.output.replace(f" --base-dir {base}", "")
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    return tmp_path / "projects"
+
+
+@pytest.fixture
+def awaiting(base: Path) -> Path:
+    """A demo session stopped at phase 1's review gate."""
+    result = run(base, "demo", "--review", "manual")
+    assert result.exit_code == 0, result.output
+    return CheckpointManager(base).phase_dir(P, S, 1) / "user_feedback.md"
+
+
+# ------------------------------------------------------- A: who plays the agents
+
+
+def test_new_with_the_builtin_workflow_says_how_to_name_the_agents(base: Path) -> None:
+    created = run(base, "new", "acme", "real-1", "--user", "ada")
+    assert created.exit_code == 0, created.output
+    out = without_base_dir(created, base)
+    assert "Next: run haytham resume acme real-1\n" not in out
+    assert "names no callable for concept_expansion, market_intelligence," in out
+    assert "haytham resume acme real-1 --agents NAME=module:function" in out
+    assert "workflow file's agents: mapping (NAME: module:function" in out
+
+
+def test_resume_refuses_a_session_whose_agents_are_not_named_and_writes_nothing(base: Path) -> None:
+    assert run(base, "new", "acme", "real-1", "--user", "ada").exit_code == 0
+    before = snapshot(base)
+    refused = run(base, "resume", "acme", "real-1")
+    assert refused.exit_code == 1
+    assert refused.output.startswith(
+        "Error: acme/real-1 was not run: its workflow 'idea_validation' names no callable for "
+        "concept_expansion, market_intelligence, competitor_analysis, niche_selector,"
+    )
+    assert "--agents NAME=module:function" in refused.output
+    assert "agents: mapping" in refused.output
+    assert snapshot(base) == before
+    assert "demo-local-1" not in "".join(str(v) for v in before.values())
+
+
+AGENTS = """\
+from haytham.run.runner import AgentResult
+
+
+def collect(context):
+    return AgentResult(f"# Collected for {context.session_id}\\n", model="mine-1")
+
+
+def judge(context):
+    return "# Verdict\\n\\nGo.\\n"
+
+
+NOT_CALLABLE = {"collector": 3}
+"""
+FLOW = """\
+name: due_diligence
+modes:
+  quick: [1, 2]
+phases:
+  - number: 1
+    name: Gather
+    agents: [collector]
+  - number: 2
+    name: Verdict
+    agents: [judge]
+    review: true
+"""
+BOUND = FLOW + "agents:\n  collector: dd_agents:collect\n  judge: dd_agents:judge\n"
+
+
+@pytest.fixture
+def project_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder with an agents module, the current directory (as for a person's project)."""
+    (tmp_path / "dd_agents.py").write_text(AGENTS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "dd_agents", raising=False)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # resume puts the current directory first
+    return tmp_path
+
+
+def test_a_workflow_that_names_its_agents_runs_with_a_bare_resume(base: Path, project_dir: Path) -> None:
+    (project_dir / "flow.yaml").write_text(BOUND)
+    created = run(base, "new", "acme", "dd", "--user", "ada", "--workflow", "flow.yaml")
+    assert created.exit_code == 0, created.output
+    assert "Next: run haytham resume acme dd" in created.output
+    data = run_json(base, "resume", "acme", "dd")
+    assert (data["status"], data["ran_agents"]) == ("awaiting_review", ["1:collector", "2:judge"])
+    manager = CheckpointManager(base)
+    assert manager.load_agent_output("acme", "dd", 1, "collector").model == "mine-1"
+    assert manager.session_workflow("acme", "dd").callables == {
+        "collector": "dd_agents:collect",
+        "judge": "dd_agents:judge",
+    }
+    unbound = load_workflow(project_dir / "flow.yaml").fingerprint()
+    (project_dir / "flow.yaml").write_text(FLOW)
+    assert load_workflow(project_dir / "flow.yaml").fingerprint() == unbound  # bindings are not in it
+
+
+@pytest.mark.parametrize(
+    ("binding", "message"),
+    [
+        ("no_such_dd_module:collect", "Error: cannot import module 'no_such_dd_module'"),
+        ("dd_agents:gather", "Error: module 'dd_agents' has no 'gather'"),
+        (
+            "dd_agents:NOT_CALLABLE",
+            "Error: agent 'collector': 'dd_agents:NOT_CALLABLE' is a dict, not a function",
+        ),
+    ],
+)
+def test_a_binding_that_cannot_be_imported_is_named_and_nothing_is_written(
+    base: Path, project_dir: Path, binding: str, message: str
+) -> None:
+    (project_dir / "flow.yaml").write_text(BOUND.replace("dd_agents:collect", binding))
+    assert run(base, "new", "acme", "dd", "--user", "ada", "--workflow", "flow.yaml").exit_code == 0
+    before = snapshot(base)
+    refused = run(base, "resume", "acme", "dd")
+    assert refused.exit_code == 1
+    assert refused.output.startswith(message), refused.output
+    assert snapshot(base) == before
+
+
+def test_a_binding_with_bad_syntax_is_a_located_error(base: Path, project_dir: Path) -> None:
+    (project_dir / "flow.yaml").write_text(BOUND.replace("dd_agents:judge", "dd_agents.judge"))
+    broken = run(base, "new", "acme", "dd", "--user", "ada", "--workflow", "flow.yaml")
+    assert broken.exit_code == 1
+    assert broken.output == (
+        "Error: flow.yaml:14: agents.judge: 'dd_agents.judge' is not module:function (e.g. my_agents:judge)\n"
+    )
+    assert not base.exists()
+
+
+def test_agents_on_the_command_line_one_by_one_or_one_for_all(base: Path, project_dir: Path) -> None:
+    (project_dir / "flow.yaml").write_text(FLOW)
+    assert run(base, "new", "acme", "dd", "--user", "ada", "--workflow", "flow.yaml").exit_code == 0
+    assert run(base, "new", "acme", "d2", "--user", "ada", "--workflow", "flow.yaml").exit_code == 0
+    half = run(base, "resume", "acme", "dd", "--agents", "collector=dd_agents:collect")
+    assert half.exit_code == 1
+    assert "names no callable for judge;" in half.output
+    typo = run(base, "resume", "acme", "dd", "--agents", "colector=dd_agents:collect")
+    assert typo.exit_code == 2
+    assert "'colector' is not an agent of workflow 'due_diligence'" in typo.output
+    both = ("--agents", "collector=dd_agents:collect", "--agents", "judge=dd_agents:judge")
+    assert run_json(base, "resume", "acme", "dd", *both)["ran_agents"] == ["1:collector", "2:judge"]
+    everyone = run_json(base, "resume", "acme", "d2", "--agents", "dd_agents:judge")
+    assert everyone["ran_agents"] == ["1:collector", "2:judge"]
+    assert (
+        CheckpointManager(base).load_agent_output("acme", "d2", 1, "collector").content
+        == "# Verdict\n\nGo.\n"
+    )
+
+
+def test_demo_sessions_name_their_agents_so_resume_needs_no_special_case(base: Path, awaiting: Path) -> None:
+    manager = CheckpointManager(base)
+    workflow = manager.session_workflow(P, S)
+    assert set(workflow.callables.values()) == {"haytham.run.demo:demo_agent"}
+    assert manager.load_manifest(P, S).workflow_fingerprint == IDEA_VALIDATION.fingerprint()
+    assert run(base, "feedback", P, S, "1", "--approve").exit_code == 0
+    resumed = run(base, "resume", P, S)
+    assert resumed.exit_code == 0, resumed.output
+    assert "Result: completed: every phase is done" in resumed.output
+    assert next_step(manager, P, S).action == "done"
