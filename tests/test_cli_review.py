@@ -200,3 +200,70 @@ def test_demo_sessions_name_their_agents_so_resume_needs_no_special_case(base: P
     assert resumed.exit_code == 0, resumed.output
     assert "Result: completed: every phase is done" in resumed.output
     assert next_step(manager, P, S).action == "done"
+
+
+# ---------------------------------------- D: output that cannot be written stops no work
+
+
+def files_of(base: Path) -> list[str]:
+    return sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.parent.name != "history")
+
+
+def haytham_closed(cwd: Path, *args: str, stderr_too: bool = False) -> subprocess.CompletedProcess[bytes]:
+    """Run the installed ``haytham`` with stdout (and stderr) a pipe nobody reads any more."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [str(HAYTHAM), *args],
+            cwd=cwd,
+            stdout=write,
+            stderr=write if stderr_too else subprocess.PIPE,
+            timeout=120,
+            env={k: v for k, v in os.environ.items() if k != "HAYTHAM_BASE_DIR"},
+        )
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("stderr_too", [False, True])
+def test_a_closed_pipe_never_stops_a_run(tmp_path: Path, stderr_too: bool) -> None:
+    whole = subprocess.run(
+        [str(HAYTHAM), "demo", "--review", "manual", "--base-dir", "whole"], cwd=tmp_path, capture_output=True
+    )
+    assert whole.returncode == 0
+    cut = haytham_closed(tmp_path, "demo", "--review", "manual", "--base-dir", "cut", stderr_too=stderr_too)
+    assert cut.returncode == 0, cut.stderr
+    assert not cut.stderr  # no traceback, no "Exception ignored"
+    manager = CheckpointManager(tmp_path / "cut")
+    step, whole_step = next_step(manager, P, S), next_step(CheckpointManager(tmp_path / "whole"), P, S)
+    assert (step.action, step.phase, step.reason) == (whole_step.action, whole_step.phase, whole_step.reason)
+    assert (step.action, step.phase) == ("review", 1)
+    assert files_of(tmp_path / "cut") == files_of(tmp_path / "whole")
+    assert CheckpointManager(tmp_path / "cut").load_checkpoint(P, S, 1).status == "completed"
+    approved = subprocess.run(
+        [str(HAYTHAM), "feedback", P, S, "1", "--approve", "--base-dir", "cut"],
+        cwd=tmp_path,
+        capture_output=True,
+    )
+    assert approved.returncode == 0
+    resumed = haytham_closed(tmp_path, "resume", P, S, "--base-dir", "cut", stderr_too=stderr_too)
+    assert resumed.returncode == 0
+    assert next_step(manager, P, S).action == "done"
+
+
+def test_a_reader_that_stops_after_the_first_line_stops_no_work(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [str(HAYTHAM), "demo", "--review", "manual", "--base-dir", "p"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline() == b"Running demo/idea-001 (mvp mode)\n"
+    process.stdout.close()
+    assert process.wait(timeout=120) == 0
+    assert process.stderr.read() == b""
+    process.stderr.close()
+    step = next_step(CheckpointManager(tmp_path / "p"), P, S)
+    assert (step.action, step.phase, step.reason) == ("review", 1, "awaiting_review")
