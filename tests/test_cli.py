@@ -461,17 +461,18 @@ def test_the_editor_flow_says_what_it_understood(base: Path, awaiting: Path, tmp
 
 
 def test_a_mistake_in_the_editor_is_located_and_exits_1(base: Path, awaiting: Path, tmp_path: Path) -> None:
+    before = awaiting.read_bytes()
     env = editor(tmp_path, 'text = text.replace("Approved: false", "Approved: maybe")\n')
-    result = run(base, "feedback", P, S, "1", env=env)
+    result = run(base, "feedback", P, S, "1", env=env)  # reopened with the mistake, closed unchanged
     assert result.exit_code == 1
-    line = awaiting.read_text().splitlines().index("- Approved: maybe") + 1
-    assert f"{awaiting}:{line}: Approved: 'maybe' is not a boolean" in result.stderr
+    kept = Path(re.findall(r"Your text is in (\S+)", result.stderr)[0])
+    line = kept.read_text().splitlines().index("- Approved: maybe") + 1
+    assert f"{kept}:{line}: Approved: 'maybe' is not a boolean" in result.stderr
+    assert f"Nothing was saved: {awaiting} is as it was" in result.stderr
     assert "Error: " in result.stderr
-    assert "was kept as you left it" in result.stderr
-    assert "Approved: maybe" in awaiting.read_text()
+    assert awaiting.read_bytes() == before
     status = run_json(base, "status", P, S)
-    assert status["next"]["action"] == "fix"
-    assert f"{awaiting}:{line}" in status["next"]["message"]
+    assert status["next"]["action"] == "review"
 
 
 def test_the_editor_gets_the_template_when_there_is_no_feedback_yet(

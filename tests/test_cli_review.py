@@ -267,3 +267,148 @@ def test_a_reader_that_stops_after_the_first_line_stops_no_work(tmp_path: Path) 
     process.stderr.close()
     step = next_step(CheckpointManager(tmp_path / "p"), P, S)
     assert (step.action, step.phase, step.reason) == ("review", 1, "awaiting_review")
+
+
+# ------------------------------------------------- B: the editor loop of feedback
+
+
+def logging_editor(tmp_path: Path, body: str) -> tuple[dict[str, str | None], Path]:
+    """An $EDITOR (see test_cli.editor) that also logs each text it was opened on."""
+    log = tmp_path / "editor.log"
+    logged = f"with open({str(log)!r}, 'a') as log:\n    log.write(text + '\\x00')\n" + textwrap.dedent(body)
+    return editor(tmp_path, logged), log
+
+
+def opened_on(log: Path) -> list[str]:
+    return log.read_text().split("\x00")[:-1] if log.exists() else []
+
+
+def test_a_mistake_reopens_the_editor_with_it_on_top_until_the_file_is_right(
+    base: Path, awaiting: Path, tmp_path: Path
+) -> None:
+    env, log = logging_editor(
+        tmp_path,
+        """
+        if "<!-- haytham:" in text:
+            text = text.replace("Approved: nope", "Approved: yes")
+        else:
+            text = text.replace("Reviewed: false", "Reviewed: yes").replace("Approved: false", "Approved: nope")
+        """,
+    )
+    result = run(base, "feedback", P, S, "1", env=env)
+    assert result.exit_code == 0, result.output
+    first, second = opened_on(log)
+    assert first == awaiting.read_text().replace("Approved: yes", "Approved: false").replace(
+        "Reviewed: yes", "Reviewed: false"
+    )
+    banner = second.split("-->\n", 1)[0]
+    assert banner.startswith("<!-- haytham: haytham cannot read this user_feedback.md: fix what is below")
+    line = second.splitlines().index("- Approved: nope") + 1  # counted in the editor's text
+    assert f"line {line}: Approved: 'nope' is not a boolean" in banner
+    assert f"{awaiting} stays as it was" in banner
+    saved = awaiting.read_text()
+    assert "haytham:" not in saved and "<!--" not in saved
+    assert "- Approved: yes" in saved
+    assert "Reviewed: yes; approved: yes" in result.output
+    assert "Next: phase 2 (Market Research) is ready to run" in result.output
+
+
+def test_closing_the_editor_without_a_change_leaves_the_file_exactly_as_it_was(
+    base: Path, awaiting: Path, tmp_path: Path
+) -> None:
+    before = (awaiting.read_bytes(), awaiting.stat().st_mtime_ns)
+    env, log = logging_editor(tmp_path, "")
+    result = run(base, "feedback", P, S, "1", env=env)
+    assert result.exit_code == 0, result.output
+    assert len(opened_on(log)) == 1
+    assert f"No change: {awaiting} is as it was" in result.output
+    assert (awaiting.read_bytes(), awaiting.stat().st_mtime_ns) == before
+
+
+def test_quitting_after_a_mistake_saves_nothing_and_keeps_the_text_elsewhere(
+    base: Path, awaiting: Path, tmp_path: Path
+) -> None:
+    before = (awaiting.read_bytes(), awaiting.stat().st_mtime_ns)
+    env, log = logging_editor(
+        tmp_path,
+        """
+        if "<!-- haytham:" not in text:
+            text = text.replace("Approved: false", "Approved: nope").replace("No comments provided", "Long words")
+        """,
+    )
+    result = run(base, "feedback", P, S, "1", env=env)
+    assert result.exit_code == 1
+    assert len(opened_on(log)) == 2
+    assert (awaiting.read_bytes(), awaiting.stat().st_mtime_ns) == before
+    kept = Path(result.stderr.split("Your text is in ")[1].split()[0])
+    assert "Long words" in kept.read_text() and "haytham:" not in kept.read_text()
+    assert "Error: " in result.stderr and "haytham feedback demo idea-001 1" in result.stderr
+    assert next_step(CheckpointManager(base), P, S).action == "review"
+
+
+def test_a_file_with_a_mistake_opens_with_it_on_top_and_can_be_fixed(
+    base: Path, awaiting: Path, tmp_path: Path
+) -> None:
+    awaiting.write_text(awaiting.read_text().replace("Approved: false", "Approved: nope"))
+    assert next_step(CheckpointManager(base), P, S).action == "fix"
+    quit_env, log = logging_editor(tmp_path, "")
+    broken = awaiting.read_bytes()
+    quit_ = run(base, "feedback", P, S, "1", env=quit_env)
+    assert quit_.exit_code == 1  # the file still has its mistake
+    assert opened_on(log)[0].startswith("<!-- haytham:")
+    assert awaiting.read_bytes() == broken
+    fix_env, _ = logging_editor(tmp_path, 'text = text.replace("Approved: nope", "Approved: no")\n')
+    fixed = run(base, "feedback", P, S, "1", env=fix_env)
+    assert fixed.exit_code == 0, fixed.output
+    assert awaiting.read_text().startswith("# User Feedback: Concept Expansion\n")
+    assert next_step(CheckpointManager(base), P, S).action == "review"
+
+
+# ---------------------------------------------- C: review walks every awaiting phase
+
+
+def test_review_walks_every_phase_awaiting_review_oldest_first(base: Path, tmp_path: Path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from haytham.run.demo import run_demo
+
+    start = datetime(2024, 11, 24, 10, tzinfo=timezone.utc)
+    for hours, (project, session) in enumerate([("zed", "late"), ("aaa", "early"), ("mid", "done")]):
+        ticks = iter(start - timedelta(hours=hours) + timedelta(seconds=s) for s in range(10_000))
+        manager = CheckpointManager(base, clock=lambda ticks=ticks: next(ticks))  # type: ignore[misc]
+        run_demo(manager, session, review="manual" if session != "done" else "approve", project_id=project)
+    nothing = run(base, "review", "mid", env={"EDITOR": "false"})
+    assert (nothing.exit_code, nothing.output) == (0, "Nothing awaits review in mid\n")
+    env, log = logging_editor(
+        tmp_path,
+        """
+        text = text.replace("Reviewed: false", "Reviewed: yes").replace("Approved: false", "Approved: yes")
+        """,
+    )
+    result = run(base, "review", env=env)
+    assert result.exit_code == 0, result.output
+    out = without_base_dir(result, base)
+    assert out.startswith(
+        f"2 phases await review in {base}\n[1/2] aaa/early phase 1 (Concept Expansion), finished "
+    )
+    assert out.index("[1/2] aaa/early") < out.index("[2/2] zed/late")  # the oldest first, not by name
+    assert out.count("Reviewed: yes; approved: yes") == 2
+    assert "Next: phase 2 (Market Research) is ready to run: run haytham resume zed late" in out
+    assert out.endswith("Reviewed 2 of 2\n")
+    assert len(opened_on(log)) == 2
+    assert run(base, "review", env=env).output == f"Nothing awaits review in {base}\n"
+    missing = run(base, "review", "nope")
+    assert missing.exit_code == 1
+    assert missing.output.startswith("Error: project 'nope' does not exist")
+
+
+def test_review_of_one_session_reopens_after_a_mistake_and_exits_1_when_left(
+    base: Path, awaiting: Path, tmp_path: Path
+) -> None:
+    env, log = logging_editor(tmp_path, 'text = text.replace("Approved: false", "Approved: nope")\n')
+    result = run(base, "review", P, S, env=env)
+    assert result.exit_code == 1
+    assert len(opened_on(log)) == 2
+    assert "1 phase awaits review in demo/idea-001" in result.output
+    assert "Reviewed 0 of 1; 1 left with a mistake, not saved" in result.output
+    assert "Approved: nope" not in awaiting.read_text()
