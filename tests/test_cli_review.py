@@ -412,3 +412,27 @@ def test_review_of_one_session_reopens_after_a_mistake_and_exits_1_when_left(
     assert "1 phase awaits review in demo/idea-001" in result.output
     assert "Reviewed 0 of 1; 1 left with a mistake, not saved" in result.output
     assert "Approved: nope" not in awaiting.read_text()
+
+
+# ------------------------------------------------------ E: diff of two attempts
+
+
+def test_diff_compares_two_attempts_of_a_phase(base: Path, awaiting: Path) -> None:
+    assert run(base, "feedback", P, S, "1", "--reject", "--change", "Name the buyer").exit_code == 0
+    assert run(base, "resume", P, S).exit_code == 0
+    result = run(base, "diff", f"{P}/{S}:1#1", f"{P}/{S}:1#2")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"--- {P}/{S}:1#1\n+++ {P}/{S}:1#2\n")
+    assert "concept_expansion: changed" in result.output
+    assert "+- Addressed: Name the buyer" in result.output
+    data = run_json(base, "diff", f"{P}/{S}:1#1", f"{P}/{S}:1#2")
+    assert [a["change"] for a in data["agents"]] == ["changed"]
+    assert run_json(base, "diff", f"{P}/{S}:1#2", f"{P}/{S}:1#2")["same"] is True
+    missing = run(base, "diff", f"{P}/{S}:1#1", f"{P}/{S}:1#3")
+    assert missing.exit_code == 1
+    assert missing.output == f"Error: phase 1 of {P}/{S} has no attempt 3 (it has 1, 2)\n"
+    mixed = run(base, "diff", f"{P}/{S}:1#1", f"{P}/{S}")
+    assert mixed.exit_code == 2
+    assert "compare two of a kind" in mixed.output
+    assert run(base, "diff", f"{P}/{S}:1", f"{P}/{S}:1#2").exit_code == 2
+    assert run_json(base, "diff", f"{P}/{S}", f"{P}/{S}")["same"] is True  # the old forms still work
