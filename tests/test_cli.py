@@ -350,8 +350,9 @@ def test_a_yaml_workflow_runs_with_agents_named_on_the_command_line(
     assert "(due_diligence, quick mode: phases 1, 2)" in created.output
     unnamed = run(base, "resume", "acme", "dd")
     assert unnamed.exit_code == 1
-    assert "Error: acme/dd was not run: its workflow 'due_diligence' names no callable for collector, judge;" in (
-        unnamed.output
+    assert (
+        "Error: acme/dd was not run: its workflow 'due_diligence' names no callable for collector, judge;"
+        in (unnamed.output)
     )
     assert run(base, "resume", "acme", "dd", "--agents", "my_agents").exit_code == 2
     assert run(base, "resume", "acme", "dd", "--agents", "my_agents:MISSING").exit_code == 2

@@ -292,7 +292,8 @@ def test_a_mistake_reopens_the_editor_with_it_on_top_until_the_file_is_right(
         if "<!-- haytham:" in text:
             text = text.replace("Approved: nope", "Approved: yes")
         else:
-            text = text.replace("Reviewed: false", "Reviewed: yes").replace("Approved: false", "Approved: nope")
+            text = text.replace("Reviewed: false", "Reviewed: yes")
+            text = text.replace("Approved: false", "Approved: nope")
         """,
     )
     result = run(base, "feedback", P, S, "1", env=env)
@@ -333,7 +334,8 @@ def test_quitting_after_a_mistake_saves_nothing_and_keeps_the_text_elsewhere(
         tmp_path,
         """
         if "<!-- haytham:" not in text:
-            text = text.replace("Approved: false", "Approved: nope").replace("No comments provided", "Long words")
+            text = text.replace("Approved: false", "Approved: nope")
+            text = text.replace("No comments provided", "Long words")
         """,
     )
     result = run(base, "feedback", P, S, "1", env=env)
