@@ -199,6 +199,7 @@ CONFIGURED: dict[str, tuple[list[str], str | None, str]] = {
     "status": (["status", P, S], None, f"Next: phase 1 awaits review: edit {FEEDBACK_1}"),
     "show": (["show", P, S], None, "=== Phase 1: Concept Expansion (completed) ==="),
     "feedback": (["feedback", P, S, "1", "--approve"], FEEDBACK_1, f"Understood {FEEDBACK_1}:"),
+    "review": (["review"], FEEDBACK_1, f"No change: {FEEDBACK_1} is as it was"),  # $EDITOR is true
     "resume": (["resume", P, S], None, f"Next: phase 1 awaits review: edit {FEEDBACK_1}"),
     "validate": (["validate"], None, "session files in 1 sessions, no problems"),
     "doctor": (["doctor", P, S], None, "OK: demo/idea-001 is consistent"),
@@ -239,6 +240,8 @@ def configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("HAYTHAM_BASE_DIR", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))  # no user git configuration
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("EDITOR", "true")  # closes at once, changing nothing
+    monkeypatch.delenv("VISUAL", raising=False)
     (tmp_path / "haytham.yaml").write_text("storage:\n  base_dir: data\n")
     manager = CheckpointManager(tmp_path / "data")
     run_demo(manager, S, review="manual")
