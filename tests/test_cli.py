@@ -199,6 +199,7 @@ CONFIGURED: dict[str, tuple[list[str], str | None, str]] = {
     "status": (["status", P, S], None, f"Next: phase 1 awaits review: edit {FEEDBACK_1}"),
     "show": (["show", P, S], None, "=== Phase 1: Concept Expansion (completed) ==="),
     "feedback": (["feedback", P, S, "1", "--approve"], FEEDBACK_1, f"Understood {FEEDBACK_1}:"),
+    "review": (["review"], FEEDBACK_1, f"No change: {FEEDBACK_1} is as it was"),  # $EDITOR is true
     "resume": (["resume", P, S], None, f"Next: phase 1 awaits review: edit {FEEDBACK_1}"),
     "validate": (["validate"], None, "session files in 1 sessions, no problems"),
     "doctor": (["doctor", P, S], None, "OK: demo/idea-001 is consistent"),
@@ -239,6 +240,8 @@ def configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("HAYTHAM_BASE_DIR", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))  # no user git configuration
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("EDITOR", "true")  # closes at once, changing nothing
+    monkeypatch.delenv("VISUAL", raising=False)
     (tmp_path / "haytham.yaml").write_text("storage:\n  base_dir: data\n")
     manager = CheckpointManager(tmp_path / "data")
     run_demo(manager, S, review="manual")
@@ -348,9 +351,12 @@ def test_a_yaml_workflow_runs_with_agents_named_on_the_command_line(
     created = run(base, "new", "acme", "dd", "--user", "ada", "--workflow", str(flow))
     assert created.exit_code == 0
     assert "(due_diligence, quick mode: phases 1, 2)" in created.output
-    demo_agents = run(base, "resume", "acme", "dd")
-    assert demo_agents.exit_code == 1
-    assert "Error: no callable given for agents collector, judge" in demo_agents.output
+    unnamed = run(base, "resume", "acme", "dd")
+    assert unnamed.exit_code == 1
+    assert (
+        "Error: acme/dd was not run: its workflow 'due_diligence' names no callable for collector, judge;"
+        in (unnamed.output)
+    )
     assert run(base, "resume", "acme", "dd", "--agents", "my_agents").exit_code == 2
     assert run(base, "resume", "acme", "dd", "--agents", "my_agents:MISSING").exit_code == 2
     assert run(base, "resume", "acme", "dd", "--agents", "my_agents:NOT_A_MAP").exit_code == 2
@@ -459,17 +465,18 @@ def test_the_editor_flow_says_what_it_understood(base: Path, awaiting: Path, tmp
 
 
 def test_a_mistake_in_the_editor_is_located_and_exits_1(base: Path, awaiting: Path, tmp_path: Path) -> None:
+    before = awaiting.read_bytes()
     env = editor(tmp_path, 'text = text.replace("Approved: false", "Approved: maybe")\n')
-    result = run(base, "feedback", P, S, "1", env=env)
+    result = run(base, "feedback", P, S, "1", env=env)  # reopened with the mistake, closed unchanged
     assert result.exit_code == 1
-    line = awaiting.read_text().splitlines().index("- Approved: maybe") + 1
-    assert f"{awaiting}:{line}: Approved: 'maybe' is not a boolean" in result.stderr
+    kept = Path(re.findall(r"Your text is in (\S+)", result.stderr)[0])
+    line = kept.read_text().splitlines().index("- Approved: maybe") + 1
+    assert f"{kept}:{line}: Approved: 'maybe' is not a boolean" in result.stderr
+    assert f"Nothing was saved: {awaiting} is as it was" in result.stderr
     assert "Error: " in result.stderr
-    assert "was kept as you left it" in result.stderr
-    assert "Approved: maybe" in awaiting.read_text()
+    assert awaiting.read_bytes() == before
     status = run_json(base, "status", P, S)
-    assert status["next"]["action"] == "fix"
-    assert f"{awaiting}:{line}" in status["next"]["message"]
+    assert status["next"]["action"] == "review"
 
 
 def test_the_editor_gets_the_template_when_there_is_no_feedback_yet(

@@ -11,9 +11,18 @@ from pathlib import Path
 import pytest
 
 from haytham import IDEA_VALIDATION, CheckpointManager, DocumentError, PhaseDefinition, Workflow
-from haytham.format.workflow import load_workflow
-from haytham.run.demo import DEMO_AGENTS
-from haytham.run.runner import AgentContext, AgentResult, PhaseRunner, WorkflowChangedError, next_step
+from haytham.format.workflow import dump_workflow, load_workflow
+from haytham.run.demo import DEMO_AGENTS, DEMO_WORKFLOW
+from haytham.run.runner import (
+    AgentContext,
+    AgentImportError,
+    AgentResult,
+    PhaseRunner,
+    WorkflowChangedError,
+    missing_agents,
+    next_step,
+    resolve_agents,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "idea_validation.py"
@@ -263,6 +272,14 @@ def test_a_custom_workflow_loaded_from_yaml_runs(tmp_path: Path) -> None:
         (("quick: [1, 3]", "quick: [1, 9]"), 4, "names phase 9"),
         (("    name: Verdict\n", ""), 14, "'name' is a required property"),
         (("  full: [1, 2, 3]", "  full: [1, 2, 3"), 6, "not valid YAML"),
+        (
+            ("phases:", "agents:\n  judge: my_agents.judge\nphases:"),
+            7,
+            "'my_agents.judge' is not module:function",
+        ),
+        (("phases:", "agents:\n  judge: ':judge'\nphases:"), 7, "':judge' is not module:function"),
+        (("phases:", "agents:\n  jugde: my_agents:judge\nphases:"), 7, "'jugde', which no phase runs"),
+        (("phases:", "agents:\n  judge: 3\nphases:"), 7, "3 is not a string"),
     ],
 )
 def test_workflow_yaml_errors_point_at_file_and_line(
@@ -275,6 +292,83 @@ def test_workflow_yaml_errors_point_at_file_and_line(
     assert raised.value.path == path
     assert raised.value.line == line, str(raised.value)
     assert message in str(raised.value)
+
+
+AGENTS_MODULE = """\
+from haytham.run.runner import AgentResult
+
+
+def write(context):
+    return AgentResult(f"# {context.agent_name}\\n", model="mine-1")
+
+
+async def later(context):
+    return f"# {context.agent_name} (async)\\n"
+
+
+NOT_CALLABLE = 3
+"""
+
+
+def test_a_workflow_names_its_agents_callables_and_the_runner_imports_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "flow_agents.py").write_text(AGENTS_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    bindings = "agents:\n  collector: flow_agents:write\n  analyst: flow_agents:later\n"
+    path = tmp_path / "flow.yaml"
+    path.write_text(CUSTOM + bindings + "  skeptic: flow_agents:write\n  judge: flow_agents:write\n")
+    workflow = load_workflow(path)
+    assert workflow.callables["analyst"] == "flow_agents:later"
+    assert (
+        workflow.fingerprint() == load_workflow_text(tmp_path, CUSTOM).fingerprint()
+    )  # bindings are not in it
+    assert load_workflow_text(tmp_path, dump_workflow(workflow)) == workflow  # written and read back
+    manager = CheckpointManager(tmp_path / "projects")
+    manager.create_session(P, "s", "u", workflow, "full")
+    assert manager.session_workflow(P, "s").callables == workflow.callables
+    runner = PhaseRunner(manager, manager.session_workflow(P, "s"))  # no agents given: the bindings
+    assert runner.run(P, "s").status == "awaiting_review"
+    assert manager.load_agent_output(P, "s", 1, "collector").model == "mine-1"
+    assert manager.load_agent_output(P, "s", 2, "analyst").content == "# analyst (async)\n"
+    given = PhaseRunner(manager, workflow, {"collector": DEMO_AGENTS["concept_expansion"]})
+    assert given.agents["collector"] is DEMO_AGENTS["concept_expansion"]  # what is given comes first
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("no_such_agents_module:write", "cannot import module 'no_such_agents_module'"),
+        ("flow_agents:missing", "module 'flow_agents' has no 'missing'"),
+        ("flow_agents:NOT_CALLABLE", "agent 'judge': 'flow_agents:NOT_CALLABLE' is a int, not a function"),
+    ],
+)
+def test_an_agent_binding_that_cannot_be_used_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: str, message: str
+) -> None:
+    (tmp_path / "flow_agents.py").write_text(AGENTS_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    workflow = load_workflow_text(tmp_path, CUSTOM + f"agents:\n  judge: '{spec}'\n")
+    with pytest.raises(AgentImportError, match=re.escape(message)):
+        resolve_agents(workflow)
+    assert missing_agents(workflow, resolve_agents(workflow, {"judge": DEMO_AGENTS["validator"]})) == [
+        "collector",
+        "analyst",
+        "skeptic",
+    ]
+
+
+def load_workflow_text(tmp_path: Path, text: str) -> Workflow:
+    path = tmp_path / "other.yaml"
+    path.write_text(text)
+    return load_workflow(path)
+
+
+def test_the_demo_workflow_names_demo_agent_and_keeps_the_builtin_fingerprint() -> None:
+    assert set(DEMO_WORKFLOW.callables.values()) == {"haytham.run.demo:demo_agent"}
+    assert set(DEMO_WORKFLOW.callables) == set(DEMO_AGENTS)
+    assert DEMO_WORKFLOW.fingerprint() == IDEA_VALIDATION.fingerprint()
+    assert resolve_agents(DEMO_WORKFLOW) == DEMO_AGENTS
 
 
 # --------------------------------------------------------------- kill, then resume

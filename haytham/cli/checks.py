@@ -37,7 +37,7 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "issues[].line": "1-based line, or null when the problem is the file as a whole",
         "issues[].field": "the field label as written in the file, or null",
         "issues[].message": "what is wrong",
-        "issues[].severity": "error (the file cannot be read or contradicts itself) or warning (read right, needs attention)",
+        "issues[].severity": "error (cannot be read, or contradicts itself) or warning (needs attention)",
     },
     "doctor": {
         "ok": "true when no finding is left unfixed",

@@ -8,6 +8,9 @@ Every convention of the command line has its one home here:
 - errors: ``Command`` and ``Group`` turn library and OS errors into one ``Error: ...`` line
   and exit code 1, whether a command runs under the ``haytham`` group or on its own; usage
   mistakes keep click's exit code 2;
+- output that cannot be written: while a command runs, stdout and stderr are
+  ``GuardedStream``s, so a closed pipe (``haytham demo | head -1``) or a failing terminal
+  stops the printing, never the work; the exit code is the work's;
 - the base directory: ``base_dir_option``, resolved as ``--base-dir``, else
   ``HAYTHAM_BASE_DIR``, else ``storage.base_dir`` of ``./haytham.yaml``, else ``./projects``;
 - output: ``new_console()`` (colour, live display and wrapping only on a terminal), tables,
@@ -19,8 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
+import io
 import json
+import os
 import shlex
 import sys
 from collections.abc import Callable, Iterator
@@ -56,16 +60,88 @@ def describe_error(error: BaseException) -> str:
 
 @contextlib.contextmanager
 def expected_errors() -> Iterator[None]:
-    """Library and OS errors become ``click.ClickException``: ``Error: ...`` and exit code 1.
-
-    A closed pipe is let through: click ends quietly when the reader of a pipe has gone.
-    """
+    """Library and OS errors become ``click.ClickException``: ``Error: ...`` and exit code 1."""
     try:
         yield
     except (HaythamError, OSError) as error:
-        if isinstance(error, OSError) and error.errno == errno.EPIPE:
-            raise
         raise click.ClickException(describe_error(error)) from None
+
+
+class GuardedStream(io.TextIOBase):
+    """A text stream that stops writing, silently, the first time the stream under it fails.
+
+    A command that is running agents or walking reviews must not die half-way because the
+    reader of its output went away (``| head -1``) or its terminal did: the first OSError of
+    a write or flush is swallowed and every later write is dropped. The file descriptor is
+    then pointed at the null device, so that what the stream's own buffer still holds does
+    not fail again when Python flushes it at exit (which would change the exit code).
+    """
+
+    def __init__(self, stream: IO[str]) -> None:
+        super().__init__()
+        self.stream = stream
+        self.failed = False
+        """True once a write or flush failed: nothing more is written."""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # click reads it to trust the stream
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.stream, "errors", None)
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        try:
+            return not self.failed and self.stream.isatty()
+        except (AttributeError, ValueError, OSError):
+            return False
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def write(self, text: str) -> int:
+        if not self.failed:
+            try:
+                self.stream.write(text)
+            except OSError:
+                self._stop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.failed:
+            try:
+                self.stream.flush()
+            except OSError:
+                self._stop()
+
+    def _stop(self) -> None:
+        self.failed = True
+        with contextlib.suppress(AttributeError, ValueError, OSError, io.UnsupportedOperation):
+            descriptor = self.stream.fileno()
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, descriptor)
+            os.close(null)
+
+
+@contextlib.contextmanager
+def guarded_output() -> Iterator[None]:
+    """Run the block with stdout and stderr guarded (see ``GuardedStream``); nesting is a no-op."""
+    if isinstance(sys.stdout, GuardedStream):
+        yield
+        return
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = GuardedStream(stdout), GuardedStream(stderr)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        sys.stdout, sys.stderr = stdout, stderr
 
 
 class Command(click.Command):
@@ -86,7 +162,7 @@ class Command(click.Command):
             return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
-        with expected_errors():
+        with guarded_output(), expected_errors():
             return super().invoke(ctx)
 
 

@@ -43,7 +43,15 @@ Each command parses its arguments, calls the library and prints.
 - **Errors** are one line on standard error, `Error: ...`, never a traceback; problems in a
   file are located like a linter's: `path:line: field: message`.
 - **Output** on a terminal has colour, tables, rendered markdown and progress bars; piped
-  or redirected it has none of them, and agent outputs are printed raw.
+  or redirected it has none of them, and agent outputs are printed raw. Output that cannot
+  be written (a closed pipe, `haytham demo | head -1`, or a lost terminal) stops the
+  printing, never the work: the run completes and the exit code is the run's.
+- **Agents:** `resume` runs the callables the session's workflow names in its `agents:`
+  mapping (`NAME: module:function`, see docs/formats.md) or that `--agents` names; it
+  refuses a session with an agent neither names, writing nothing.
+- **Reviews in `$EDITOR`** (`feedback` without `--approve`/`--reject`, and `review`) work
+  like `git commit`: a mistake reopens the editor with it noted at the top, closing the
+  editor without a change leaves the file exactly as it was.
 - **`--json`** on the read commands (`list`, `status`, `show`, `resume`, `validate`,
   `doctor`, `history`, `diff`, `prune`, `stats`, `log`) prints one JSON object whose keys
   are listed under each command; keys are only ever added.
@@ -58,6 +66,7 @@ haytham list
 haytham status demo idea-001          # the phase table and what to do next
 haytham feedback demo idea-001 1 --approve --comment "Looks good"
 haytham resume demo idea-001          # runs the remaining phases
+haytham review                        # every phase awaiting review, in $EDITOR, oldest first
 ```
 """
 

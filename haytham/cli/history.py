@@ -7,6 +7,7 @@ Each command parses its arguments, calls the library (``haytham.compare`` for di
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -17,7 +18,8 @@ import click
 from haytham import transfer
 from haytham.cli.common import base_dir_option, command, emit_json, json_option, suggest
 from haytham.compare import Comparison, compare
-from haytham.records import PHASE_STATUSES, HistoryEntry
+from haytham.errors import NotFoundError
+from haytham.records import PHASE_STATUSES, Attempt, HistoryEntry
 from haytham.store.manager import CheckpointManager
 
 ENTRY_KEYS = (
@@ -60,7 +62,10 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
 }
 """Each ``--json`` command's keys, for ``haytham.cli.main.JSON_OUTPUT`` (``metadata`` and
 ``metrics`` of ``diff`` are objects whose keys are the names of what changed)."""
-_REFERENCE = re.compile(r"(?P<project>[^/@]+)/(?P<session>[^/@]+)(?:@(?P<entry>[^/@]+))?")
+_REFERENCE = re.compile(
+    r"(?P<project>[^/@:#]+)/(?P<session>[^/@:#]+)"
+    r"(?:@(?P<entry>[^/@]+)|:(?P<phase>[0-9]+)#(?P<attempt>[0-9]+))?"
+)
 
 
 def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -135,13 +140,36 @@ def history_command(
 # ------------------------------------------------------------------------- diff
 
 
-def _reference(value: str, hint: str) -> tuple[str, str, str | None]:
+@dataclasses.dataclass(frozen=True)
+class _Reference:
+    """One side of ``diff``: a session, a history entry of it, or an attempt of one of its phases."""
+
+    project: str
+    session: str
+    entry: str | None = None
+    phase: int | None = None
+    attempt: int | None = None
+
+    @property
+    def kind(self) -> str:
+        return "entry" if self.entry is not None else "attempt" if self.phase is not None else "session"
+
+
+def _reference(value: str, hint: str) -> _Reference:
     match = _REFERENCE.fullmatch(value)
     if match is None:
         raise click.BadParameter(
-            f"{value!r} is not PROJECT/SESSION or PROJECT/SESSION@ENTRY", param_hint=hint
+            f"{value!r} is not PROJECT/SESSION, PROJECT/SESSION@ENTRY or PROJECT/SESSION:PHASE#ATTEMPT",
+            param_hint=hint,
         )
-    return match["project"], match["session"], match["entry"]
+    phase, attempt = match["phase"], match["attempt"]
+    return _Reference(
+        match["project"],
+        match["session"],
+        match["entry"],
+        None if phase is None else int(phase),
+        None if attempt is None else int(attempt),
+    )
 
 
 def _entry(
@@ -151,30 +179,52 @@ def _entry(
     return entry, manager.entry_state(project, session, entry)[1]
 
 
+def _attempt(manager: CheckpointManager, ref: _Reference) -> Attempt:
+    """The attempt ``ref`` names (the current one is the highest number)."""
+    assert ref.phase is not None
+    assert ref.attempt is not None
+    attempts = {a.number: a for a in manager.load_attempts(ref.project, ref.session, ref.phase)}
+    if ref.attempt not in attempts:
+        raise NotFoundError(
+            f"phase {ref.phase} of {ref.project}/{ref.session} has no attempt {ref.attempt} "
+            f"(it has {', '.join(map(str, attempts)) or 'none'})"
+        )
+    return attempts[ref.attempt]
+
+
 @command("diff")
 @click.argument("a")
 @click.argument("b")
 @base_dir_option
 @json_option
 def diff_command(a: str, b: str, base_dir: Path, as_json: bool) -> None:
-    """Show what changed from A to B: two sessions, or two history entries.
+    """Show what changed from A to B: two sessions, two history entries, or two attempts.
 
-    A and B are PROJECT/SESSION (the sessions as they are now) or PROJECT/SESSION@ENTRY (the
-    state a history entry recorded; see haytham history). Metadata, status and metrics
-    changes come first, then a unified diff of each agent output that differs. The exit
-    code is 0 whether or not anything differs.
+    A and B are PROJECT/SESSION (the sessions as they are now), PROJECT/SESSION@ENTRY (the
+    state a history entry recorded; see haytham history) or PROJECT/SESSION:PHASE#ATTEMPT
+    (an attempt of a phase: 1 is its first run, each send-back adds one, and the current
+    attempt has the highest number), e.g. haytham diff acme/s-001:2#1 acme/s-001:2#2.
+    Metadata, status and metrics changes come first, then a unified diff of each agent
+    output that differs. The exit code is 0 whether or not anything differs.
     """
     first, second = _reference(a, "A"), _reference(b, "B")
-    if (first[2] is None) != (second[2] is None):
-        raise click.UsageError("compare two sessions or two history entries, not one of each")
+    if first.kind != second.kind:
+        raise click.UsageError(
+            f"compare two of a kind (two sessions, two history entries or two attempts), not a "
+            f"{first.kind} and a{'n' if second.kind[0] in 'ae' else ''} {second.kind}"
+        )
     manager = CheckpointManager(base_dir)
     comparison: Comparison
-    if first[2] is not None and second[2] is not None:
-        old, old_outputs = _entry(manager, first[0], first[1], first[2])
-        new, new_outputs = _entry(manager, second[0], second[1], second[2])
+    if first.entry is not None and second.entry is not None:
+        old, old_outputs = _entry(manager, first.project, first.session, first.entry)
+        new, new_outputs = _entry(manager, second.project, second.session, second.entry)
         comparison = compare(old, new, outputs=(old_outputs, new_outputs))
+    elif first.kind == "attempt":
+        comparison = compare(_attempt(manager, first), _attempt(manager, second))
     else:
-        comparison = compare((manager, first[0], first[1]), (manager, second[0], second[1]))
+        comparison = compare(
+            (manager, first.project, first.session), (manager, second.project, second.session)
+        )
     if as_json:
         emit_json(comparison.to_dict())
         return

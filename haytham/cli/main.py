@@ -28,6 +28,7 @@ COMMANDS = (
     "status",
     "show",
     "feedback",
+    "review",
     "resume",
     "validate",
     "doctor",

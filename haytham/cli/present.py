@@ -69,6 +69,17 @@ def next_step(manager: CheckpointManager, project: str, session: str) -> Advice:
     return Advice(step.action, number, message)
 
 
+def declare_agents(project: str, session: str) -> list[str]:
+    """The two ways to say which callables play a session's agents, each with its command."""
+    once = suggest("resume", project, session, "--agents", "NAME=module:function")
+    new = suggest("new", "PROJECT", "SESSION", "--user", "USER", "--workflow", "FILE")
+    return [
+        f"name them for a run: {once} (once per agent, or --agents module:MAPPING)",
+        f"or name them once in a workflow file's agents: mapping (NAME: module:function, see "
+        f"docs/formats.md) and create sessions from it: {new}",
+    ]
+
+
 def print_status(console: Console, manager: CheckpointManager, project: str, session: str) -> None:
     """The session's phase table, current phase, totals and next step, for people."""
     state = manager.load_session(project, session)

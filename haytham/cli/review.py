@@ -1,19 +1,160 @@
-"""The review command, ``feedback``: approve a phase, send it back, or edit its feedback file.
+"""The review commands: ``feedback`` (one phase) and ``review`` (every phase that awaits it).
 
-A person's review is what lets a session past a review gate; this module only writes it
-through the library and says what the library understood.
+A person's review is what lets a session past a review gate. Both commands open the
+phase's user_feedback.md in $VISUAL or $EDITOR the way ``git commit`` opens its message:
+the person edits a working copy; a copy that reads right is saved over the file; after a
+mistake the editor opens again with the mistake in a comment at the top
+(``<!-- haytham: ... -->``, never saved); closing the editor without changing anything
+quits and leaves the file exactly as it was (same bytes, same time).
+
+Which phases await review is decided in one place, ``awaiting_review``; ``review`` walks
+them through ``ReviewHooks``, where a later step (pulling and pushing with git before and
+after a walk) plugs in without touching the walk.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
 import click
 
-from haytham.cli.common import base_dir_option, command, suggest
+from haytham.cli.common import base_dir_option, command, suggest, when
 from haytham.cli.present import describe_feedback, next_step
+from haytham.errors import HaythamError, Issue, ProjectNotFoundError
+from haytham.format import FEEDBACK
 from haytham.format.layout import FEEDBACK_FILE
+from haytham.records import UserFeedback
+from haytham.run.runner import next_step as runner_next_step
+from haytham.store import fs
+from haytham.store.clock import parse_timestamp
 from haytham.store.manager import CheckpointManager
+from haytham.store.scan import list_sessions
+
+BANNER_START = "<!-- haytham:"
+BANNER_END = "-->"
+
+# ------------------------------------------------------------------ the editor loop
+
+
+@dataclasses.dataclass(frozen=True)
+class Edited:
+    """How an editing of a feedback file ended."""
+
+    outcome: Literal["saved", "unchanged", "abandoned"]
+    """``saved``: the file now holds the person's valid text; ``unchanged``: the person closed
+    the editor without a change, the file is as it was; ``abandoned``: the person quit after
+    a mistake, the file is as it was and their text is kept in ``kept``."""
+    path: Path
+    feedback: UserFeedback | None
+    """What the file says now; None when it cannot be read (it had a mistake before)."""
+    issues: tuple[Issue, ...] = ()
+    """What is wrong with the text the person left (``abandoned``), located in ``kept``."""
+    kept: Path | None = None
+    """Where the abandoned text is kept (without the comment haytham added)."""
+
+
+def edit_feedback(manager: CheckpointManager, project: str, session: str, phase: int) -> Edited:
+    """Open a phase's feedback in the editor until it reads right or the person quits.
+
+    The person edits a working copy in a temporary folder, so the session's file is only
+    ever written with a text that reads right; a missing file is first created from the
+    blank template (as before any review). A failing editor raises click's error.
+    """
+    path = manager.phase_dir(project, session, phase) / FEEDBACK_FILE
+    if not path.exists():
+        manager.save_user_feedback(project, session, phase, reviewed=False, approved=False, action="pending")
+    original = path.read_bytes()
+    text = original.decode("utf-8", errors="replace")
+    record, issues = FEEDBACK.read(text, path)
+    folder = Path(tempfile.mkdtemp(prefix=f"haytham-{project}-{session}-{phase}-"))
+    copy = folder / FEEDBACK_FILE
+    body, keep = text, False
+    try:
+        while True:
+            shown = with_banner(body, issues, path)
+            copy.write_bytes(shown.encode("utf-8"))
+            click.edit(filename=str(copy))
+            edited = copy.read_bytes().decode("utf-8", errors="replace")
+            if edited == shown:  # closed without a change: quit
+                if body == text:
+                    return Edited("unchanged", path, record)
+                copy.write_bytes(body.encode("utf-8"))
+                keep = True
+                return Edited("abandoned", path, record, tuple(FEEDBACK.read(body, copy)[1]), copy)
+            body = strip_banner(edited)
+            new_record, issues = FEEDBACK.read(body, path)
+            if new_record is None:
+                continue
+            if body == text:
+                return Edited("unchanged", path, record)
+            if path.read_bytes() != original:  # someone else wrote it meanwhile: theirs stays
+                copy.write_bytes(body.encode("utf-8"))
+                keep = True
+                changed = Issue(path, None, None, "changed while you edited it; your text was not saved")
+                return Edited("abandoned", path, record, (changed,), copy)
+            fs.atomic_write(path, body.encode("utf-8"))
+            return Edited("saved", path, new_record)
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def with_banner(text: str, issues: Sequence[Issue], path: Path) -> str:
+    """``text`` with haytham's comment on top naming each issue; ``text`` itself without issues.
+
+    Line numbers are those of the editor's copy (the comment's lines included).
+    """
+    if not issues:
+        return text
+    head = [
+        f"{BANNER_START} haytham cannot read this {path.name}: fix what is below, then save and close.",
+        f"     To give up, close the editor without a change: {path} stays as it was.",
+    ]
+    shift = len(head) + len(issues) + 1
+    for issue in issues:
+        where = f"line {issue.line + shift}: " if issue.line is not None else ""
+        said = ": ".join(part for part in (issue.field, issue.message) if part)
+        head.append(f"     {where}{said}".replace(BANNER_END, "-- >"))
+    head.append(BANNER_END)
+    return "\n".join(head) + "\n" + text
+
+
+def strip_banner(text: str) -> str:
+    """``text`` without the comment ``with_banner`` put on top (if the person left it there)."""
+    if not text.startswith(BANNER_START):
+        return text
+    end = text.find(BANNER_END)
+    if end < 0:
+        return text
+    rest = text[end + len(BANNER_END) :]
+    return rest[1:] if rest.startswith("\n") else rest
+
+
+def report(manager: CheckpointManager, project: str, session: str, edited: Edited) -> None:
+    """Say what an editing ended with: what was understood, or why nothing was saved."""
+    if edited.outcome == "abandoned":
+        for issue in edited.issues:
+            click.echo(str(issue), err=True)
+        click.echo(
+            f"Nothing was saved: {edited.path} is as it was. Your text is in {edited.kept}",
+            err=True,
+        )
+        return
+    if edited.outcome == "unchanged":
+        click.echo(f"No change: {edited.path} is as it was")
+    if edited.feedback is not None:
+        click.echo(f"Understood {edited.path}:")
+        click.echo(describe_feedback(edited.feedback))
+    click.echo(f"Next: {next_step(manager, project, session).message}")
+
+
+# ----------------------------------------------------------------------- feedback
 
 
 @command()
@@ -38,8 +179,10 @@ def feedback(
     """Review a phase: approve it, send it back, or edit its user_feedback.md.
 
     With neither --approve nor --reject the phase's user_feedback.md opens in $VISUAL or
-    $EDITOR (created from the blank template if missing); when you close the editor it is
-    checked, and haytham says what it understood or where the mistake is (exit 1).
+    $EDITOR (created from the blank template if missing), like git commit: when it is
+    saved with a mistake the editor opens again with the mistake noted at the top;
+    closing the editor without a change leaves the file as it was. Exit code 1 when you
+    quit with a mistake (nothing is saved) or the file still has one.
     """
     if approve and reject:
         raise click.UsageError("give --approve or --reject, not both")
@@ -49,33 +192,25 @@ def feedback(
         )
     manager = CheckpointManager(base_dir)
     checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before a phase ran
-    path = manager.phase_dir(project, session, phase) / FEEDBACK_FILE
-    if approve or reject:
-        manager.save_user_feedback(
-            project,
-            session,
-            phase,
-            reviewed=True,
-            approved=approve,
-            comments=comment or "",
-            requested_changes=list(changes),
-            action="approved" if approve else "retry",
-            retry_count=checkpoint.retry_count + (0 if approve else 1),
-        )
-    else:
-        if manager.load_feedback(project, session, phase) is None:
-            manager.save_user_feedback(
-                project, session, phase, reviewed=False, approved=False, action="pending"
-            )
-        click.edit(filename=str(path))
-        issues = manager.validate_paths([path])
-        if issues:
-            for issue in issues:
-                click.echo(str(issue), err=True)
+    if not (approve or reject):
+        edited = edit_feedback(manager, project, session, phase)
+        report(manager, project, session, edited)
+        if edited.outcome == "abandoned" or edited.feedback is None:
             again = suggest("feedback", project, session, str(phase))
-            raise click.ClickException(
-                f"{path} was kept as you left it but not understood; run {again} to fix it"
-            )
+            raise click.ClickException(f"{edited.path} still needs a review; run {again} to edit it again")
+        return
+    path = manager.phase_dir(project, session, phase) / FEEDBACK_FILE
+    manager.save_user_feedback(
+        project,
+        session,
+        phase,
+        reviewed=True,
+        approved=approve,
+        comments=comment or "",
+        requested_changes=list(changes),
+        action="approved" if approve else "retry",
+        retry_count=checkpoint.retry_count + (0 if approve else 1),
+    )
     understood = manager.load_feedback(project, session, phase)
     assert understood is not None
     click.echo(f"Understood {path}:")
@@ -83,7 +218,143 @@ def feedback(
     click.echo(f"Next: {next_step(manager, project, session).message}")
 
 
+# ------------------------------------------------------------------------- review
+
+
+@dataclasses.dataclass(frozen=True)
+class AwaitingReview:
+    """A phase that waits for a person's review."""
+
+    project: str
+    session: str
+    phase: int
+    name: str
+    finished: str | None
+    """When the phase's current attempt finished (ISO 8601 UTC), the walk's order."""
+    feedback_file: Path
+
+
+def awaiting_review(
+    manager: CheckpointManager, project: str | None = None, session: str | None = None
+) -> tuple[list[AwaitingReview], list[str]]:
+    """Every phase awaiting review under the base dir (or in a project, or a session), oldest
+    finished first, and a warning for each session that could not be read.
+
+    The one place that decides what awaits review: today the runner's rule (``next_step``:
+    a phase with a review gate whose feedback has no decision, or cannot be read); when the
+    store's lifecycle module is wired in, only this function changes.
+    """
+    if session is not None and project is not None:
+        pairs = [(project, session)]
+        warnings: list[str] = []
+    else:
+        if project is not None and not manager.project_dir(project).is_dir():
+            raise ProjectNotFoundError(
+                f"project {project!r} does not exist under {manager.base_dir}",
+                path=manager.project_dir(project),
+            )
+        found, unreadable = list_sessions(manager.base_dir, project_id=project)
+        pairs = [(s.project_id, s.session_id) for s in found]
+        warnings = [f"skipped a session that cannot be read: {issue}" for issue in unreadable]
+    items = []
+    for project_id, session_id in pairs:
+        try:
+            step = runner_next_step(manager, project_id, session_id)
+            if step.phase is None or step.reason not in ("awaiting_review", "invalid_feedback"):
+                continue
+            checkpoint = manager.load_checkpoint(project_id, session_id, step.phase)
+        except HaythamError as error:
+            if session is not None:
+                raise
+            warnings.append(f"skipped {project_id}/{session_id}: {error}")
+            continue
+        path = manager.phase_dir(project_id, session_id, step.phase) / FEEDBACK_FILE
+        items.append(
+            AwaitingReview(
+                project_id, session_id, step.phase, checkpoint.phase_name, checkpoint.completed, path
+            )
+        )
+    items.sort(key=lambda i: (_moment(i.finished), i.project, i.session, i.phase))
+    return items, warnings
+
+
+def _moment(timestamp: str | None) -> datetime:
+    """A timestamp as a time to sort by; an unknown or unreadable one sorts first."""
+    try:
+        return parse_timestamp(timestamp) if timestamp else _UNKNOWN
+    except ValueError:
+        return _UNKNOWN
+
+
+_UNKNOWN = datetime.min.replace(tzinfo=timezone.utc)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReviewHooks:
+    """What runs around a walk of reviews: before it starts and after each phase.
+
+    Nothing by default; the place for fetching others' reviews first and sharing each one
+    as it is written (git pull and push) without changing the walk itself.
+    """
+
+    before_walk: Callable[[Sequence[AwaitingReview]], None] = lambda items: None
+    after_phase: Callable[[AwaitingReview, Edited], None] = lambda item, edited: None
+
+
+def walk_reviews(
+    manager: CheckpointManager, items: Sequence[AwaitingReview], hooks: ReviewHooks | None = None
+) -> list[Edited]:
+    """Open each phase's feedback in turn, saying what was understood after each."""
+    hooks = hooks or ReviewHooks()
+    hooks.before_walk(items)
+    results = []
+    for index, item in enumerate(items, 1):
+        click.echo(
+            f"[{index}/{len(items)}] {item.project}/{item.session} phase {item.phase} ({item.name}), "
+            f"finished {when(item.finished)}: {item.feedback_file}"
+        )
+        edited = edit_feedback(manager, item.project, item.session, item.phase)
+        report(manager, item.project, item.session, edited)
+        hooks.after_phase(item, edited)
+        results.append(edited)
+        if index < len(items):
+            click.echo()
+    return results
+
+
+@command()
+@click.argument("project", required=False)
+@click.argument("session", required=False)
+@base_dir_option
+def review(project: str | None, session: str | None, base_dir: Path) -> None:
+    """Review every phase that awaits it, oldest finished first, each in $EDITOR.
+
+    Without PROJECT every session under the base dir is looked at; with PROJECT only its
+    sessions; with SESSION only that one. Each phase's user_feedback.md opens as with
+    haytham feedback (again after a mistake; closing without a change moves on and leaves
+    the file as it was); after each, haytham says what it understood. Exit code 1 when
+    you quit a phase with a mistake (nothing of it is saved).
+    """
+    manager = CheckpointManager(base_dir)
+    items, warnings = awaiting_review(manager, project, session)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    where = "/".join(p for p in (project, session) if p) or str(base_dir)
+    if not items:
+        click.echo(f"Nothing awaits review in {where}")
+        return
+    many = len(items) > 1
+    click.echo(f"{len(items)} phase{'s' if many else ''} await{'' if many else 's'} review in {where}")
+    results = walk_reviews(manager, items)
+    saved = sum(e.outcome == "saved" for e in results)
+    left = sum(e.outcome == "abandoned" for e in results)
+    click.echo(
+        f"\nReviewed {saved} of {len(results)}" + (f"; {left} left with a mistake, not saved" if left else "")
+    )
+    click.get_current_context().exit(1 if left else 0)
+
+
 JSON_OUTPUT: dict[str, dict[str, str]] = {}
-"""``feedback`` has no ``--json``: what it prints is advice for a person."""
-COMMANDS: list[click.Command] = [feedback]
+"""``feedback`` and ``review`` have no ``--json``: what they print is advice for a person."""
+COMMANDS: list[click.Command] = [feedback, review]
 """The commands for ``haytham.cli.main`` to register."""

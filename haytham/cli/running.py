@@ -1,4 +1,4 @@
-"""The commands that run agents: ``demo`` (built-in demo agents) and ``resume`` (any agents).
+"""The commands that run agents: ``demo`` (built-in demo agents) and ``resume`` (the session's own).
 
 Both save every agent output as it arrives, stop at review gates, and end with the session's
 status and what to do next; exit code 1 when the run fails.
@@ -6,20 +6,18 @@ status and what to do next; exit code 1 when the run fails.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import click
 
 from haytham.cli.common import base_dir_option, command, emit_json, json_option, new_console, plain
-from haytham.cli.present import NEXT_KEYS, next_step, print_status
-from haytham.format.workflow import IDEA_VALIDATION
+from haytham.cli.present import NEXT_KEYS, declare_agents, next_step, print_status
+from haytham.errors import HaythamError
+from haytham.format.workflow import IDEA_VALIDATION, Workflow
 from haytham.run.demo import (
-    DEMO_AGENTS,
     DEMO_PROJECT,
     REVIEW_MODES,
     DemoEvent,
@@ -27,7 +25,7 @@ from haytham.run.demo import (
     next_session_id,
     run_demo,
 )
-from haytham.run.runner import Agent, PhaseRunner
+from haytham.run.runner import Agent, PhaseRunner, load_callable, missing_agents, resolve_agents
 from haytham.store.manager import CheckpointManager
 
 JSON_OUTPUT: dict[str, dict[str, str]] = {
@@ -96,22 +94,34 @@ def demo(
 @click.argument("session")
 @click.option(
     "--agents",
-    "agents_spec",
-    metavar="MODULE:OBJECT",
-    help="A mapping of agent name to agent callable (default: the local demo agents).",
+    "agent_specs",
+    multiple=True,
+    metavar="NAME=MODULE:FUNCTION",
+    help="The callable that plays agent NAME (repeatable). Also MODULE:OBJECT: a mapping of "
+    "agent names to callables, or one callable for every agent no other --agents names. "
+    "Overrides the agents: of the session's workflow.",
 )
 @base_dir_option
 @json_option
-def resume(project: str, session: str, agents_spec: str | None, base_dir: Path, as_json: bool) -> None:
+def resume(project: str, session: str, agent_specs: tuple[str, ...], base_dir: Path, as_json: bool) -> None:
     """Continue a session until it is done or stops for review.
 
-    The session runs until it completes, fails, or a phase awaits review; agent outputs
-    saved by an earlier run are kept, not redone. Exit code 1 when the run
-    fails.
+    Each agent is played by the callable that --agents names, else by the one the session's
+    workflow names in its agents: mapping (module:function, imported now). A session with
+    an agent that neither names is refused before anything is written. Agent outputs saved
+    by an earlier run are kept, not redone. Exit code 1 when the run fails or is refused.
     """
-    agents = _load_agents(agents_spec) if agents_spec else DEMO_AGENTS
     manager = CheckpointManager(base_dir)
     workflow = manager.session_workflow(project, session)
+    if os.getcwd() not in sys.path:  # a project's own agents module, as python -m would find it
+        sys.path.insert(0, os.getcwd())
+    agents = resolve_agents(workflow, _given_agents(agent_specs, workflow))
+    missing = missing_agents(workflow, agents)
+    if missing:
+        raise click.ClickException(
+            f"{project}/{session} was not run: its workflow {workflow.name!r} names no callable for "
+            f"{', '.join(missing)}; {'; '.join(declare_agents(project, session))}"
+        )
 
     def saved(phase: int, agent: str) -> None:
         if not as_json:
@@ -130,26 +140,41 @@ def resume(project: str, session: str, agents_spec: str | None, base_dir: Path, 
     click.get_current_context().exit(1 if result.status == "failed" else 0)
 
 
-def _load_agents(spec: str) -> Mapping[str, Agent]:
-    """Import ``module:object`` (the current directory first on the path) as an agent mapping."""
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise click.BadParameter(f"{spec!r} is not MODULE:OBJECT", param_hint="--agents")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        found: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            found = getattr(found, part)
-    except Exception as error:  # the user's module may fail in any way; say how
-        raise click.BadParameter(
-            f"cannot load {spec!r}: {type(error).__name__}: {error}", param_hint="--agents"
-        ) from None
-    if not isinstance(found, Mapping):
-        raise click.BadParameter(
-            f"{spec!r} is a {type(found).__name__}, not a mapping", param_hint="--agents"
-        )
-    return found
+def _given_agents(specs: Sequence[str], workflow: Workflow) -> dict[str, Agent]:
+    """The agents ``--agents`` names: ``NAME=module:function`` first, then mappings, then a
+    callable for every agent still without one."""
+    names = missing_agents(workflow, {})
+    named: dict[str, Agent] = {}
+    mapped: dict[str, Agent] = {}
+    everyone: Agent | None = None
+    for spec in specs:
+        name, equals, target = spec.partition("=")
+        if not equals:
+            name, target = "", spec
+        elif name not in names:
+            raise click.BadParameter(
+                f"{name!r} is not an agent of workflow {workflow.name!r} (agents are {', '.join(names)})",
+                param_hint="--agents",
+            )
+        try:
+            found = load_callable(target)
+        except HaythamError as error:
+            raise click.BadParameter(str(error), param_hint="--agents") from None
+        if name and callable(found):
+            named[name] = found
+        elif not name and isinstance(found, Mapping):
+            mapped.update(found)
+        elif not name and callable(found):
+            everyone = found
+        else:
+            wanted = "a function" if name else "a mapping of agent names to callables, or a function"
+            raise click.BadParameter(
+                f"{target!r} is a {type(found).__name__}, not {wanted}", param_hint="--agents"
+            )
+    agents = {**mapped, **named}
+    if everyone is not None:
+        agents.update({name: everyone for name in names if name not in agents})
+    return agents
 
 
 COMMANDS: list[click.Command] = [demo, resume]

@@ -29,9 +29,17 @@ from haytham.cli.common import (
     table,
     when,
 )
-from haytham.cli.present import NEXT_KEYS, describe_feedback, next_step, print_status, status_cell
+from haytham.cli.present import (
+    NEXT_KEYS,
+    declare_agents,
+    describe_feedback,
+    next_step,
+    print_status,
+    status_cell,
+)
 from haytham.format.workflow import IDEA_VALIDATION, load_workflow
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
+from haytham.run.runner import missing_agents
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import SessionSummary, list_sessions
 
@@ -142,7 +150,15 @@ def new(project: str, session: str, user: str, mode: str | None, workflow_spec: 
     directory = manager.create_session(project, session, user, workflow, mode)
     numbers = ", ".join(str(p.number) for p in workflow.phases_for(mode))
     click.echo(f"Created {project}/{session} ({workflow.name}, {mode} mode: phases {numbers}) in {directory}")
-    click.echo(f"Next: run {suggest('resume', project, session)}")
+    missing = missing_agents(workflow, workflow.callables)
+    if not missing:
+        click.echo(f"Next: run {suggest('resume', project, session)}")
+        return
+    first, second = declare_agents(project, session)
+    click.echo(f"Its workflow {workflow.name!r} names no callable for {', '.join(missing)}.")
+    click.echo(
+        f"Next: {first};\n  {second}.\n  To watch a whole run with demo agents first: {suggest('demo')}"
+    )
 
 
 @command("list")

@@ -1,7 +1,9 @@
 """Workflows as data: the phases, their agents and review gates, and which modes run which.
 
 The store knows phases only through a ``Workflow``; the seven phases of ``idea_validation``
-live here and nowhere else.
+live here and nowhere else. A workflow may also say which Python callable plays each agent
+(``callables``, the ``agents:`` mapping of workflow.yaml, ``NAME: module:function``); they are
+only names here, imported when a run needs them (``haytham.run.runner.resolve_agents``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ class Workflow:
     phases: tuple[PhaseDefinition, ...]
     modes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     max_retries: int = 3
+    callables: Mapping[str, str] = field(default_factory=dict)
+    """Agent name -> ``module:function`` of the callable that plays it (may name only some).
+
+    Not part of the fingerprint: which code plays an agent is how a session is run, not
+    what its files hold, so binding or rebinding agents never makes a session "changed"."""
 
     def phase(self, number: object) -> PhaseDefinition:
         """The phase with this number, or UnknownPhaseError naming the valid numbers."""
@@ -70,7 +77,11 @@ class Workflow:
         return tuple(self.phase(n) for n in self.modes[mode])
 
     def fingerprint(self) -> str:
-        """A short hash of the definition: it changes whenever a phase, agent or mode does."""
+        """A short hash of the definition: it changes whenever a phase, agent or mode does.
+
+        ``callables`` are left out: they decide which code runs an agent, not the shape of the
+        session's files, so adding or changing them keeps existing sessions runnable.
+        """
         data = {
             "name": self.name,
             "phases": [asdict(p) for p in self.phases],
@@ -159,7 +170,11 @@ def dump_workflow(workflow: Workflow) -> str:
         if phase.review:
             item["review"] = True
         data["phases"].append(item)
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
+    if workflow.callables:  # one agent a line, however long the mapping
+        agents = {"agents": dict(workflow.callables)}
+        text += yaml.safe_dump(agents, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return text
 
 
 def load_workflow(path: str | Path) -> Workflow:
@@ -195,9 +210,24 @@ def load_workflow(path: str | Path) -> Workflow:
         tuple(phases),
         {k: tuple(v) for k, v in data["modes"].items()},
         data.get("max_retries", 3),
+        dict(data.get("agents", {})),
     )
     _check_consistent(workflow, path, node)
     return workflow
+
+
+CALLABLE_SYNTAX = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+"""``module:function``: a dotted module path, a colon, and a (dotted) attribute of it."""
+
+
+def split_callable(spec: str) -> tuple[str, str]:
+    """``module:function`` as ``(module, function)``; InvalidArgumentError when not that form."""
+    if not CALLABLE_SYNTAX.fullmatch(spec):
+        raise InvalidArgumentError(
+            f"{spec!r} is not module:function (e.g. my_agents:concept_expansion)", field="agents"
+        )
+    module, _, function = spec.partition(":")
+    return module, function
 
 
 def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
@@ -229,6 +259,22 @@ def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
                     line=line_of(node, ["modes", mode, index]),
                     field=f"modes.{mode}",
                 )
+    names = [a for p in workflow.phases for a in p.agents]
+    for name, spec in workflow.callables.items():
+        if name not in names:
+            raise DocumentError(
+                f"agents names {name!r}, which no phase runs (agents are {', '.join(dict.fromkeys(names))})",
+                path=path,
+                line=line_of(node, ["agents", name]),
+                field=f"agents.{name}",
+            )
+        if not CALLABLE_SYNTAX.fullmatch(spec):
+            raise DocumentError(
+                f"{spec!r} is not module:function (e.g. my_agents:{name})",
+                path=path,
+                line=line_of(node, ["agents", name]),
+                field=f"agents.{name}",
+            )
 
 
 def _slug(name: str) -> str:

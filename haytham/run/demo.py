@@ -10,6 +10,7 @@ prints, it reports each step to a callback as a ``DemoEvent`` whose text is the 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -81,6 +82,14 @@ def demo_agent(context: AgentContext) -> AgentResult:
 
 DEMO_AGENTS = {name: demo_agent for phase in IDEA_VALIDATION.phases for name in phase.agents}
 """Every agent of the built-in workflow, played by ``demo_agent``."""
+DEMO_WORKFLOW = dataclasses.replace(
+    IDEA_VALIDATION, callables={name: f"{__name__}:{demo_agent.__name__}" for name in DEMO_AGENTS}
+)
+"""``idea_validation`` with every agent bound to ``haytham.run.demo:demo_agent``.
+
+A demo session keeps it in its workflow.yaml, so ``haytham resume`` runs it like any session
+whose workflow names its agents; its fingerprint is ``IDEA_VALIDATION``'s (bindings are not
+part of it), so sessions made before the bindings existed still run with ``run_demo``."""
 
 
 DEMO_PROJECT = "demo"
@@ -137,7 +146,7 @@ def run_demo(
     on_event: Callable[[DemoEvent], None] | None = None,
     project_id: str = DEMO_PROJECT,
 ) -> RunResult:
-    """Run (or with ``resume`` continue) a demo session with ``DEMO_AGENTS``; return where it stopped.
+    """Run (or with ``resume`` continue) a demo session of ``DEMO_WORKFLOW``; return where it stopped.
 
     ``review`` decides what happens at a review gate: ``approve`` approves it, ``reject`` sends
     each phase back once with comments before approving it, ``manual`` stops so that a person
@@ -161,7 +170,7 @@ def run_demo(
     if resume:
         mode = manager.load_session(project_id, session_id)["execution_mode"]
     else:
-        manager.create_session(project_id, session_id, DEMO_USER, execution_mode=mode)
+        manager.create_session(project_id, session_id, DEMO_USER, DEMO_WORKFLOW, execution_mode=mode)
     saved = 0
 
     def after_output(phase: int, agent: str) -> None:
@@ -176,7 +185,7 @@ def run_demo(
             )
             os._exit(CRASH_EXIT_CODE)
 
-    runner = PhaseRunner(manager, IDEA_VALIDATION, DEMO_AGENTS, on_output_saved=after_output)
+    runner = PhaseRunner(manager, DEMO_WORKFLOW, DEMO_AGENTS, on_output_saved=after_output)
     verb = "Resuming" if resume else "Running"
     emit(DemoEvent("start", f"{verb} {project_id}/{session_id} ({mode} mode)"))
     sent_back: set[int] = set()

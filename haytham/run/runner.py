@@ -9,10 +9,11 @@ completed are skipped on resume, and a retried phase keeps its previous attempt 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import inspect
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Container, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Literal
 
 from haytham.errors import HaythamError, InvalidArgumentError, WorkflowChangedError
 from haytham.format.layout import FEEDBACK_FILE
-from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes
+from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.store.manager import CheckpointManager
 
@@ -148,6 +149,55 @@ def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> N
     return NextStep("done", None, "done")
 
 
+class AgentImportError(HaythamError, LookupError):
+    """A ``module:function`` that names an agent cannot be imported or is not callable."""
+
+
+def load_callable(spec: str) -> Any:
+    """Import ``module:function`` and return the object (any attribute, dotted after the colon).
+
+    The module is looked up on ``sys.path`` as it is (``haytham resume`` puts the current
+    directory first, so a project's own agents module is found). Raises AgentImportError
+    naming the module or the attribute.
+    """
+    module_name, attribute = split_callable(spec)
+    try:
+        found: Any = importlib.import_module(module_name)
+    except Exception as error:  # the user's module may fail in any way; say how
+        raise AgentImportError(
+            f"cannot import module {module_name!r} (from {spec!r}): {type(error).__name__}: {error}"
+        ) from None
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise AgentImportError(f"module {module_name!r} has no {attribute!r} (from {spec!r})")
+        found = getattr(found, part)
+    return found
+
+
+def resolve_agents(workflow: Workflow, given: Mapping[str, Agent] | None = None) -> dict[str, Agent]:
+    """The callable of every agent of ``workflow``: ``given`` first, else its ``callables``.
+
+    Bindings are imported only here, at run time, and only for agents ``given`` leaves out.
+    An agent without either is left out: ``PhaseRunner`` names every missing one. Raises
+    AgentImportError when a binding cannot be imported or is not callable.
+    """
+    agents: dict[str, Agent] = dict(given or {})
+    for name in dict.fromkeys(a for p in workflow.phases for a in p.agents):
+        spec = workflow.callables.get(name)
+        if name in agents or spec is None:
+            continue
+        found = load_callable(spec)
+        if not callable(found):
+            raise AgentImportError(f"agent {name!r}: {spec!r} is a {type(found).__name__}, not a function")
+        agents[name] = found
+    return agents
+
+
+def missing_agents(workflow: Workflow, agents: Container[str]) -> list[str]:
+    """The agents of ``workflow`` that ``agents`` (names, or a mapping by name) leaves out, in phase order."""
+    return [a for a in dict.fromkeys(a for p in workflow.phases for a in p.agents) if a not in agents]
+
+
 class PhaseRunner:
     """Runs the phases of a session in order with the given agents."""
 
@@ -155,18 +205,19 @@ class PhaseRunner:
         self,
         manager: CheckpointManager,
         workflow: Workflow,
-        agents: Mapping[str, Agent],
+        agents: Mapping[str, Agent] | None = None,
         *,
         allow_workflow_change: bool = False,
         on_output_saved: Callable[[int, str], None] | None = None,
     ) -> None:
         self.manager = manager
         self.workflow = workflow
-        self.agents = dict(agents)
+        self.agents = resolve_agents(workflow, agents)
+        """``agents``, completed by the workflow's ``callables`` for the agents it leaves out."""
         self.allow_workflow_change = allow_workflow_change
         self.on_output_saved = on_output_saved
         """Called with (phase, agent) after each output is on disk (the demo's --crash-after)."""
-        missing = sorted({a for p in workflow.phases for a in p.agents} - set(self.agents))
+        missing = sorted(missing_agents(workflow, self.agents))
         if missing:
             raise InvalidArgumentError(f"no callable given for agents {', '.join(missing)}", field="agents")
 
