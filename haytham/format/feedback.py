@@ -31,7 +31,7 @@ from haytham.format.markdown import (
     line_offsets,
     normalise_label,
 )
-from haytham.format.reader import Field, Reader
+from haytham.format.reader import Field, Reader, decode
 from haytham.format.sections import FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import UserFeedback
 
@@ -380,9 +380,12 @@ def merge_feedback(text: str, record: UserFeedback) -> str:
         edit.replaced[title.line - 1] = model_lines[0] + end
     else:
         edit.before.setdefault(0, []).extend(edit.new([model_lines[0], ""]))
-    _put_fields(edit, reader, found, {a: getattr(record, a) for a in ("reviewed", "approved", "action")})
-    timestamp = v.write_text(record.timestamp)
-    _put_fields(edit, reader, found, {"timestamp": timestamp, "retry_count": record.retry_count})
+    fields = {
+        "reviewed": record.reviewed,
+        "approved": record.approved,
+        "timestamp": v.write_text(record.timestamp),
+    }
+    _put_fields(edit, reader, found, {**fields, "action": record.action, "retry_count": record.retry_count})
     anchor = found.review.line - 1 if found.review is not None else (title.line - 1 if title else 0)
     if found.comments is not None:
         first, past = found.comments.body_line - 1, edit.section_end(found.comments)
@@ -405,6 +408,45 @@ def merge_feedback(text: str, record: UserFeedback) -> str:
             at = edit.section_end(after) - 1 if after is not None else anchor
             edit.after.setdefault(at, []).extend(edit.new(["", REQUESTED_CHANGES.heading, *items]))
     return edit.result()
+
+
+def rewrite_feedback(old: str, record: UserFeedback) -> str | None:
+    """The text to write over the file ``old`` so that it says ``record`` and keeps what a
+    person added to it; None when the canonical text (``render``) is all there is to write.
+
+    ``merge_feedback`` comes first; if its text does not read back as exactly ``record``,
+    the canonical text followed by the person's own sections of ``old`` is tried; if that
+    fails too (or ``old`` holds nothing of a person's), None.
+    """
+    canonical = FEEDBACK.render(record)
+    for in_place in (True, False):
+        try:
+            text = merge_feedback(old, record) if in_place else canonical + foreign_sections(old)
+            data = text.encode("utf-8")
+        except (InvalidArgumentError, UnicodeEncodeError):
+            continue
+        if text == canonical:
+            return None
+        if FEEDBACK.read(decode(data, None))[0] == record:
+            return text
+    return None
+
+
+def foreign_sections(text: str) -> str:
+    """Every section of ``text`` that is not haytham's, exactly as written, each after a
+    blank line; empty when there is none."""
+    edit = _Lines(text)
+    sections = edit.reader().document.sections
+    chunks: list[str] = []
+    for index, section in enumerate(sections):
+        if normalise_label(section.title) in _OWNED_TITLES:
+            continue
+        end = sections[index + 1].line - 1 if index + 1 < len(sections) else len(edit.lines)
+        chunk = edit.lines[section.line - 1 : end]
+        while chunk and not chunk[-1].strip():
+            chunk.pop()
+        chunks.append("\n" + "\n".join(chunk) + "\n")
+    return "".join(chunks)
 
 
 def _read_action(raw: str) -> str | None:

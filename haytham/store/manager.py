@@ -42,7 +42,8 @@ from haytham.format import (
     DocumentFormat,
     ReadCache,
 )
-from haytham.format.feedback import rewrite_fields
+from haytham.format.feedback import rewrite_feedback, rewrite_fields
+from haytham.format.feedback import settle as settle_feedback
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.reader import decode
 from haytham.format.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow, dump_workflow, load_workflow
@@ -443,13 +444,22 @@ class CheckpointManager:
                 action=action,  # type: ignore[arg-type]
                 retry_count=retry_count,
             )
+            record = settle_feedback(record)  # what the file will say (an approval implies a review)
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
             path = directory / FEEDBACK_FILE
             existing = FEEDBACK.read_path(path, cache=self.cache)[0] if path.exists() else None
             if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
                 return path  # the same review again: no byte changes
-            self._write(FEEDBACK, path, record)
+            try:  # a person's sections and lines in the file stay (formats.md, "Hand edits")
+                kept = rewrite_feedback(path.read_bytes().decode("utf-8"), record)
+            except (FileNotFoundError, UnicodeDecodeError):
+                kept = None
+            if kept is None:
+                self._write(FEEDBACK, path, record)
+            else:
+                FEEDBACK.check_record(record, path)
+                _storage.atomic_write(path, kept)
         self.events.emit(
             [
                 Event(
@@ -587,7 +597,7 @@ class CheckpointManager:
             raw = path.read_bytes().decode("utf-8")
             text = rewrite_fields(raw, updates)
             after = FEEDBACK.parse(decode(text.encode("utf-8"), path), path)
-            expected = dataclasses.replace(before, **updates)  # type: ignore[arg-type]
+            expected = settle_feedback(dataclasses.replace(before, **updates))  # type: ignore[arg-type]
             if after != expected:
                 raise DocumentError(
                     f"rewriting {sorted(updates)} would change more than those fields; the file "
