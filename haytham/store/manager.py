@@ -79,6 +79,7 @@ from haytham.store.doctor import Finding, check_session
 from haytham.store.events import Event, EventBus
 from haytham.store.fork import fork_files
 from haytham.store.names import check_agent_name, check_inside, check_name, check_no_case_twin
+from haytham.store.review_time import hand_review_time
 from haytham.store.scan import (
     PhaseDirs,
     SessionSummary,
@@ -438,7 +439,7 @@ class CheckpointManager:
                 phase_name=phase.name,
                 reviewed=reviewed,
                 approved=approved,
-                timestamp=self._now(),
+                timestamp=self._now() if reviewed or approved else None,  # a blank template has no time
                 comments=comments,
                 requested_changes=changes,
                 action=action,  # type: ignore[arg-type]
@@ -731,8 +732,13 @@ class CheckpointManager:
 
     def load_feedback(self, project_id: str, session_id: str, phase_num: int) -> UserFeedback | None:
         """The phase's feedback, or None when nobody has written any yet."""
-        path = self.phase_dir(project_id, session_id, phase_num) / FEEDBACK_FILE
-        return self._load_optional(FEEDBACK, path)
+        directory = self.phase_dir(project_id, session_id, phase_num)
+        feedback = self._load_optional(FEEDBACK, directory / FEEDBACK_FILE)
+        if feedback is None or not feedback.reviewed:
+            return feedback
+        checkpoint = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+        completed = checkpoint.completed if checkpoint is not None else None
+        return hand_review_time(feedback, directory / FEEDBACK_FILE, completed)  # a hand review's time
 
     def load_checkpoints(self, project_id: str, session_id: str) -> dict[int, PhaseCheckpoint]:
         """Every saved checkpoint of the session, by phase number."""
