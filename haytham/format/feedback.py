@@ -380,7 +380,7 @@ def merge_feedback(text: str, record: UserFeedback) -> str:
         edit.replaced[title.line - 1] = model_lines[0] + end
     else:
         edit.before.setdefault(0, []).extend(edit.new([model_lines[0], ""]))
-    fields = {
+    fields: dict[str, bool | int | str] = {
         "reviewed": record.reviewed,
         "approved": record.approved,
         "timestamp": v.write_text(record.timestamp),
