@@ -167,7 +167,8 @@ def _settle(reader: Reader, data: dict[str, Any], review: Mapping[str, Field]) -
         reader.warn(
             approved_line,
             _label(review, "approved"),
-            f"is true, so the {count} under '{REQUESTED_CHANGES.heading}' are kept but not acted on; "
+            f"is true, so the {count} under '{REQUESTED_CHANGES.heading}' {'are' if len(changes) > 1 else 'is'} "
+            "kept but not acted on; "
             "set Approved: false to have the phase run again with them",
         )
     if data["action"] is None or (data["action"] == "pending" and reviewed is True):

@@ -830,7 +830,7 @@ class CheckpointManager:
         issues = phase_issues(
             session.directory / phase.directory, phase, require_checkpoint=True, cache=self.cache
         )
-        return not issues, [str(issue) for issue in issues]
+        return not any(issue.is_error for issue in issues), [str(issue) for issue in issues]
 
     def validate_session(self, project_id: str, session_id: str) -> list[Issue]:
         """``validate_paths`` for one session: every problem in every file of it.
