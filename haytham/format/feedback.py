@@ -164,11 +164,11 @@ def _settle(reader: Reader, data: dict[str, Any], review: Mapping[str, Field]) -
     changes = data["requested_changes"]
     if approved is True and changes and approved_line is not None:
         count = f"{len(changes)} requested change{'s' * (len(changes) != 1)}"
+        verb = "are" if len(changes) != 1 else "is"
         reader.warn(
             approved_line,
             _label(review, "approved"),
-            f"is true, so the {count} under '{REQUESTED_CHANGES.heading}' {'are' if len(changes) > 1 else 'is'} "
-            "kept but not acted on; "
+            f"is true, so the {count} under '{REQUESTED_CHANGES.heading}' {verb} kept but not acted on; "
             "set Approved: false to have the phase run again with them",
         )
     if data["action"] is None or (data["action"] == "pending" and reviewed is True):
