@@ -42,7 +42,8 @@ from haytham.format import (
     DocumentFormat,
     ReadCache,
 )
-from haytham.format.feedback import rewrite_fields
+from haytham.format.feedback import rewrite_feedback, rewrite_fields
+from haytham.format.feedback import settle as settle_feedback
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.reader import decode
 from haytham.format.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow, dump_workflow, load_workflow
@@ -78,6 +79,7 @@ from haytham.store.doctor import Finding, check_session
 from haytham.store.events import Event, EventBus
 from haytham.store.fork import fork_files
 from haytham.store.names import check_agent_name, check_inside, check_name, check_no_case_twin
+from haytham.store.review_time import hand_review_time
 from haytham.store.scan import (
     PhaseDirs,
     SessionSummary,
@@ -437,19 +439,28 @@ class CheckpointManager:
                 phase_name=phase.name,
                 reviewed=reviewed,
                 approved=approved,
-                timestamp=self._now(),
+                timestamp=self._now() if reviewed or approved else None,  # a blank template has no time
                 comments=comments,
                 requested_changes=changes,
                 action=action,  # type: ignore[arg-type]
                 retry_count=retry_count,
             )
+            record = settle_feedback(record)  # what the file will say (an approval implies a review)
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
             path = directory / FEEDBACK_FILE
             existing = FEEDBACK.read_path(path, cache=self.cache)[0] if path.exists() else None
             if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
                 return path  # the same review again: no byte changes
-            self._write(FEEDBACK, path, record)
+            try:  # a person's sections and lines in the file stay (formats.md, "Hand edits")
+                kept = rewrite_feedback(path.read_bytes().decode("utf-8"), record)
+            except (FileNotFoundError, UnicodeDecodeError):
+                kept = None
+            if kept is None:
+                self._write(FEEDBACK, path, record)
+            else:
+                FEEDBACK.check_record(record, path)
+                _storage.atomic_write(path, kept)
         self.events.emit(
             [
                 Event(
@@ -587,7 +598,7 @@ class CheckpointManager:
             raw = path.read_bytes().decode("utf-8")
             text = rewrite_fields(raw, updates)
             after = FEEDBACK.parse(decode(text.encode("utf-8"), path), path)
-            expected = dataclasses.replace(before, **updates)  # type: ignore[arg-type]
+            expected = settle_feedback(dataclasses.replace(before, **updates))  # type: ignore[arg-type]
             if after != expected:
                 raise DocumentError(
                     f"rewriting {sorted(updates)} would change more than those fields; the file "
@@ -721,8 +732,13 @@ class CheckpointManager:
 
     def load_feedback(self, project_id: str, session_id: str, phase_num: int) -> UserFeedback | None:
         """The phase's feedback, or None when nobody has written any yet."""
-        path = self.phase_dir(project_id, session_id, phase_num) / FEEDBACK_FILE
-        return self._load_optional(FEEDBACK, path)
+        directory = self.phase_dir(project_id, session_id, phase_num)
+        feedback = self._load_optional(FEEDBACK, directory / FEEDBACK_FILE)
+        if feedback is None or not feedback.reviewed:
+            return feedback
+        checkpoint = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+        completed = checkpoint.completed if checkpoint is not None else None
+        return hand_review_time(feedback, directory / FEEDBACK_FILE, completed)  # a hand review's time
 
     def load_checkpoints(self, project_id: str, session_id: str) -> dict[int, PhaseCheckpoint]:
         """Every saved checkpoint of the session, by phase number."""
@@ -814,7 +830,7 @@ class CheckpointManager:
         issues = phase_issues(
             session.directory / phase.directory, phase, require_checkpoint=True, cache=self.cache
         )
-        return not issues, [str(issue) for issue in issues]
+        return not any(issue.is_error for issue in issues), [str(issue) for issue in issues]
 
     def validate_session(self, project_id: str, session_id: str) -> list[Issue]:
         """``validate_paths`` for one session: every problem in every file of it.
