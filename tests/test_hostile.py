@@ -9,7 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from haytham import CheckpointManager, DocumentError, HaythamError, UnsafeNameError, UnsafePathError
+from haytham import (
+    CheckpointManager,
+    DocumentError,
+    HaythamError,
+    NotFoundError,
+    UnsafeNameError,
+    UnsafePathError,
+)
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST
 from haytham.format.agent_output import MAX_FINAL_NEWLINES
 
@@ -50,10 +57,8 @@ def test_every_unsafe_name_is_refused_naming_the_rule(
     calls = [
         lambda: manager.create_session(name, S, "u"),
         lambda: manager.create_session(P, name, "u"),
-        lambda: manager.create_session(P, "s-2", name),
         lambda: manager.save_agent_output(P, S, 1, name, "x"),
         lambda: manager.save_checkpoint(P, S, 1, "completed", [{"agent_name": name}]),
-        lambda: manager.load_session(name, S),
     ]
     for call in calls:
         with pytest.raises(UnsafeNameError, match=rule) as raised:
@@ -61,6 +66,20 @@ def test_every_unsafe_name_is_refused_naming_the_rule(
         assert isinstance(raised.value, ValueError)
         if rule == "not a safe name":
             assert "letters, digits" in str(raised.value)
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize(("name", "rule"), BAD_NAMES)
+def test_reading_refuses_only_names_unsafe_as_a_path(
+    manager: CheckpointManager, tmp_path: Path, name: str, rule: str
+) -> None:
+    """Reading reaches any folder name the first implementation could make (``CON``, a long
+    or Unicode id); a name that could leave its folder or hide a file is refused."""
+    before = tree(tmp_path)
+    path_unsafe = name == "" or name.startswith(".") or any(c in name for c in "/\\\x00")
+    for call in (lambda: manager.load_session(name, S), lambda: manager.load_session(P, name)):
+        with pytest.raises(UnsafeNameError if path_unsafe else NotFoundError):
+            call()
     assert tree(tmp_path) == before
 
 

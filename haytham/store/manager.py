@@ -77,7 +77,15 @@ from haytham.store.copy import read_session_files, write_session_dir
 from haytham.store.doctor import Finding, check_session
 from haytham.store.events import Event, EventBus
 from haytham.store.fork import fork_files
-from haytham.store.names import check_agent_name, check_inside, check_name, check_no_case_twin
+from haytham.store.names import (
+    check_agent_name,
+    check_inside,
+    check_name,
+    check_new_or_existing,
+    check_no_case_twin,
+    check_path_name,
+    check_user_id,
+)
 from haytham.store.scan import (
     PhaseDirs,
     SessionSummary,
@@ -136,11 +144,11 @@ class CheckpointManager:
     # ------------------------------------------------------------------ paths
 
     def project_dir(self, project_id: str) -> Path:
-        return self.base_dir / check_name("project_id", project_id)
+        return self.base_dir / check_path_name("project_id", project_id)
 
     def session_dir(self, project_id: str, session_id: str) -> Path:
         """Where a session lives: ``{base_dir}/{project_id}/sessions/{session_id}``."""
-        return self.project_dir(project_id) / SESSIONS_DIR / check_name("session_id", session_id)
+        return self.project_dir(project_id) / SESSIONS_DIR / check_path_name("session_id", session_id)
 
     def phase_dir(self, project_id: str, session_id: str, phase_num: int) -> Path:
         """The directory of one phase of an existing session."""
@@ -163,8 +171,10 @@ class CheckpointManager:
         An existing session is never reset: it raises SessionExistsError, or with
         ``exist_ok=True`` is returned unchanged (if it has the same user, workflow and mode).
         """
+        check_new_or_existing("project_id", project_id, self.base_dir)  # new ids: the strict rule
+        check_new_or_existing("session_id", session_id, self.project_dir(project_id) / SESSIONS_DIR)
         directory = self.session_dir(project_id, session_id)
-        check_name("user_id", user_id)
+        check_user_id(user_id)
         workflow = self._workflow(workflow_type)
         phases = workflow.phases_for(execution_mode)
         now = self._now()
@@ -663,7 +673,7 @@ class CheckpointManager:
         """
         check_name("session_id", new_session_id)
         if user_id is not None:
-            check_name("user_id", user_id)
+            check_user_id(user_id)
         target = check_inside(self.base_dir, self.session_dir(project_id, new_session_id))
         check_no_case_twin(target.parent, new_session_id, "session_id")
         session = self._open(project_id, session_id)
@@ -834,7 +844,7 @@ class CheckpointManager:
         most recently updated first. Only manifests are read. Unreadable manifests are skipped;
         ``validate_paths`` reports them."""
         if project_id is not None:
-            check_name("project_id", project_id)
+            check_path_name("project_id", project_id)
         return list_sessions(self.base_dir, project_id=project_id, user_id=user_id, status=status)[0]
 
     def validate_paths(self, paths: Iterable[str | os.PathLike[str]] = ()) -> list[Issue]:
@@ -849,8 +859,8 @@ class CheckpointManager:
 
         def validate(directory: Path) -> list[Issue]:
             try:
-                check_name("project_id", directory.parent.parent.name)
-                check_name("session_id", directory.name)
+                check_path_name("project_id", directory.parent.parent.name)
+                check_path_name("session_id", directory.name)
                 return session_issues(directory, self._session_workflow, cache=self.cache)
             except HaythamError as error:
                 return [Issue(error.path or directory / MANIFEST_FILE, error.line, error.field, str(error))]
