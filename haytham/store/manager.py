@@ -32,6 +32,7 @@ from haytham.errors import (
     ProjectNotFoundError,
     SessionExistsError,
     SessionNotFoundError,
+    UnknownPhaseError,
 )
 from haytham.format import (
     AGENT_OUTPUT,
@@ -117,6 +118,21 @@ class _Session:
 
     def phase_dir(self, number: object) -> Path:
         return check_inside(self.base_dir, self.directory / self.phase(number).directory)
+
+    def read_phase(self, number: object) -> PhaseDefinition:
+        """For reading: a phase of the mode, or a phase of the workflow outside the mode
+        whose folder exists (the first implementation saved phases 4 and 5 of mvp
+        sessions). ``validate`` reports such a folder as a warning; saving still refuses it."""
+        try:
+            return self.phase(number)
+        except UnknownPhaseError:
+            phase = self.workflow.phase(number)  # a phase the workflow lacks stays an error
+            if not (self.directory / phase.directory).is_dir():
+                raise
+            return phase
+
+    def read_phase_dir(self, number: object) -> Path:
+        return check_inside(self.base_dir, self.directory / self.read_phase(number).directory)
 
 
 class CheckpointManager:
@@ -718,7 +734,7 @@ class CheckpointManager:
 
     def load_checkpoint(self, project_id: str, session_id: str, phase_num: int) -> PhaseCheckpoint:
         """The phase's checkpoint; PhaseNotFoundError if the phase was never saved."""
-        path = self.phase_dir(project_id, session_id, phase_num) / CHECKPOINT_FILE
+        path = self._open(project_id, session_id).read_phase_dir(phase_num) / CHECKPOINT_FILE
         return self._load(CHECKPOINT, path, PhaseNotFoundError, f"phase {phase_num} has no checkpoint")
 
     def load_agent_output(
@@ -726,12 +742,12 @@ class CheckpointManager:
     ) -> AgentOutput:
         """One agent's output record, content included."""
         check_agent_name(agent_name)
-        path = self.phase_dir(project_id, session_id, phase_num) / f"{agent_name}.md"
+        path = self._open(project_id, session_id).read_phase_dir(phase_num) / f"{agent_name}.md"
         return self._load(AGENT_OUTPUT, path, NotFoundError, f"agent {agent_name!r} has no output")
 
     def load_feedback(self, project_id: str, session_id: str, phase_num: int) -> UserFeedback | None:
         """The phase's feedback, or None when nobody has written any yet."""
-        path = self.phase_dir(project_id, session_id, phase_num) / FEEDBACK_FILE
+        path = self._open(project_id, session_id).read_phase_dir(phase_num) / FEEDBACK_FILE
         return self._load_optional(FEEDBACK, path)
 
     def load_checkpoints(self, project_id: str, session_id: str) -> dict[int, PhaseCheckpoint]:
@@ -780,11 +796,11 @@ class CheckpointManager:
             checkpoints = self._checkpoints(session)
             numbers = [n for n, c in checkpoints.items() if c.status == "completed"]
         else:
-            numbers = [session.phase(n).number for n in phase_nums]
+            numbers = [session.read_phase(n).number for n in phase_nums]
         outputs: dict[int, dict[str, str]] = {}
         phase_dirs = PhaseDirs(self.base_dir, session.directory, session_checked=True)  # by _open
         for number in numbers:
-            directory, is_dir = phase_dirs.get(session.phase(number).directory)
+            directory, is_dir = phase_dirs.get(session.read_phase(number).directory)
             if not is_dir:
                 raise PhaseNotFoundError(
                     f"phase {number} of {project_id}/{session_id} has no directory {directory}",
@@ -820,7 +836,7 @@ class CheckpointManager:
         checkpoint counts as a problem here).
         """
         session = self._open(project_id, session_id)
-        phase = session.phase(phase_num)
+        phase = session.read_phase(phase_num)
         issues = phase_issues(
             session.directory / phase.directory, phase, require_checkpoint=True, cache=self.cache
         )
