@@ -818,10 +818,13 @@ class CheckpointManager:
         return outputs
 
     def get_approved_phases(self, project_id: str, session_id: str) -> list[int]:
-        """Phases whose feedback says reviewed and approved."""
+        """Phases whose feedback says reviewed and approved (a phase outside the mode whose
+        folder exists included, as the first implementation counted it)."""
         session = self._open(project_id, session_id)
         approved = []
-        for phase in session.phases:
+        for phase in session.workflow.phases:
+            if phase not in session.phases and not (session.directory / phase.directory).is_dir():
+                continue
             feedback = self._load_optional(FEEDBACK, session.directory / phase.directory / FEEDBACK_FILE)
             if feedback is not None and feedback.reviewed and feedback.approved:
                 approved.append(phase.number)
