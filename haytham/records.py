@@ -18,8 +18,9 @@ PhaseStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"
 """Status of a phase, and of an agent within a phase."""
 SessionStatus = Literal["in_progress", "completed", "failed"]
 """Status of a whole session, derived from its phases."""
-RunStyle = Literal["single", "parallel", "sequential_interactive"]
-"""How a phase ran its agents (``Execution Mode`` in checkpoint.md)."""
+RunStyle = Literal["single", "parallel", "sequential_interactive", "sequential"]
+"""How a phase ran its agents (``Execution Mode`` in checkpoint.md); ``sequential`` (one
+agent after another, no review between them) is a style the first implementation wrote."""
 FeedbackAction = Literal[
     "pending",
     "approved",
