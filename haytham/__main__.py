@@ -1,6 +1,6 @@
 """``python -m haytham``: the same command line as the ``haytham`` executable."""
 
-from haytham.cli import main
+from haytham.cli.main import main
 
 if __name__ == "__main__":
     main()
