@@ -305,6 +305,8 @@ class PhaseRunner:
                 else:
                     finished[name] = outcome
         status = "failed" if errors else "completed"
+        if not errors and phase.review:  # the blank review first: completed then means it waits
+            self._blank_review(project_id, session_id, phase)
         self._save_checkpoint(
             project_id,
             session_id,
@@ -457,11 +459,15 @@ class PhaseRunner:
         self, project_id: str, session_id: str, phase: PhaseDefinition, ran: list[str]
     ) -> RunResult:
         path = self.manager.phase_dir(project_id, session_id, phase.number) / FEEDBACK_FILE
+        self._blank_review(project_id, session_id, phase)
+        return RunResult("awaiting_review", phase.number, feedback_file=path, ran_agents=tuple(ran))
+
+    def _blank_review(self, project_id: str, session_id: str, phase: PhaseDefinition) -> None:
+        """Write the phase's blank review file (``pending``) unless it has one."""
         if self.manager.load_feedback(project_id, session_id, phase.number) is None:
             self.manager.save_user_feedback(
                 project_id, session_id, phase.number, reviewed=False, approved=False, action="pending"
             )
-        return RunResult("awaiting_review", phase.number, feedback_file=path, ran_agents=tuple(ran))
 
     # ----------------------------------------------------------------- helpers
 

@@ -245,7 +245,7 @@ def phase_state(facts: PhaseFacts, by_number: Mapping[int, PhaseFacts]) -> Phase
         return view("awaiting_review", problem=facts.problem, waiting_since=facts.waiting_since)
     if facts.verdict == "approved":
         return view("approved")
-    if facts.review:
+    if facts.review and facts.verdict == "awaiting":
         return view("awaiting_review", waiting_since=facts.waiting_since)
     return view("completed")
 
