@@ -24,7 +24,7 @@ from haytham.errors import HaythamError, InvalidArgumentError, ProjectNotFoundEr
 from haytham.format import AGENT_OUTPUT
 from haytham.records import AgentOutput, AgentRun, Attempt, PhaseCheckpoint
 from haytham.store.clock import parse_timestamp
-from haytham.store.names import check_name
+from haytham.store.names import check_user_id
 from haytham.store.scan import SessionSummary, list_sessions
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ def summarize(
             "session_id needs project_id (session ids are per project)", field="session_id"
         )
     if user_id is not None:
-        check_name("user_id", user_id)
+        check_user_id(user_id)
     if project_id is not None:
         directory = manager.project_dir(project_id)
         if not directory.is_dir():

@@ -35,7 +35,9 @@ import yaml
 
 from haytham.errors import (
     DocumentError,
+    HaythamError,
     InvalidArgumentError,
+    Issue,
     ProjectNotFoundError,
     SessionExistsError,
     UnsafeNameError,
@@ -59,7 +61,7 @@ from haytham.records import PROJECT_STATUSES
 from haytham.store import fs as _storage
 from haytham.store.clock import Clock, format_timestamp, utc_now
 from haytham.store.manager import CheckpointManager
-from haytham.store.names import check_name
+from haytham.store.names import check_name, check_path_name, check_user_id, user_dir_name
 
 CHANGELOG = Path(HISTORY_DIR) / CHANGELOG_FILE
 _NUMBERED_FILE = re.compile(r"requirements_v([1-9][0-9]*)\.md")
@@ -67,6 +69,9 @@ _NUMBERED_FILE = re.compile(r"requirements_v([1-9][0-9]*)\.md")
 _TIMED_FILE = re.compile(r"requirements_([0-9]{8}T[0-9]{6}(?:\.[0-9]{1,6})?Z)_(.+)\.md")
 """A version named by its completion time (``20241124T100004Z``) and session id."""
 _TIMESTAMP_FIELDS = ("created", "last_updated")
+_LEGACY_TIMESTAMPS = {"created": "created_at", "last_updated": "updated_at"}
+"""project.yaml of the first implementation (version 0) names its times ``created_at`` and
+``updated_at``; reading gives them under haytham's names as well, keeping every key."""
 
 
 class ProjectManager:
@@ -87,7 +92,9 @@ class ProjectManager:
         writer of session manifests, which ``start_session`` and friends go through."""
 
     def project_dir(self, project_id: str) -> Path:
-        return self.base_dir / check_name("project_id", project_id)
+        """Where a project lives; any id that names a folder safely is reachable (new ids
+        are made by ``create_project`` under the strict rule)."""
+        return self.base_dir / check_path_name("project_id", project_id)
 
     # --------------------------------------------------------------- projects
 
@@ -102,7 +109,7 @@ class ProjectManager:
 
         The id is a slug of the name plus 8 random hex digits, so it is always a safe name.
         """
-        check_name("user_id", user_id)
+        check_user_id(user_id)
         _check_text("startup_idea", startup_idea)
         if project_name is None:
             project_name = _default_title(startup_idea)
@@ -147,24 +154,42 @@ class ProjectManager:
     def list_user_projects(self, user_id: str, status: str | None = None) -> list[dict[str, Any]]:
         """The user's projects (optionally only those with ``status``), oldest first.
 
-        Directories without a project.yaml are skipped; a project.yaml that does not parse
-        raises DocumentError rather than being silently left out.
+        Directories without a project.yaml are skipped. A project.yaml that cannot be read
+        is left out here, so one damaged project never hides the others; ``project_issues``
+        reports it.
         """
-        check_name("user_id", user_id)
+        check_user_id(user_id)
         if status is not None:
             _check_status(status)
+        found = [
+            data
+            for data in self._read_projects()[0]
+            if data["user_id"] == user_id and status in (None, data["status"])
+        ]
+        return sorted(found, key=lambda d: (d["created"], d["project_id"]))
+
+    def project_issues(self) -> list[Issue]:
+        """One error for every project.yaml under ``base_dir`` that cannot be read, located
+        like ``validate``'s findings (file, line, field)."""
+        return self._read_projects()[1]
+
+    def _read_projects(self) -> tuple[list[dict[str, Any]], list[Issue]]:
+        """Every readable project, and an Issue for each project.yaml that is not."""
         try:
-            entries = list(self.base_dir.iterdir())
+            entries = sorted(self.base_dir.iterdir())
         except FileNotFoundError:
-            return []
-        found = []
+            return [], []
+        found: list[dict[str, Any]] = []
+        issues: list[Issue] = []
         for entry in entries:
             if not _is_safe(entry.name) or not (entry / PROJECT_FILE).is_file():
                 continue
-            data = self._read_project(entry.name)
-            if data["user_id"] == user_id and status in (None, data["status"]):
-                found.append(data)
-        return sorted(found, key=lambda d: (d["created"], d["project_id"]))
+            try:
+                found.append(self._read_project(entry.name))
+            except HaythamError as error:
+                path = error.path or entry / PROJECT_FILE
+                issues.append(Issue(path, error.line, error.field, _message_of(error)))
+        return found, issues
 
     def get_project_status(self, project_id: str) -> dict[str, Any]:
         """The project's data plus its sessions, latest requirements version and totals.
@@ -389,7 +414,9 @@ class ProjectManager:
         raise SessionExistsError(f"could not find an unused session id in project {project['project_id']}")
 
     def _preferences_path(self, user_id: str) -> Path:
-        return self.base_dir / USERS_DIR / check_name("user_id", user_id) / "preferences.yaml"
+        """``_users/{folder}/preferences.yaml``: the folder is ``user_dir_name`` of the id,
+        never the id itself, since a user id is data (``grace@example.com``)."""
+        return self.base_dir / USERS_DIR / user_dir_name(user_id) / "preferences.yaml"
 
 
 # -------------------------------------------------------------------- files
@@ -401,13 +428,18 @@ def _parse_project(text: str, path: Path, project_id: str) -> dict[str, Any]:
     if node is None or not isinstance(loaded, dict):
         raise DocumentError(f"must be a mapping of fields, got {type(loaded).__name__}", path=path)
     data: dict[str, Any] = dict(loaded)
-    for key in _TIMESTAMP_FIELDS:  # an unquoted timestamp written by hand loads as a datetime
-        value = data.get(key)
+    for key, legacy in _LEGACY_TIMESTAMPS.items():
+        if key not in data and legacy in data:
+            data[key] = data[legacy]
+    for key in (*_TIMESTAMP_FIELDS, *_LEGACY_TIMESTAMPS.values()):
+        value = data.get(key)  # an unquoted timestamp written by hand loads as a datetime
         if isinstance(value, datetime) and value.tzinfo is not None:
             data[key] = format_timestamp(value)
     errors = schema_errors("project", data)
     if errors:
         field = str(errors[0].absolute_path[0]) if errors[0].absolute_path else None
+        if field is not None and field not in loaded:  # read from its version-0 name
+            field = _LEGACY_TIMESTAMPS.get(field, field)
         line = None if field is None else line_of(node, [field])
         raise DocumentError(describe(errors[0]), path=path, line=line, field=field)
     if data["project_id"] != project_id:
@@ -575,12 +607,20 @@ def _check_text(field: str, value: object, *, blank_ok: bool = False) -> str:
 
 
 def _is_safe(name: str) -> bool:
-    """True for a name haytham could have made (hidden and ``_`` names never are)."""
+    """True for a folder name a project may have: any name ``check_path_name`` accepts
+    (ids of the first implementation included) but haytham's own ``_users`` folder."""
+    if name == USERS_DIR:
+        return False
     try:
-        check_name("name", name)
+        check_path_name("name", name)
     except UnsafeNameError:
         return False
     return True
+
+
+def _message_of(error: HaythamError) -> str:
+    """The error's own words, without the location an Issue carries separately."""
+    return error.message if isinstance(error, DocumentError) else str(error)
 
 
 def _check_status(status: object) -> None:

@@ -31,10 +31,26 @@ PhaseState = Literal[
 ]
 """Where one phase stands in the review lifecycle (the manifest's phase table): its checkpoint's
 status, its review and whether what it was built from changed since (``haytham.store.lifecycle``)."""
-RunStyle = Literal["single", "parallel", "sequential_interactive"]
-"""How a phase ran its agents (``Execution Mode`` in checkpoint.md)."""
-FeedbackAction = Literal["pending", "approved", "retry", "rejected", "skipped"]
-"""What was done about a reviewer's feedback (``pending`` until someone has reviewed)."""
+RunStyle = Literal["single", "parallel", "sequential_interactive", "sequential"]
+"""How a phase ran its agents (``Execution Mode`` in checkpoint.md); ``sequential`` (one
+agent after another, no review between them) is a style the first implementation wrote."""
+FeedbackAction = Literal[
+    "pending",
+    "approved",
+    "retry",
+    "rejected",
+    "skipped",
+    "retry_with_changes",
+    "skip_phase",
+    "skip_stage",
+    "max_retries_exceeded",
+]
+"""What was done about a reviewer's feedback (``pending`` until someone has reviewed). The
+last four are the first implementation's words, read from files it wrote; see
+``ACTION_VERDICTS`` for what each means to a run."""
+ActionVerdict = Literal["awaiting", "approved", "sent_back", "stopped"]
+"""What a feedback action says a run does with its phase: wait for a review, go on, run the
+phase again with the comments and changes, or stop (no retries are left)."""
 ProjectStatus = Literal["active", "completed", "archived"]
 """Status of a project (``status`` in project.yaml)."""
 HistoryKind = Literal["checkpoint", "review"]
@@ -58,6 +74,20 @@ ENUMERATIONS: Mapping[str, tuple[str, ...]] = {
 }
 """Every enumeration by the name of its Literal; a schema's ``$defs`` entry of that name
 gets these values as its ``enum`` (``haytham.format.schema``)."""
+ACTION_VERDICTS: Mapping[FeedbackAction, ActionVerdict] = {
+    "pending": "awaiting",
+    "approved": "approved",
+    "skipped": "approved",
+    "skip_phase": "approved",
+    "skip_stage": "approved",
+    "retry": "sent_back",
+    "rejected": "sent_back",
+    "retry_with_changes": "sent_back",
+    "max_retries_exceeded": "stopped",
+}
+"""Each action's verdict, as data: skipping a phase (or the first implementation's stage)
+moves the run on like an approval; every way of sending a phase back runs it again;
+``max_retries_exceeded`` ends the run as failed, as exhausting the workflow's retries does."""
 DONE_STATUSES: frozenset[str] = frozenset({"completed", "skipped"})
 """Phase statuses after which a resume moves on to the next phase."""
 

@@ -32,7 +32,7 @@ from haytham.store import fs as _storage
 from haytham.store import progress as _progress
 from haytham.store.clock import parse_timestamp
 from haytham.store.events import Event
-from haytham.store.names import check_name
+from haytham.store.names import check_user_id
 from haytham.store.scan import SessionSummary, list_sessions
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ def cleanup(
                 f"project {project_id!r} does not exist under {manager.base_dir}", path=directory
             )
     if user_id is not None:
-        check_name("user_id", user_id)
+        check_user_id(user_id)
     moment = _moment(manager, now)
     planned, skipped = _plan(manager, policy, project_id, user_id, moment)
     removed: list[Removal] = []

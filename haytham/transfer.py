@@ -40,7 +40,7 @@ from haytham.format.workflow import Workflow, load_workflow
 from haytham.records import AgentOutput, PhaseCheckpoint, SessionManifest
 from haytham.store import fs as _storage
 from haytham.store.copy import is_session_directory, is_session_path, read_session_files, write_session_dir
-from haytham.store.names import check_inside, check_name, check_no_case_twin
+from haytham.store.names import check_inside, check_name, check_no_case_twin, check_path_name
 from haytham.store.scan import kind_of
 
 if TYPE_CHECKING:
@@ -372,8 +372,8 @@ def _check(
     new_session_id: str | None,
 ) -> _Checked:
     """Every check of an import, in memory; returns exactly what to write."""
-    check_name("project_id", project_id)
-    check_name("session_id", session_id)
+    check_path_name("project_id", project_id)
+    check_path_name("session_id", session_id)
     files: dict[str, bytes] = {}
     folded: dict[str, str] = {}
     for relative, text in texts.items():

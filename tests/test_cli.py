@@ -160,7 +160,7 @@ def test_list_filters_pages_and_json(base: Path) -> None:
     assert run(base, "list", "--limit", "-1").exit_code == 2
     unsafe = run(base, "list", "--project", "../etc")
     assert unsafe.exit_code == 1
-    assert unsafe.output.startswith("Error: project_id '../etc' is not a safe name")
+    assert unsafe.output.startswith("Error: project_id '../etc' cannot name a folder safely")
     (manager.session_dir("acme", "s-1") / "session_manifest.md").write_text("# Not a manifest\n")
     warned = run(base, "list")
     assert warned.exit_code == 0

@@ -382,15 +382,15 @@ def test_compat_agent_outputs_parse() -> None:
         tools_used=("file_write",),
         content=(
             "# Concept\n\nA marketplace for **solo founders**.\n\n- point one\n- point two\n\n"
-            "| a | b |\n|---|---|\n| 1 | 2 |"
+            "| a | b |\n|---|---|\n| 1 | 2 |\n"
         ),
     )
     market = AGENT_OUTPUT.load(P2 / "market_intelligence.md")
-    assert market.content == "## Market size\n\nTAM is $4B.\n\n```python\nprint('## Output')\n```"
+    assert market.content == "## Market size\n\nTAM is $4B.\n\n```python\nprint('## Output')\n```\n"
     assert market.tools_used == ("web_search", "file_write")
     competitor = AGENT_OUTPUT.load(P2 / "competitor_analysis.md")
     assert (competitor.content, competitor.model, competitor.input_tokens) == (
-        "Competitors:\n\n1. Foo\n2. Bar",
+        "Competitors:\n\n1. Foo\n2. Bar\n",
         "gpt-4o",
         800,
     )
@@ -782,8 +782,8 @@ def test_compat_session_outputs_and_feedback(compat: CheckpointManager) -> None:
     assert outputs == {
         1: {"concept_expansion": AGENT_OUTPUT.load(P1 / "concept_expansion.md").content},
         2: {
-            "competitor_analysis": "Competitors:\n\n1. Foo\n2. Bar",
-            "market_intelligence": "## Market size\n\nTAM is $4B.\n\n```python\nprint('## Output')\n```",
+            "competitor_analysis": "Competitors:\n\n1. Foo\n2. Bar\n",
+            "market_intelligence": "## Market size\n\nTAM is $4B.\n\n```python\nprint('## Output')\n```\n",
         },
     }
     assert outputs[1]["concept_expansion"].startswith("# Concept\n\nA marketplace for **solo founders**.")

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from haytham import CheckpointManager, DocumentError, HaythamError, UnsafeNameError, UnsafePathError
+from haytham import (
+    CheckpointManager,
+    DocumentError,
+    HaythamError,
+    NotFoundError,
+    UnsafeNameError,
+    UnsafePathError,
+)
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST
 from haytham.format.agent_output import MAX_FINAL_NEWLINES
 
@@ -50,10 +58,8 @@ def test_every_unsafe_name_is_refused_naming_the_rule(
     calls = [
         lambda: manager.create_session(name, S, "u"),
         lambda: manager.create_session(P, name, "u"),
-        lambda: manager.create_session(P, "s-2", name),
         lambda: manager.save_agent_output(P, S, 1, name, "x"),
         lambda: manager.save_checkpoint(P, S, 1, "completed", [{"agent_name": name}]),
-        lambda: manager.load_session(name, S),
     ]
     for call in calls:
         with pytest.raises(UnsafeNameError, match=rule) as raised:
@@ -61,6 +67,20 @@ def test_every_unsafe_name_is_refused_naming_the_rule(
         assert isinstance(raised.value, ValueError)
         if rule == "not a safe name":
             assert "letters, digits" in str(raised.value)
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize(("name", "rule"), BAD_NAMES)
+def test_reading_refuses_only_names_unsafe_as_a_path(
+    manager: CheckpointManager, tmp_path: Path, name: str, rule: str
+) -> None:
+    """Reading reaches any folder name the first implementation could make (``CON``, a long
+    or Unicode id); a name that could leave its folder or hide a file is refused."""
+    before = tree(tmp_path)
+    path_unsafe = name == "" or name.startswith(".") or any(c in name for c in "/\\\x00")
+    for call in (lambda: manager.load_session(name, S), lambda: manager.load_session(P, name)):
+        with pytest.raises(UnsafeNameError if path_unsafe else NotFoundError):
+            call()
     assert tree(tmp_path) == before
 
 
@@ -255,3 +275,51 @@ def test_parsers_return_a_record_or_a_located_haytham_error(text: str, kind: obj
 @given(text=ANY_TEXT)
 def test_parsers_return_a_record_or_a_located_haytham_error_exhaustively(text: str, kind: object) -> None:
     _record_or_located_error(text, kind)
+
+
+# Every number a file holds is bounded (haytham.format.values.MAX_WHOLE_NUMBER and
+# MAX_AMOUNT, filled into the schemas): an absurd one is an error at its line.
+LEGACY = Path(__file__).parent / "legacy" / "corpus" / "projects" / "proj-legacy" / "sessions"
+NUMBER_SAMPLES = {
+    "manifest": LEGACY / "sess-retry" / "session_manifest.md",
+    "checkpoint": LEGACY / "sess-failed-trace" / "phase_1_concept" / "checkpoint.md",
+    "agent_output": LEGACY / "sess-mvp-complete" / "phase_1_concept" / "concept_expansion.md",
+    "feedback": LEGACY / "sess-retry" / "phase_1_concept" / "user_feedback.md",
+}
+NUMBER_LINE = re.compile(r"- (?P<label>[^:]+): (?P<value>\$?[0-9][0-9.]*s?)")
+ABSURD = ["99999999999999999999", "1e999", "9" * 5000]
+
+
+def _number_lines() -> list[tuple[str, int]]:
+    found = []
+    for kind, path in NUMBER_SAMPLES.items():
+        for index, line in enumerate(path.read_text("utf-8").splitlines()):
+            if NUMBER_LINE.fullmatch(line):
+                found.append((kind, index))
+    return found
+
+
+@pytest.mark.parametrize(("kind_name", "index"), _number_lines())
+@pytest.mark.parametrize("absurd", ABSURD, ids=["20-digits", "1e999", "5000-digits"])
+def test_an_absurd_number_is_an_error_at_its_line(kind_name: str, index: int, absurd: str) -> None:
+    kind = {k.kind: k for k in (MANIFEST, CHECKPOINT, AGENT_OUTPUT, FEEDBACK)}[kind_name]
+    lines = NUMBER_SAMPLES[kind_name].read_text("utf-8").splitlines()
+    found = NUMBER_LINE.fullmatch(lines[index])
+    assert found is not None
+    lines[index] = f"- {found['label']}: {absurd}"
+    path = Path("absurd.md")
+    record, issues = kind.read("\n".join(lines) + "\n", path)
+    assert record is None, lines[index]
+    assert [i.line for i in issues] == [index + 1], issues
+    assert issues[0].path == path
+
+
+@pytest.mark.parametrize("absurd", ABSURD, ids=["20-digits", "1e999", "5000-digits"])
+def test_an_absurd_duration_in_a_manifest_row_is_an_error_at_its_line(absurd: str) -> None:
+    text = NUMBER_SAMPLES["manifest"].read_text("utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| 1 |"))
+    cells = row.split(" | ")
+    cells[-1] = f"{absurd}s |"
+    record, issues = MANIFEST.read(text.replace(row, " | ".join(cells)), Path("m.md"))
+    assert record is None
+    assert [i.line for i in issues] == [text.splitlines().index(row) + 1]

@@ -124,7 +124,7 @@ def test_project_name_defaults_to_a_title_from_the_idea(manager: ProjectManager)
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [
-        ({"user_id": "../bob"}, UnsafeNameError),
+        ({"user_id": "bob\n## Metadata"}, UnsafeNameError),
         ({"user_id": ""}, UnsafeNameError),
         ({"startup_idea": "   "}, InvalidArgumentError),
         ({"startup_idea": None}, InvalidArgumentError),
@@ -230,10 +230,14 @@ def test_project_yaml_with_a_python_tag_is_refused(
         f'- "touch {marker}"\n',
         "utf-8",
     )
+    # One unreadable project is reported, never raised by the listing: it would hide the others.
+    assert manager.list_user_projects("alice") == []
+    [issue] = manager.project_issues()
+    assert (issue.path, issue.line, issue.severity) == (path, 3, "error")
+    assert "python/object/apply" in issue.message
     for call in (
         lambda: manager.get_project(project_id),
         lambda: manager.get_project_status(project_id),
-        lambda: manager.list_user_projects("alice"),
         lambda: manager.archive_project(project_id),
     ):
         with pytest.raises(DocumentError) as caught:
@@ -611,8 +615,14 @@ def test_preferences_file_with_a_python_tag_is_refused(manager: ProjectManager, 
     with pytest.raises(DocumentError) as caught:
         manager.get_user_preferences("alice")
     assert (caught.value.path, caught.value.line) == (path, 2)
+    # A user id is data: "../alice" names the encoded folder "%2E%2E%2Falice", never a path.
+    assert manager.get_user_preferences("../alice") == {}
+    manager.update_user_preferences("../alice", {"theme": "light"})
+    assert (base / "_users" / "%2E%2E%2Falice" / "preferences.yaml").is_file()
+    assert manager.get_user_preferences("../alice") == {"theme": "light"}
+    assert "theme: dark" in path.read_text("utf-8")  # alice's own file untouched
     with pytest.raises(UnsafeNameError):
-        manager.get_user_preferences("../alice")
+        manager.get_user_preferences("a\nb")
 
 
 # --------------------------------------------------------------- concurrency

@@ -38,6 +38,7 @@ from haytham import (
     Workflow,
 )
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
+from haytham.format.feedback import settle
 from haytham.records import FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES
 from haytham.store.clock import format_timestamp
 
@@ -384,7 +385,7 @@ feedbacks = st.builds(
     requested_changes=text_lists.map(tuple),
     action=st.sampled_from(FEEDBACK_ACTIONS),
     retry_count=st.integers(0, 10**6),
-)
+).map(settle)  # a file holds settled reviews: an approval implies a review (formats.md, "Hand edits")
 
 manifests = st.builds(
     SessionManifest,

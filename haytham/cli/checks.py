@@ -77,17 +77,18 @@ def validate(paths: tuple[Path, ...], base_dir: Path, as_json: bool) -> None:
     issues = sorted(dict.fromkeys(issues), key=lambda i: (str(i.path), i.line or 0))
     files = len(list(session_files(roots)))
     sessions = len({d for root in roots if root.is_dir() for d in session_dirs(root)})
+    failed = any(issue.is_error for issue in issues)  # warnings are listed, never a failure
     if as_json:
-        emit_json({"ok": not issues, "files": files, "sessions": sessions, "issues": plain(issues)})
+        emit_json({"ok": not failed, "files": files, "sessions": sessions, "issues": plain(issues)})
     else:
         for issue in issues:
-            click.echo(str(issue))
+            click.echo(str(issue) if issue.is_error else f"{issue} (warning)")
         if issues:
             problem_files = len({i.path for i in issues})
             click.echo(f"{len(issues)} problem{'s' * (len(issues) != 1)} in {problem_files} of {files} files")
         else:
             click.echo(f"OK: {files} session files in {sessions} sessions, no problems")
-    if issues:
+    if failed:
         click.get_current_context().exit(1)
 
 

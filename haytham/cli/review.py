@@ -109,6 +109,7 @@ def with_banner(text: str, issues: Sequence[Issue], path: Path) -> str:
 
     Line numbers are those of the editor's copy (the comment's lines included).
     """
+    issues = [issue for issue in issues if issue.is_error]  # warnings do not stop a save
     if not issues:
         return text
     head = [
@@ -122,6 +123,14 @@ def with_banner(text: str, issues: Sequence[Issue], path: Path) -> str:
         head.append(f"     {where}{said}".replace(BANNER_END, "-- >"))
     head.append(BANNER_END)
     return "\n".join(head) + "\n" + text
+
+
+def echo_warnings(path: Path) -> None:
+    """Say which rule was applied to a review that contradicts itself (formats.md, "Hand
+    edits"): each warning of the file, after what was understood from it."""
+    for issue in FEEDBACK.read_path(path)[1]:
+        if not issue.is_error:
+            click.echo(f"  Note: {issue}")
 
 
 def strip_banner(text: str) -> str:
@@ -150,6 +159,7 @@ def report(manager: CheckpointManager, project: str, session: str, edited: Edite
     if edited.feedback is not None:
         click.echo(f"Understood {edited.path}:")
         click.echo(describe_feedback(edited.feedback))
+        echo_warnings(edited.path)
     click.echo(f"Next: {next_step(manager, project, session).message}")
 
 
@@ -214,6 +224,7 @@ def feedback(
     assert understood is not None
     click.echo(f"Understood {path}:")
     click.echo(describe_feedback(understood))
+    echo_warnings(path)
     click.echo(f"Next: {next_step(manager, project, session).message}")
 
 

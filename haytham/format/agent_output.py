@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from haytham.errors import DocumentError
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
-from haytham.format.markdown import first_fence, iter_fences, iter_unfenced_lines, normalise_label
+from haytham.format.markdown import first_fence, iter_fences, normalise_label
 from haytham.format.reader import Reader
 from haytham.format.sections import FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import AgentOutput
@@ -74,7 +74,6 @@ def _heading_line(section: SectionSpec) -> str:
 
 
 _OUTPUT_LINE = re.compile("^" + _heading_line(OUTPUT) + r"\r?$", re.IGNORECASE | re.M)
-_ERROR_HEADING = re.compile(_heading_line(ERROR_DETAILS), re.IGNORECASE)
 
 
 def split_output(text: str) -> tuple[int, int, int] | None:
@@ -98,13 +97,6 @@ def split_output(text: str) -> tuple[int, int, int] | None:
         position = holder.end
 
 
-def _offset_of_line(text: str, number: int) -> int:
-    position = 0
-    for _ in range(number - 1):
-        position = text.index("\n", position) + 1
-    return position
-
-
 def encode_content(content: str) -> tuple[str, int, bool]:
     """The body to write after ``## Output``, its final newline count and CRLF flag."""
     crlf = "\r" in content and content.count("\r\n") == content.count("\n") == content.count("\r")
@@ -114,17 +106,27 @@ def encode_content(content: str) -> tuple[str, int, bool]:
     return body, len(text) - len(stripped), crlf
 
 
-def decode_content(text: str, start: int, final_newlines: int, crlf: bool) -> str:
-    """The output held in ``text[start:]``: the inverse of encode_content, lenient about the
-    blank lines an editor adds at the end. Takes one copy of the body."""
+def decode_content(text: str, start: int, final_newlines: int | None, crlf: bool) -> str:
+    """The output held in ``text[start:]``: the inverse of encode_content. Takes one copy.
+
+    With ``Final Newlines`` (haytham's files of an output ending in line breaks) the output
+    is the body less the blank line after the heading and every line break at its end (an
+    editor's extra blank lines vanish), then that many line breaks. Without it (haytham's
+    other files, and every file of version 0) the output is the body less that blank line
+    and exactly one final ``"\n"``, the writer's: both writers put the content's own line
+    breaks before it.
+    """
     if text.startswith("\n", start):
         start += 1
     end = len(text)
-    while end > start and text[end - 1] == "\n":
-        end -= 1
-    content = text[start:end]
-    if final_newlines:
-        content += "\n" * final_newlines
+    if final_newlines is None:
+        if end > start and text[end - 1] == "\n":
+            end -= 1
+        content = text[start:end]
+    else:
+        while end > start and text[end - 1] == "\n":
+            end -= 1
+        content = text[start:end] + "\n" * final_newlines
     return content.replace("\n", "\r\n") if crlf else content
 
 
@@ -152,14 +154,16 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             "duration": take(meta, "duration", v.read_seconds, required=False),
             "status": take(meta, "status", v.read_text, section=meta_section),
         }
-        final_newlines = take(meta, "final_newlines", v.read_int, default=0, required=False)
-        if not isinstance(final_newlines, int) or final_newlines < 0:
+        final_newlines = take(meta, "final_newlines", v.read_int, default=None, required=False)
+        if final_newlines is None:
+            pass  # version 0, or an output that does not end in a line break
+        elif not isinstance(final_newlines, int) or final_newlines < 0:
             reader.error(
                 reader.lines.get(("final_newlines",)),
                 METADATA.label("final_newlines"),
                 f"{final_newlines!r} is not a whole number of line breaks",
             )
-            final_newlines = 0
+            final_newlines = None
         elif final_newlines > MAX_FINAL_NEWLINES:
             reader.error(
                 reader.lines.get(("final_newlines",)),
@@ -167,7 +171,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
                 f"{final_newlines} is more line breaks than an output may end with "
                 f"(at most {MAX_FINAL_NEWLINES:,})",
             )
-            final_newlines = 0
+            final_newlines = None
         line_endings = take(meta, "line_endings", str, default="lf", required=False).casefold()
         if line_endings not in ("lf", "crlf"):
             reader.error(
@@ -191,12 +195,13 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             return data
         _, body_start, output_line = split
         reader.lines[("content",)] = output_line - 1
-        text, start = reader.text, body_start
+        text = reader.text
         if data["status"] == "failed" and reader.section(ERROR_DETAILS) is None:
-            text, legacy = _split_legacy_error_details(text[body_start:], reader, output_line)
-            start = 0
-            data.update(legacy)
-        data["content"] = decode_content(text, start, final_newlines, line_endings == "crlf")
+            legacy = legacy_error_tail(text[body_start:])
+            if legacy is not None:
+                text = text[: body_start + legacy[0]]
+                data.update(legacy[1])
+        data["content"] = decode_content(text, body_start, final_newlines, line_endings == "crlf")
         return data
 
     def check_record(self, record: AgentOutput, path: Path | None = None) -> None:
@@ -274,30 +279,43 @@ def _error_details(reader: Reader) -> dict[str, Any]:
     return data
 
 
-def _split_legacy_error_details(
-    raw_output: str, reader: Reader, output_line: int
-) -> tuple[str, dict[str, Any]]:
-    """Files of the first implementation put Error Details after the output; find it there.
+_LEGACY_ERROR_START = "\n\n## Error Details\n- Error Type: "
+_LEGACY_MESSAGE = "\n- Error Message: "
+_LEGACY_TRACE = "\n- Stack Trace:\n```\n"
+_LEGACY_TRACE_END = "\n```\n"
 
-    Only a trailing ``## Error Details`` whose items are exactly Error Type, Error Message
-    and Stack Trace counts, and only when the header had none: haytham itself always writes
-    the section before ``## Output``, so its outputs are never cut.
+
+def legacy_error_tail(body: str) -> tuple[int, dict[str, Any]] | None:
+    """Where the output in ``body`` (the text after ``## Output``) ends, and the error details
+    that the first implementation appended after it, or None when there are none.
+
+    That writer put, after the content and its own final ``"\n"``, exactly
+    ``"\n## Error Details\n- Error Type: {type}\n- Error Message: {message}\n"`` and, with a
+    trace, ``"- Stack Trace:\n```\n{trace}\n```\n"``, escaping nothing. So the section is
+    read from the end of the file, never through the markdown parser: the content before it
+    may end inside an unclosed fence or hold ``## Error Details`` lines of its own, and the
+    message may span lines. The last heading after which the rest has exactly that shape is
+    the writer's. The values are kept as written (``Unknown`` and ``No message`` included).
     """
-    found = None
-    for number, line in iter_unfenced_lines(raw_output, output_line):
-        if _ERROR_HEADING.fullmatch(line):
-            found = number
-    if found is None:
-        return raw_output, {}
-    offset = _offset_of_line(raw_output, found - output_line + 1)
-    tail_reader = Reader(raw_output[offset:], reader.path, reader.labels, fast=reader.fast)
-    section = tail_reader.section(ERROR_DETAILS)
-    if section is None or tail_reader.document.sections[-1] is not section:
-        return raw_output, {}
-    details = _error_details(tail_reader)
-    if details["error_type"] is None and details["error_message"] is None:
-        return raw_output, {}
-    return raw_output[:offset].rstrip("\n") + "\n", details
+    found = body.rfind(_LEGACY_ERROR_START)
+    while found >= 0:
+        details = _legacy_error_fields(body[found + len(_LEGACY_ERROR_START) :])
+        if details is not None:
+            return found + 1, details
+        found = body.rfind(_LEGACY_ERROR_START, 0, found)
+    return None
+
+
+def _legacy_error_fields(rest: str) -> dict[str, Any] | None:
+    """Type, message and trace from what follows ``- Error Type: `` in a file of version 0."""
+    error_type, separator, after = rest.partition(_LEGACY_MESSAGE)
+    if not separator or "\n" in error_type or not after.endswith("\n"):
+        return None
+    trace_at = after.find(_LEGACY_TRACE) if after.endswith(_LEGACY_TRACE_END) else -1
+    if trace_at < 0:
+        return {"error_type": error_type, "error_message": after[:-1], "stack_trace": None}
+    trace = after[trace_at + len(_LEGACY_TRACE) : -len(_LEGACY_TRACE_END)]
+    return {"error_type": error_type, "error_message": after[:trace_at], "stack_trace": trace}
 
 
 AGENT_OUTPUT = AgentOutputFormat()

@@ -67,7 +67,10 @@ class DocumentFormat(ABC, Generic[R]):
     def read(
         self, text: str, path: Path | None = None, *, cache: ReadCache | None = None, fast: bool = True
     ) -> tuple[R | None, list[Issue]]:
-        """Parse ``text``; return the record (None when it has errors) and every issue.
+        """Parse ``text``; return the record and every issue, sorted by line.
+
+        The record is None only when an issue is an error; warnings (``Issue.severity``)
+        come with a record that is read right but needs a person's attention.
 
         With ``cache`` a text read before for this kind and path comes back unparsed.
         ``fast=False`` keeps the section parser off its fast path (``parse_document``), which
@@ -108,9 +111,10 @@ class DocumentFormat(ABC, Generic[R]):
         reader = self._reader(text, path, fast=fast)
         data = self._collect(reader)
         reader.check_schema(self.kind, data)
-        if reader.issues:
-            return None, sorted(reader.issues, key=lambda i: (i.line is None, i.line or 0))
-        return self._build(data), []
+        issues = sorted(reader.issues, key=lambda i: (i.line is None, i.line or 0))
+        if any(issue.is_error for issue in issues):
+            return None, issues
+        return self._build(data), issues
 
     def _reader(self, text: str, path: Path | None, *, fast: bool = True) -> Reader:
         """The reader for ``text``; a kind may limit what goes through the section parser."""
@@ -148,8 +152,9 @@ class DocumentFormat(ABC, Generic[R]):
             return
         reader = Reader("", path, self.labels)
         reader.check_schema(self.kind, data)
-        if reader.issues:
-            first = reader.issues[0]
+        errors = [issue for issue in reader.issues if issue.is_error]
+        if errors:
+            first = errors[0]
             raise DocumentError(first.message, path=path, field=first.field)
 
 
@@ -179,8 +184,9 @@ def read_file(path: Path) -> bytes:
 
 
 def _record_or_raise(record: R | None, issues: list[Issue]) -> R:
+    """The record; without one, the first error raised (warnings never stop a read)."""
     if record is None:
-        first = issues[0]
+        first = next(issue for issue in issues if issue.is_error)
         raise DocumentError(first.message, path=first.path, line=first.line, field=first.field)
     return record
 

@@ -113,9 +113,9 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
 
     def render(self, record: SessionManifest) -> str:
         metadata = {
-            "session_id": record.session_id,
-            "project_id": record.project_id,
-            "user_id": record.user_id,
+            "session_id": v.write_text(record.session_id),
+            "project_id": v.write_text(record.project_id),
+            "user_id": v.write_text(record.user_id),
             "workflow_type": v.write_text(record.workflow_type),
             "workflow_fingerprint": (
                 v.write_text(record.workflow_fingerprint) if record.workflow_fingerprint else None

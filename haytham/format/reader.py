@@ -6,8 +6,9 @@ so ``validate_session`` can list them all and the parse functions can raise the 
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -20,6 +21,22 @@ from haytham.format.sections import SectionSpec
 
 _ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
 _CHECKBOX = re.compile(r"\[([ xX]?)\][ \t]*(.*)")
+_BOLD_LABEL = re.compile(r"(\*\*|__)([^*_:]+?)[ \t]*(:?)\1[ \t]*(:?)(.*)")
+"""``**Approved:** true`` or ``**Approved**: true`` (as a code-hosting site's editor leaves it)."""
+NEAR_MISS = 0.8
+"""How alike (difflib's ratio) a label or title must be to one haytham knows to be taken for
+a typo of it: 'Aproved' is 0.93 like 'Approved', 'My Notes' nothing like any."""
+
+
+def split_label(content: str) -> tuple[str, str] | None:
+    """``(label, value)`` of a ``Label: value`` item's text, a bold label unwrapped; None
+    when the text has no label."""
+    if content.startswith(("**", "__")):
+        bold = _BOLD_LABEL.fullmatch(content)
+        if bold is not None and bool(bold.group(3)) != bool(bold.group(4)):
+            return bold.group(2), bold.group(5)
+    label, colon, value = content.partition(":")
+    return (label, value) if colon else None
 
 
 def decode(data: bytes, path: Path | None) -> str:
@@ -61,12 +78,15 @@ class Reader:
         *,
         sections_text: str | None = None,
         fast: bool = True,
+        known_sections: Sequence[SectionSpec] = (),
     ) -> None:
         self.text = text
         self.fast = fast
         """Whether the section parser may take its fast path (``parse_document``)."""
         self.path = path
         self.labels = labels
+        self.known_sections = known_sections
+        """The kind's declared sections, when it wants a misspelt heading named (feedback)."""
         """Maps record attribute names to the labels people see in the file."""
         self.issues: list[Issue] = []
         self.lines: dict[tuple[Any, ...], int] = {}
@@ -76,6 +96,8 @@ class Reader:
         labels its status), keyed by path like ``lines``."""
         self.missing: set[tuple[Any, ...]] = set()
         """Paths of required values already reported missing; the schema does not repeat them."""
+        self.misspelt: set[str] = set()
+        """Attributes whose label was found misspelt (and reported so), not missing."""
         source = text if sections_text is None else sections_text
         self.document: Document = parse_document(source, fast=fast)
         if "<<<<<<< " in source or ">>>>>>> " in source:
@@ -93,6 +115,10 @@ class Reader:
         if line is None:
             line = self.document.title.line if self.document.title is not None else 1
         self.issues.append(Issue(self.path, line, field, message))
+
+    def warn(self, line: int, field: str | None, message: str) -> None:
+        """Record something read right that needs a person's attention (a contradiction)."""
+        self.issues.append(Issue(self.path, line, field, message, severity="warning"))
 
     def expect_title(self, prefix: str) -> str:
         """The text after ``prefix`` in the level-1 title (``# Phase Checkpoint: X``), as written.
@@ -112,11 +138,58 @@ class Reader:
         return title.source_title[found.end() :].strip(" \t")
 
     def section(self, spec: SectionSpec) -> Section | None:
-        """The document's section for ``spec``; missing, it is an issue if it is required."""
+        """The document's section for ``spec``; missing, it is an issue if it is required.
+
+        With ``known_sections``, a heading that is none of them but nearly ``spec``'s title
+        (``## Reveiw Status``) is one error at its line, and its body is read as ``spec``'s.
+        """
         found = self.document.find(spec.title)
+        if found is None and self.known_sections:
+            near = self.near_section(spec)
+            if near is not None:
+                self.error(
+                    near.line,
+                    None,
+                    f"'## {near.title}' is not a section of this file; did you mean '{spec.heading}'?",
+                )
+                return near
         if found is None and spec.required:
             self.error(None, None, f"section '{spec.heading}' is missing")
         return found
+
+    def near_section(self, spec: SectionSpec) -> Section | None:
+        """The first section whose title is no known section's but nearly ``spec``'s."""
+        known = {normalise_label(s.title) for s in self.known_sections}
+        title = normalise_label(spec.title)
+        for section in self.document.sections:
+            name = normalise_label(section.title)
+            if name in known:
+                continue
+            if difflib.SequenceMatcher(None, name, title).ratio() >= NEAR_MISS:
+                return section
+        return None
+
+    def check_labels(self, spec: SectionSpec, fields: Mapping[str, Field]) -> None:
+        """Name a label that is not ``spec``'s but nearly one it lacks, at the label's line.
+
+        ``- Aproved: yes`` is then "'Aproved' is not a label of this section; did you mean
+        'Approved'?" instead of "Approved: is missing" at the section's heading.
+        """
+        declared = {normalise_label(f.label): f for f in spec.fields}
+        for key, field in fields.items():
+            if key in declared:
+                continue
+            near = difflib.get_close_matches(key, [k for k in declared if k not in fields], 1, NEAR_MISS)
+            if near:
+                meant = declared[near[0]]
+                if meant.attr in self.misspelt:
+                    continue
+                self.misspelt.add(meant.attr)
+                self.error(
+                    field.line,
+                    None,
+                    f"{field.label!r} is not a label of this section; did you mean {meant.label!r}?",
+                )
 
     def fields(self, section: Section | None, *, exact: bool = False) -> dict[str, Field]:
         """The ``- Label: value`` items of ``section`` keyed by normalised label.
@@ -140,13 +213,13 @@ class Reader:
                 continue
             checkbox = _CHECKBOX.fullmatch(content) if content.startswith("[") else None
             if checkbox:
-                label, colon, value = checkbox.group(2).partition(":")
-                if not colon:
-                    value = checkbox.group(1)
+                split = split_label(checkbox.group(2))
+                label, value = split if split is not None else (checkbox.group(2), checkbox.group(1))
             else:
-                label, colon, value = content.partition(":")
-                if not colon:
+                split = split_label(content)
+                if split is None:
                     continue
+                label, value = split
             label = label.strip()
             key = label if exact else normalise_label(label)
             first = found.get(key)
@@ -171,8 +244,9 @@ class Reader:
         field = fields.get(normalise_label(label))
         if field is None:
             if required:
-                where = section.line if section is not None else None
-                self.error(where, label, "is missing")
+                if attr not in self.misspelt:  # a misspelt label was reported at its own line
+                    where = section.line if section is not None else None
+                    self.error(where, label, "is missing")
                 self.missing.add((attr,))
             return default
         self.lines[(attr,)] = field.line

@@ -25,6 +25,7 @@ import fastjsonschema
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from haytham.format.values import MAX_AMOUNT, MAX_WHOLE_NUMBER
 from haytham.records import ENUMERATIONS
 
 SCHEMA_KINDS = ("manifest", "checkpoint", "agent_output", "feedback", "history_entry", "project", "workflow")
@@ -47,7 +48,28 @@ def load_schema(kind: str) -> dict[str, Any]:
         if values is None:
             raise LookupError(f"{kind}.schema.json: $defs/{name} names no enumeration of haytham.records")
         definition["enum"] = list(values)
+    if kind in SCHEMA_KINDS:  # config.yaml checks its numbers itself, naming their units
+        _bound_numbers(schema)
     return schema
+
+
+def _bound_numbers(node: Any) -> None:
+    """Give every number property without a ``maximum`` the sane bound of its kind
+    (``values.MAX_WHOLE_NUMBER`` for whole numbers, ``values.MAX_AMOUNT`` for the others),
+    so an absurd count, token total or duration read from a file is a located schema error,
+    never a value that makes later code allocate, loop or overflow."""
+    if isinstance(node, list):
+        for item in node:
+            _bound_numbers(item)
+        return
+    if not isinstance(node, dict):
+        return
+    kinds = node.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    if "maximum" not in node and ("integer" in kinds or "number" in kinds):
+        node["maximum"] = MAX_AMOUNT if "number" in kinds else MAX_WHOLE_NUMBER
+    for value in node.values():
+        _bound_numbers(value)
 
 
 @cache
@@ -85,6 +107,8 @@ def describe(error: ValidationError) -> str:
         return f"{value!r} is not an ISO 8601 UTC timestamp (expected like 2024-11-24T10:00:00Z)"
     if keyword == "minimum":
         return f"{value!r} is below the minimum {expected}"
+    if keyword == "maximum":
+        return f"{value!r} is more than a file may hold (at most {expected:,.0f})"
     return str(error.message)
 
 

@@ -13,6 +13,12 @@ import re
 from collections.abc import Sequence
 
 UNKNOWN = "-"
+MAX_WHOLE_NUMBER = 10**12
+"""The largest whole number a file may hold: token counts, retry counts, phase numbers,
+attempts (a trillion tokens is far past any run; a larger value is damage or an attack)."""
+MAX_AMOUNT = 10.0**12
+"""The largest number with a fraction a file may hold: seconds (about 31,700 years) and
+costs in dollars. It also keeps out ``1e999``, which Python reads as infinity."""
 _UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
 _LIST_UNSAFE = re.compile(r"[,\[\]]")
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"

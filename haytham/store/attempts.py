@@ -13,6 +13,7 @@ from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE
 from haytham.records import Attempt, PhaseCheckpoint
 from haytham.store import fs as _storage
+from haytham.store.review_time import hand_review_time
 from haytham.store.scan import agent_files
 
 
@@ -51,4 +52,6 @@ def load(number: int, directory: Path) -> Attempt:
     outputs = {p.stem: AGENT_OUTPUT.load(p).content for p in agent_files(directory, order)}
     feedback_path = directory / FEEDBACK_FILE
     feedback = FEEDBACK.load(feedback_path) if feedback_path.is_file() else None
+    if feedback is not None:
+        feedback = hand_review_time(feedback, feedback_path, checkpoint.completed if checkpoint else None)
     return Attempt(number, directory, checkpoint, feedback, outputs)

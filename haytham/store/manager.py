@@ -32,6 +32,7 @@ from haytham.errors import (
     ProjectNotFoundError,
     SessionExistsError,
     SessionNotFoundError,
+    UnknownPhaseError,
 )
 from haytham.format import (
     AGENT_OUTPUT,
@@ -42,7 +43,8 @@ from haytham.format import (
     DocumentFormat,
     ReadCache,
 )
-from haytham.format.feedback import rewrite_fields
+from haytham.format.feedback import rewrite_feedback, rewrite_fields
+from haytham.format.feedback import settle as settle_feedback
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.reader import decode
 from haytham.format.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow, dump_workflow, load_workflow
@@ -77,7 +79,16 @@ from haytham.store.copy import read_session_files, write_session_dir
 from haytham.store.doctor import Finding, check_session
 from haytham.store.events import Event, EventBus
 from haytham.store.fork import fork_files
-from haytham.store.names import check_agent_name, check_inside, check_name, check_no_case_twin
+from haytham.store.names import (
+    check_agent_name,
+    check_inside,
+    check_name,
+    check_new_or_existing,
+    check_no_case_twin,
+    check_path_name,
+    check_user_id,
+)
+from haytham.store.review_time import hand_review_time
 from haytham.store.scan import (
     PhaseDirs,
     SessionSummary,
@@ -110,6 +121,21 @@ class _Session:
     def phase_dir(self, number: object) -> Path:
         return check_inside(self.base_dir, self.directory / self.phase(number).directory)
 
+    def read_phase(self, number: object) -> PhaseDefinition:
+        """For reading: a phase of the mode, or a phase of the workflow outside the mode
+        whose folder exists (the first implementation saved phases 4 and 5 of mvp
+        sessions). ``validate`` reports such a folder as a warning; saving still refuses it."""
+        try:
+            return self.phase(number)
+        except UnknownPhaseError:
+            phase = self.workflow.phase(number)  # a phase the workflow lacks stays an error
+            if not (self.directory / phase.directory).is_dir():
+                raise
+            return phase
+
+    def read_phase_dir(self, number: object) -> Path:
+        return check_inside(self.base_dir, self.directory / self.read_phase(number).directory)
+
 
 class CheckpointManager:
     """Keeps the sessions of phased workflows as markdown files under ``base_dir``."""
@@ -136,11 +162,11 @@ class CheckpointManager:
     # ------------------------------------------------------------------ paths
 
     def project_dir(self, project_id: str) -> Path:
-        return self.base_dir / check_name("project_id", project_id)
+        return self.base_dir / check_path_name("project_id", project_id)
 
     def session_dir(self, project_id: str, session_id: str) -> Path:
         """Where a session lives: ``{base_dir}/{project_id}/sessions/{session_id}``."""
-        return self.project_dir(project_id) / SESSIONS_DIR / check_name("session_id", session_id)
+        return self.project_dir(project_id) / SESSIONS_DIR / check_path_name("session_id", session_id)
 
     def phase_dir(self, project_id: str, session_id: str, phase_num: int) -> Path:
         """The directory of one phase of an existing session."""
@@ -163,8 +189,10 @@ class CheckpointManager:
         An existing session is never reset: it raises SessionExistsError, or with
         ``exist_ok=True`` is returned unchanged (if it has the same user, workflow and mode).
         """
+        check_new_or_existing("project_id", project_id, self.base_dir)  # new ids: the strict rule
+        check_new_or_existing("session_id", session_id, self.project_dir(project_id) / SESSIONS_DIR)
         directory = self.session_dir(project_id, session_id)
-        check_name("user_id", user_id)
+        check_user_id(user_id)
         workflow = self._workflow(workflow_type)
         phases = workflow.phases_for(execution_mode)
         now = self._now()
@@ -502,19 +530,28 @@ class CheckpointManager:
                 phase_name=phase.name,
                 reviewed=reviewed,
                 approved=approved,
-                timestamp=self._now(),
+                timestamp=self._now() if reviewed or approved else None,  # a blank template has no time
                 comments=comments,
                 requested_changes=changes,
                 action=action,  # type: ignore[arg-type]
                 retry_count=retry_count,
             )
+            record = settle_feedback(record)  # what the file will say (an approval implies a review)
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
             path = directory / FEEDBACK_FILE
             existing = FEEDBACK.read_path(path, cache=self.cache)[0] if path.exists() else None
             if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
                 return path  # the same review again: no byte changes
-            self._write(FEEDBACK, path, record)
+            try:  # a person's sections and lines in the file stay (formats.md, "Hand edits")
+                kept = rewrite_feedback(path.read_bytes().decode("utf-8"), record)
+            except (FileNotFoundError, UnicodeDecodeError):
+                kept = None
+            if kept is None:
+                self._write(FEEDBACK, path, record)
+            else:
+                FEEDBACK.check_record(record, path)
+                _storage.atomic_write(path, kept)
             self._record_review(session, phase, record)
         self.events.emit(
             [
@@ -671,7 +708,7 @@ class CheckpointManager:
             raw = path.read_bytes().decode("utf-8")
             text = rewrite_fields(raw, updates)
             after = FEEDBACK.parse(decode(text.encode("utf-8"), path), path)
-            expected = dataclasses.replace(before, **updates)  # type: ignore[arg-type]
+            expected = settle_feedback(dataclasses.replace(before, **updates))  # type: ignore[arg-type]
             if after != expected:
                 raise DocumentError(
                     f"rewriting {sorted(updates)} would change more than those fields; the file "
@@ -748,7 +785,7 @@ class CheckpointManager:
         """
         check_name("session_id", new_session_id)
         if user_id is not None:
-            check_name("user_id", user_id)
+            check_user_id(user_id)
         target = check_inside(self.base_dir, self.session_dir(project_id, new_session_id))
         check_no_case_twin(target.parent, new_session_id, "session_id")
         session = self._open(project_id, session_id)
@@ -793,7 +830,7 @@ class CheckpointManager:
 
     def load_checkpoint(self, project_id: str, session_id: str, phase_num: int) -> PhaseCheckpoint:
         """The phase's checkpoint; PhaseNotFoundError if the phase was never saved."""
-        path = self.phase_dir(project_id, session_id, phase_num) / CHECKPOINT_FILE
+        path = self._open(project_id, session_id).read_phase_dir(phase_num) / CHECKPOINT_FILE
         return self._load(CHECKPOINT, path, PhaseNotFoundError, f"phase {phase_num} has no checkpoint")
 
     def load_agent_output(
@@ -801,13 +838,18 @@ class CheckpointManager:
     ) -> AgentOutput:
         """One agent's output record, content included."""
         check_agent_name(agent_name)
-        path = self.phase_dir(project_id, session_id, phase_num) / f"{agent_name}.md"
+        path = self._open(project_id, session_id).read_phase_dir(phase_num) / f"{agent_name}.md"
         return self._load(AGENT_OUTPUT, path, NotFoundError, f"agent {agent_name!r} has no output")
 
     def load_feedback(self, project_id: str, session_id: str, phase_num: int) -> UserFeedback | None:
         """The phase's feedback, or None when nobody has written any yet."""
-        path = self.phase_dir(project_id, session_id, phase_num) / FEEDBACK_FILE
-        return self._load_optional(FEEDBACK, path)
+        directory = self._open(project_id, session_id).read_phase_dir(phase_num)
+        feedback = self._load_optional(FEEDBACK, directory / FEEDBACK_FILE)
+        if feedback is None or not feedback.reviewed:
+            return feedback
+        checkpoint = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+        completed = checkpoint.completed if checkpoint is not None else None
+        return hand_review_time(feedback, directory / FEEDBACK_FILE, completed)  # a hand review's time
 
     def load_checkpoints(self, project_id: str, session_id: str) -> dict[int, PhaseCheckpoint]:
         """Every saved checkpoint of the session, by phase number."""
@@ -859,11 +901,11 @@ class CheckpointManager:
             checkpoints = self._checkpoints(session)
             numbers = [n for n, c in checkpoints.items() if c.status == "completed"]
         else:
-            numbers = [session.phase(n).number for n in phase_nums]
+            numbers = [session.read_phase(n).number for n in phase_nums]
         outputs: dict[int, dict[str, str]] = {}
         phase_dirs = PhaseDirs(self.base_dir, session.directory, session_checked=True)  # by _open
         for number in numbers:
-            directory, is_dir = phase_dirs.get(session.phase(number).directory)
+            directory, is_dir = phase_dirs.get(session.read_phase(number).directory)
             if not is_dir:
                 raise PhaseNotFoundError(
                     f"phase {number} of {project_id}/{session_id} has no directory {directory}",
@@ -889,8 +931,18 @@ class CheckpointManager:
         return self._view(self._open(project_id, session_id))
 
     def get_approved_phases(self, project_id: str, session_id: str) -> list[int]:
-        """Phases the lifecycle calls approved: reviewed and approved, and not stale since."""
-        return [v.number for v in self.state(project_id, session_id).phases if v.state == "approved"]
+        """Phases the lifecycle calls approved (reviewed, approved, and not stale since), and a
+        phase outside the mode whose folder holds an approving review, as the first
+        implementation counted it."""
+        session = self._open(project_id, session_id)
+        approved = [v.number for v in self.state(project_id, session_id).phases if v.state == "approved"]
+        for phase in session.workflow.phases:
+            if phase in session.phases or not (session.directory / phase.directory).is_dir():
+                continue
+            feedback = self._load_optional(FEEDBACK, session.directory / phase.directory / FEEDBACK_FILE)
+            if feedback is not None and feedback.reviewed and feedback.approved:
+                approved.append(phase.number)
+        return sorted(approved)
 
     # ------------------------------------------------------------- validating
 
@@ -901,11 +953,11 @@ class CheckpointManager:
         checkpoint counts as a problem here).
         """
         session = self._open(project_id, session_id)
-        phase = session.phase(phase_num)
+        phase = session.read_phase(phase_num)
         issues = phase_issues(
             session.directory / phase.directory, phase, require_checkpoint=True, cache=self.cache
         )
-        return not issues, [str(issue) for issue in issues]
+        return not any(issue.is_error for issue in issues), [str(issue) for issue in issues]
 
     def validate_session(self, project_id: str, session_id: str) -> list[Issue]:
         """``validate_paths`` for one session: every problem in every file of it.
@@ -925,7 +977,7 @@ class CheckpointManager:
         most recently updated first. Only manifests are read. Unreadable manifests are skipped;
         ``validate_paths`` reports them."""
         if project_id is not None:
-            check_name("project_id", project_id)
+            check_path_name("project_id", project_id)
         return list_sessions(self.base_dir, project_id=project_id, user_id=user_id, status=status)[0]
 
     def validate_paths(self, paths: Iterable[str | os.PathLike[str]] = ()) -> list[Issue]:
@@ -940,8 +992,8 @@ class CheckpointManager:
 
         def validate(directory: Path) -> list[Issue]:
             try:
-                check_name("project_id", directory.parent.parent.name)
-                check_name("session_id", directory.name)
+                check_path_name("project_id", directory.parent.parent.name)
+                check_path_name("session_id", directory.name)
                 return session_issues(directory, self._session_workflow, cache=self.cache)
             except HaythamError as error:
                 return [Issue(error.path or directory / MANIFEST_FILE, error.line, error.field, str(error))]

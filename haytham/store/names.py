@@ -1,7 +1,22 @@
-"""Ids and agent names become directory and file names; this module decides which are safe."""
+"""Ids and agent names become directory and file names; this module decides which are safe.
+
+Two rules, because data on disk must never become unreadable by a name rule:
+
+- ``check_name`` is the rule for names haytham creates (a new project, session, fork or
+  import): portable ASCII, safe on every file system.
+- ``check_path_name`` is the rule for reaching what exists: any single path component that
+  is safe to join to a path (no separator, no ``..``, no NUL or other control character, not
+  absolute, not hidden). The first implementation made project ids of Unicode letters
+  (``café_finder_``) and haytham must still read and continue them.
+
+User ids are data, never path components: ``check_user_id`` checks only that one is text
+that fits on a line; ``user_dir_name`` is the one place a user id is turned into a folder
+name, by encoding it.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -15,6 +30,12 @@ RULE = (
     "use letters, digits, '.', '_' and '-', start with a letter or digit, "
     f"and keep to {MAX_NAME_LENGTH} characters"
 )
+MAX_PATH_NAME_LENGTH = 255
+"""The longest path component most file systems allow (in bytes: checked in UTF-8)."""
+MAX_USER_ID_LENGTH = 1000
+_PATH_UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]")
+_USER_DIR_SAFE = re.compile(r"[A-Za-z0-9_-]")
+_USER_ID_UNSAFE = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 RESERVED_AGENT_NAMES = frozenset({"checkpoint", "user_feedback", "session_manifest"})
 
 
@@ -37,6 +58,94 @@ def check_name(kind: str, name: object) -> str:
             field=kind,
         )
     return name
+
+
+def check_path_name(kind: str, name: object) -> str:
+    """Return ``name`` if it can safely name an existing directory, else raise UnsafeNameError.
+
+    Lenient on purpose (see the module docstring): letters of any script, spaces, ``@``
+    and the like are fine; what could leave the parent directory or hide a file is not.
+    """
+    if not isinstance(name, str):
+        raise UnsafeNameError(f"{kind} must be a string, got {name!r}", field=kind)
+    if not name:
+        raise UnsafeNameError(f"{kind} is empty", field=kind)
+    if _PATH_UNSAFE.search(name) or name.startswith(".") or os.path.isabs(name):
+        raise UnsafeNameError(
+            f"{kind} {name!r} cannot name a folder safely: it may not hold '/', '\\' or control "
+            "characters, nor start with '.'",
+            field=kind,
+        )
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise UnsafeNameError(f"{kind} {name!r} cannot be stored in UTF-8", field=kind) from None
+    if size > MAX_PATH_NAME_LENGTH:
+        raise UnsafeNameError(
+            f"{kind} {name[:20]!r}... is {size} bytes long (at most {MAX_PATH_NAME_LENGTH})", field=kind
+        )
+    return name
+
+
+def check_new_or_existing(kind: str, name: object, parent: Path) -> str:
+    """``name`` for a folder in ``parent`` that a call may create: the strict rule of
+    ``check_name``, unless the folder already exists and ``check_path_name`` accepts it (a
+    project of the first implementation that a new session continues)."""
+    try:
+        return check_name(kind, name)
+    except UnsafeNameError as strict:
+        try:
+            existing = check_path_name(kind, name)
+        except UnsafeNameError:
+            raise strict from None
+        if not (parent / existing).is_dir():
+            raise
+        return existing
+
+
+def check_user_id(user_id: object) -> str:
+    """Return ``user_id`` if it is text on one line, else raise UnsafeNameError.
+
+    A user id is data (``grace@example.com``, ``user-zoë``): it is written into files,
+    escaped like any text, and never used as a path component.
+    """
+    if not isinstance(user_id, str):
+        raise UnsafeNameError(f"user_id must be a string, got {user_id!r}", field="user_id")
+    if not user_id.strip():
+        raise UnsafeNameError("user_id is blank", field="user_id")
+    if _USER_ID_UNSAFE.search(user_id):
+        raise UnsafeNameError(f"user_id {user_id!r} holds a line break or control character", field="user_id")
+    if len(user_id) > MAX_USER_ID_LENGTH:
+        raise UnsafeNameError(
+            f"user_id {user_id[:20]!r}... is {len(user_id)} characters long (at most {MAX_USER_ID_LENGTH})",
+            field="user_id",
+        )
+    try:
+        user_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UnsafeNameError(f"user_id {user_id!r} cannot be stored in UTF-8", field="user_id") from None
+    return user_id
+
+
+def user_dir_name(user_id: str) -> str:
+    """The folder name that holds a user's files: the id itself when it is a safe name (as
+    haytham always did), else the id's UTF-8 bytes with the first one and every one outside
+    ``A-Z a-z 0-9 _ -`` written ``%XX`` (``grace@example.com`` is ``%67race%40example%2Ecom``).
+    A safe name never starts with ``%``, so the two never meet; an encoding too long for a
+    folder name is ``%%`` and the id's SHA-256."""
+    check_user_id(user_id)
+    try:
+        return check_name("user_id", user_id)
+    except UnsafeNameError:
+        pass
+    data = user_id.encode("utf-8")
+    encoded = "".join(
+        chr(byte) if index and _USER_DIR_SAFE.fullmatch(chr(byte)) else f"%{byte:02X}"
+        for index, byte in enumerate(data)
+    )
+    if len(encoded) > MAX_NAME_LENGTH:
+        return "%%" + hashlib.sha256(data).hexdigest()
+    return encoded
 
 
 def check_agent_name(name: object) -> str:

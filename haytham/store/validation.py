@@ -44,6 +44,7 @@ def session_issues(
             checkpoints[phase.number] = found
         elif path.exists():
             unreadable.add(phase.number)
+    issues += _outside_mode(directory, workflow_of(directory, manifest), manifest, cache)
     view = _progress.view_of(directory, phases, checkpoints, cache)
     derived = _progress.derive(manifest, phases, checkpoints, view)
     issues += disagreements(manifest_path, manifest, derived, unreadable)
@@ -70,6 +71,34 @@ def stale_issues(
                 severity="warning",
             )
         )
+    return issues
+
+
+def _outside_mode(
+    directory: Path, workflow: Workflow, manifest: SessionManifest, cache: ReadCache | None
+) -> list[Issue]:
+    """A warning for each phase folder of the workflow that the session's mode does not run
+    (the first implementation saved phases 4 and 5 of mvp sessions), and its files' problems.
+
+    Such a phase is read (``load_checkpoint`` and friends reach it) but is not part of the
+    session's progress: the manifest has no row for it."""
+    selected = set(workflow.phases_for(manifest.execution_mode))
+    issues: list[Issue] = []
+    for phase in workflow.phases:
+        folder = directory / phase.directory
+        if phase in selected or not folder.is_dir():
+            continue
+        issues.append(
+            Issue(
+                folder,
+                None,
+                None,
+                f"phase {phase.number} ({phase.name}) is not run in {manifest.execution_mode!r} mode, "
+                "so it is not part of the session's progress; its files are still read",
+                severity="warning",
+            )
+        )
+        issues += phase_issues(folder, phase, require_checkpoint=False, cache=cache)
     return issues
 
 
