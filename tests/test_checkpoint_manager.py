@@ -379,4 +379,4 @@ def test_golden_session_is_reproduced_byte_for_byte(tmp_path: Path, committed: P
     expected_root = committed / example.PROJECT / "sessions" / example.SESSION
     expected = {k: v for k, v in snapshot(expected_root).items() if k.endswith(".md")}
     assert produced == expected
-    assert len(produced) == 10  # 8 session files and 2 history entries
+    assert len(produced) == 12  # 8 session files, 2 checkpoint and 2 review history entries

@@ -122,20 +122,20 @@ def session_status(rows: tuple[PhaseRow, ...]) -> SessionStatus:
     return lifecycle.session_state(first)
 
 
-def current_phase(rows: tuple[PhaseRow, ...], view: lifecycle.SessionView | None = None) -> CurrentPhase:
-    """The manifest's Current Phase: the first phase not done, in the lifecycle's words.
+def current_phase(rows: tuple[PhaseRow, ...]) -> CurrentPhase:
+    """The manifest's Current Phase: the first phase not done, with its lifecycle state.
 
     Before any phase has started it is ``NOT_STARTED``; when every phase is done it is the
-    last one, which cannot be resumed.
+    last one, which cannot be resumed. A phase awaiting review cannot be resumed either: it
+    needs a reviewer. The merge driver computes it from merged rows the same way, so the
+    status is the state's value (``in_progress``), never words.
     """
     if all(row.status == "pending" for row in rows):
         return NOT_STARTED
     for row in rows:
         state = row_state(row)
         if state not in lifecycle.DONE_STATES:
-            described = view.phase(row.number).describe() if view is not None else state
-            resumable = state not in ("awaiting_review",)
-            return CurrentPhase(row.number, row.name, described, can_resume=resumable)
+            return CurrentPhase(row.number, row.name, state, can_resume=state != "awaiting_review")
     last = rows[-1]
     return CurrentPhase(last.number, last.name, last.status, can_resume=False)
 
@@ -164,7 +164,7 @@ def derive(
         manifest,
         phases=rows,
         status=view.state,
-        current=current_phase(rows, view),
+        current=current_phase(rows),
         metrics=metrics(checkpoints),
     )
 

@@ -47,7 +47,9 @@ def session_issues(
     issues += _outside_mode(directory, workflow_of(directory, manifest), manifest, cache)
     view = _progress.view_of(directory, phases, checkpoints, cache)
     derived = _progress.derive(manifest, phases, checkpoints, view)
-    issues += disagreements(manifest_path, manifest, derived, unreadable)
+    unreadable |= {view.number for view in view.phases if view.problem is not None}
+    reviewed = frozenset(p.number for p in phases if (directory / p.directory / FEEDBACK_FILE).is_file())
+    issues += disagreements(manifest_path, manifest, derived, unreadable, reviewed)
     issues += stale_issues(directory, phases, view)
     issues += history.read_entries(directory, cache=cache)[1]
     return issues
