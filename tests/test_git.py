@@ -24,6 +24,7 @@ from click.testing import CliRunner
 
 from haytham import CheckpointManager
 from haytham.cli.git import COMMANDS, JSON_OUTPUT
+from haytham.format import FEEDBACK
 from haytham.format.workflow import IDEA_VALIDATION
 from haytham.git.autocommit import AutoCommit, enable_autocommit
 from haytham.git.merge import attribute_lines, driver_command, setup
@@ -251,11 +252,12 @@ class SaveRecorder:
             }
 
         def review_written() -> None:
-            """A saved review adds one ``Kind: review`` history entry and moves the manifest:
-            History Head, this phase's row (its lifecycle state) and Current Phase."""
+            """A saved review adds one ``Kind: review`` history entry (a blank, not yet reviewed
+            file adds none) and moves the manifest: History Head, this phase's row (its
+            lifecycle state) and Current Phase."""
             history = f"{session}/{HISTORY_DIR}/"
             new_entries = [p for p in after if p.startswith(history) and p not in before]
-            if name == "save_user_feedback":
+            if FEEDBACK.parse(after[f"{phase_dir}/user_feedback.md"].decode()).reviewed:
                 assert len(new_entries) == 1, f"{name} added {new_entries}"
                 assert "- Kind: review" in after[new_entries[0]].decode(), new_entries
                 file_change(new_entries[0])

@@ -164,7 +164,6 @@ def _run(
     manager = CheckpointManager(base_dir)
     workflow = manager.session_workflow(project, session)
     if from_phase is not None:
-        manager.load_manifest(project, session)
         workflow.phase_in_mode(from_phase, manager.load_manifest(project, session).execution_mode)
     if os.getcwd() not in sys.path:  # a project's own agents module, as python -m would find it
         sys.path.insert(0, os.getcwd())

@@ -360,10 +360,14 @@ class CheckpointManager:
         return tuple(found)
 
     def _record_review(self, session: _Session, phase: PhaseDefinition, feedback: UserFeedback) -> None:
-        """Add a review's history entry and bring the manifest up to date (the caller holds the lock)."""
+        """Add a review's history entry and bring the manifest up to date (the caller holds the lock).
+
+        Only a review is recorded: a file that says it is not reviewed yet (the blank file
+        the runner writes for a gated phase) decides nothing, so it adds no entry.
+        """
         directory = session.phase_dir(phase.number)
         checkpoint = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
-        if checkpoint is not None:
+        if checkpoint is not None and feedback.reviewed:
             now = self._now()
             entry = history.make_entry(
                 session.manifest.history_head,
@@ -717,7 +721,8 @@ class CheckpointManager:
                 )
             if text != raw:
                 _storage.atomic_write(path, text)
-                self._sync_manifest(self._open(project_id, session_id))
+                session = self._open(project_id, session_id)
+                self._record_review(session, session.phase(phase_num), after)
         return after
 
     def history(
