@@ -18,9 +18,9 @@ from haytham.format.markdown import Section, iter_unfenced_lines, normalise_labe
 from haytham.records import SessionManifest
 
 REPAIR = "(load the session to repair the manifest)"
-HAND_REVIEW = (
-    "(a review saved by hand shows in the manifest and in haytham list after the next write; "
-    "run haytham doctor --fix to write it now)"
+LAGGING = (
+    "(a review saved by hand, or a merge that changed an earlier phase, shows in the manifest and "
+    "in haytham list after the next write; run haytham doctor --fix to write it now)"
 )
 STATUS_LABEL = normalise_label("Status")
 _ROW_FIELDS = (
@@ -44,8 +44,9 @@ def disagreements(
 
     Phases whose checkpoint or review file cannot be read are left out: that file is the
     problem, and its own issues say why. A row that differs only in its state, for a phase
-    with a review file (``reviewed``), is a warning: a review saved by hand reaches the
-    manifest (and ``haytham list``, which reads only manifests) at the next write, and
+    with a review file (``reviewed``) or one that is or was stale, is a warning: a review
+    saved by hand, or a git merge that brought another attempt of an earlier phase, reaches
+    the manifest (and ``haytham list``, which reads only manifests) at the next write, and
     ``haytham doctor --fix`` writes it now. Status, Current Phase and Metrics are compared
     only once every row agrees, since a wrong row explains them.
     """
@@ -56,10 +57,12 @@ def disagreements(
     for index, (old, new) in enumerate(zip(written.phases, derived.phases, strict=False)):
         if old == new or old.number in unreadable:
             continue
-        if old.number in reviewed and old == dataclasses.replace(new, status=old.status):
+        lagging = old.number in reviewed or "stale" in (old.status, new.status)
+        if lagging and old == dataclasses.replace(new, status=old.status):
+            cause = "by its Built From" if "stale" in (old.status, new.status) else "after its review file"
             message = (
                 f"phase {old.number}: Status is {_show(old.status)} here but {_show(new.status)} "
-                f"after its review file {HAND_REVIEW}"
+                f"{cause} {LAGGING}"
             )
             issues.append(Issue(path, lines.row(index), "Phase Status", message, severity="warning"))
             continue
