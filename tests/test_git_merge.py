@@ -378,7 +378,9 @@ def test_two_different_reviews_of_one_phase_attempt_conflict(tmp_path: Path) -> 
     assert f"CONFLICT (content): Merge conflict in {feedback}" in output
     # git's own merge handles the review file; the driver merges only the manifest, which both
     # reviews updated (their rows and history heads), and it merged without a conflict
-    assert f"CONFLICT (content): Merge conflict in projects/{P}/sessions/{S}/session_manifest.md" not in output
+    assert (
+        f"CONFLICT (content): Merge conflict in projects/{P}/sessions/{S}/session_manifest.md" not in output
+    )
     assert not any("haytham" in line and "user_feedback" in line for line in output.splitlines())
     status = git(b, "status", "--porcelain").stdout.splitlines()
     # a's review entry arrives beside b's own (each review is a history entry); only the
