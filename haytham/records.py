@@ -16,8 +16,21 @@ from typing import Literal, get_args
 # them, and the JSON schemas take their ``enum`` lists from ENUMERATIONS when loaded.
 PhaseStatus = Literal["pending", "in_progress", "completed", "failed", "skipped", "requires_retry"]
 """Status of a phase, and of an agent within a phase."""
-SessionStatus = Literal["in_progress", "completed", "failed"]
-"""Status of a whole session, derived from its phases."""
+SessionStatus = Literal["in_progress", "awaiting_review", "completed", "failed"]
+"""Status of a whole session: the state of its first phase not done (``haytham.store.lifecycle``)."""
+PhaseState = Literal[
+    "pending",
+    "in_progress",
+    "failed",
+    "skipped",
+    "completed",
+    "awaiting_review",
+    "approved",
+    "sent_back",
+    "stale",
+]
+"""Where one phase stands in the review lifecycle (the manifest's phase table): its checkpoint's
+status, its review and whether what it was built from changed since (``haytham.store.lifecycle``)."""
 RunStyle = Literal["single", "parallel", "sequential_interactive", "sequential"]
 """How a phase ran its agents (``Execution Mode`` in checkpoint.md); ``sequential`` (one
 agent after another, no review between them) is a style the first implementation wrote."""
@@ -40,18 +53,24 @@ ActionVerdict = Literal["awaiting", "approved", "sent_back", "stopped"]
 phase again with the comments and changes, or stop (no retries are left)."""
 ProjectStatus = Literal["active", "completed", "archived"]
 """Status of a project (``status`` in project.yaml)."""
+HistoryKind = Literal["checkpoint", "review"]
+"""What a history entry records: a checkpoint save or a saved review."""
 
 PHASE_STATUSES: tuple[PhaseStatus, ...] = get_args(PhaseStatus)
 SESSION_STATUSES: tuple[SessionStatus, ...] = get_args(SessionStatus)
+PHASE_STATES: tuple[PhaseState, ...] = get_args(PhaseState)
 RUN_STYLES: tuple[RunStyle, ...] = get_args(RunStyle)
 FEEDBACK_ACTIONS: tuple[FeedbackAction, ...] = get_args(FeedbackAction)
 PROJECT_STATUSES: tuple[ProjectStatus, ...] = get_args(ProjectStatus)
+HISTORY_KINDS: tuple[HistoryKind, ...] = get_args(HistoryKind)
 ENUMERATIONS: Mapping[str, tuple[str, ...]] = {
     "PhaseStatus": PHASE_STATUSES,
     "SessionStatus": SESSION_STATUSES,
+    "PhaseState": PHASE_STATES,
     "RunStyle": RUN_STYLES,
     "FeedbackAction": FEEDBACK_ACTIONS,
     "ProjectStatus": PROJECT_STATUSES,
+    "HistoryKind": HISTORY_KINDS,
 }
 """Every enumeration by the name of its Literal; a schema's ``$defs`` entry of that name
 gets these values as its ``enum`` (``haytham.format.schema``)."""
@@ -79,7 +98,9 @@ class PhaseRow:
 
     number: int
     name: str
-    status: PhaseStatus
+    status: PhaseState | PhaseStatus
+    """The phase's lifecycle state; older manifests may hold a checkpoint status
+    (``requires_retry``), which is read as written."""
     started: str | None = None
     completed: str | None = None
     duration: float | None = None
@@ -169,6 +190,11 @@ class PhaseCheckpoint:
     user_parameters: str = "{}"
     """Kept as written; haytham itself always writes ``{}``."""
     user_feedback_file: str = "user_feedback.md"
+    outputs_digest: str | None = None
+    """``lifecycle.outputs_digest`` of the phase's agent outputs, recorded when it completed."""
+    built_from: tuple[tuple[int, str], ...] = ()
+    """``(phase, outputs digest)`` of every earlier phase whose outputs this attempt's agents
+    were given, as they were when it started; empty in checkpoints that predate it."""
 
 
 @dataclass(frozen=True)
@@ -227,7 +253,11 @@ class HistoryEntry:
     reason: str | None
     """An optional note on why the save was made."""
     checkpoint_text: str
-    """The checkpoint.md this save wrote, exactly."""
+    """The checkpoint.md this save wrote, exactly (for a review: the phase's checkpoint then)."""
+    kind: HistoryKind = "checkpoint"
+    """``checkpoint`` for a checkpoint save, ``review`` for a saved review."""
+    feedback_text: str | None = None
+    """The user_feedback.md a review wrote, exactly; None for a checkpoint save."""
 
 
 @dataclass(frozen=True)

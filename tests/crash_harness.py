@@ -13,12 +13,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from haytham import CheckpointManager
+from haytham.errors import Issue
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
 from haytham.store.fs import TMP_SUFFIX, temporary_leftovers
 
 WORKER = Path(__file__).resolve().parent / "workers.py"
 PROJECT, SESSION = "crash", "s-1"
 PHASE_DIRS = {1: "phase_1_concept", 2: "phase_2_market_research", 3: "phase_3_niche_selection"}
+
+ALLOWED_STATES = {
+    "completed": {"completed", "awaiting_review", "approved", "sent_back", "stale"},
+    "requires_retry": {"sent_back"},
+}
+"""The lifecycle states a checkpoint status allows; any other status allows only itself."""
 
 
 @dataclass
@@ -117,15 +124,30 @@ def check_session(base_dir: Path, acks: list[list[str]], counts: Counts) -> None
             counts.problems.append(f"lost {path}: holds iteration {found}, acknowledged {iteration}")
 
     manager = CheckpointManager(base_dir=base_dir)
-    if manager.validate_session(PROJECT, SESSION):
+    if _errors(manager):
         counts.manifests_repaired += 1
-    state = manager.load_session(PROJECT, SESSION)
+    manager.load_session(PROJECT, SESSION)  # repairs a manifest a kill left behind
+    # The manifest on disk must now tell the truth: each row is the phase's lifecycle state as
+    # derived from its checkpoint and review file, and that state is one its checkpoint allows.
+    rows = {row.number: row.status for row in MANIFEST.load(session / "session_manifest.md").phases}
+    view = manager.state(PROJECT, SESSION)
     checkpoints = manager.load_checkpoints(PROJECT, SESSION)
     for number, checkpoint in checkpoints.items():
-        if state["phase_statuses"][number] != checkpoint.status:
+        derived = view.phase(number).state
+        allowed = ALLOWED_STATES.get(checkpoint.status, {checkpoint.status})
+        if rows[number] != derived or derived not in allowed:
             counts.lost_manifest_rows += 1
-            counts.problems.append(f"manifest row {number} says {state['phase_statuses'][number]}")
-    remaining = manager.validate_session(PROJECT, SESSION)
+            counts.problems.append(
+                f"manifest row {number} says {rows[number]}, the files {derived}, "
+                f"the checkpoint {checkpoint.status}"
+            )
+    remaining = _errors(manager)
     if remaining:
         counts.lost_manifest_rows += 1
         counts.problems.append(f"after load: {remaining[0]}")
+
+
+def _errors(manager: CheckpointManager) -> list[Issue]:
+    """The session's errors. A stale phase (a later phase built on outputs the writer saved
+    again since) is a warning about the lifecycle, true of the files, not damage from a kill."""
+    return [issue for issue in manager.validate_session(PROJECT, SESSION) if issue.severity == "error"]

@@ -91,7 +91,7 @@ def assert_documented(command: str, data: Any) -> None:
 def test_demo_stops_at_review_then_status_says_what_to_do(base: Path, awaiting: Path) -> None:
     result = run(base, "status", P, S)
     assert result.exit_code == 0
-    assert re.search(r"^1\s+Concept Expansion\s+completed", result.output, re.M)
+    assert re.search(r"^1\s+Concept Expansion\s+awaiting review", result.output, re.M)
     assert re.search(r"^2\s+Market Research\s+pending", result.output, re.M)
     assert (
         f"Next: phase 1 awaits review: edit {awaiting} or run haytham feedback demo idea-001 1 --approve"
@@ -104,11 +104,14 @@ def test_demo_stops_at_review_then_status_says_what_to_do(base: Path, awaiting: 
         "phase": 1,
         "message": data["next"]["message"],
     }
-    assert (data["status"], data["completed_phases"], data["phases"][1]["status"]) == (
-        "in_progress",
-        [1],
+    # phase 1 is done running but waits for its reviewer: the session and every view say so
+    assert (data["status"], data["current_phase"], data["completed_phases"], data["phases"][1]["status"]) == (
+        "awaiting_review",
+        1,
+        [],
         "pending",
     )
+    assert data["phases"][0]["status"] == "awaiting_review"
 
 
 def test_demo_prints_the_example_lines_and_exit_codes(base: Path) -> None:
@@ -201,6 +204,11 @@ CONFIGURED: dict[str, tuple[list[str], str | None, str]] = {
     "feedback": (["feedback", P, S, "1", "--approve"], FEEDBACK_1, f"Understood {FEEDBACK_1}:"),
     "review": (["review"], FEEDBACK_1, f"No change: {FEEDBACK_1} is as it was"),  # $EDITOR is true
     "resume": (["resume", P, S], None, f"Next: phase 1 awaits review: edit {FEEDBACK_1}"),
+    "rerun": (
+        ["rerun", P, S, "--from-phase", "1"],
+        "data/demo/sessions/idea-001/phase_1_concept/attempts/1/checkpoint.md",
+        f"Next: phase 1 awaits review: edit {FEEDBACK_1}",
+    ),
     "validate": (["validate"], None, "session files in 1 sessions, no problems"),
     "doctor": (["doctor", P, S], None, "OK: demo/idea-001 is consistent"),
     "history": (["history", P, S], None, "1 Concept Expansion"),
@@ -217,7 +225,7 @@ CONFIGURED: dict[str, tuple[list[str], str | None, str]] = {
         None,
         "Would remove session demo",
     ),
-    "stats": (["stats"], None, "1 session: 1 in progress"),
+    "stats": (["stats"], None, "1 session: 0 in progress, 0 completed, 0 failed, 1 awaiting review"),
     "log": (["log", P, S], None, "the demo session"),
     "git setup": (["git", "setup"], ".gitattributes", "data/**/session_manifest.md merge=haytham"),
 }
@@ -623,7 +631,9 @@ def test_library_errors_are_one_line_and_exit_1(base: Path, awaiting: Path) -> N
         == f"Error: session demo/nope does not exist (no {base}/demo/sessions/nope/session_manifest.md)\n"
     )
     manifest = awaiting.parent.parent / "session_manifest.md"
-    manifest.write_text(manifest.read_text().replace("- Status: in_progress", "- Status: sleeping"))
+    text = manifest.read_text()
+    assert "- Status: awaiting_review" in text  # phase 1 waits for its reviewer
+    manifest.write_text(text.replace("- Status: awaiting_review", "- Status: sleeping"))
     broken = run(base, "status", P, S)
     assert broken.exit_code == 1
     assert broken.output.startswith(f"Error: {manifest}:")

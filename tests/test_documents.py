@@ -662,8 +662,8 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
             "| 3 | Niche Selection | pending |",
             "| 3 | Niche Selection | waiting |",
             19,
-            "Status: 'waiting' is not one of pending, in_progress, completed, failed, skipped, "
-            "requires_retry",
+            "Status: 'waiting' is not one of pending, in_progress, failed, skipped, completed, "
+            "awaiting_review, approved, sent_back, stale",
         ),
         (
             "session_manifest.md",
@@ -755,16 +755,18 @@ def test_compat_session_loads_with_its_values(compat: CheckpointManager) -> None
         "in_progress",
     )
     assert state["created"] == "2026-11-25T22:57:49.296376Z"
+    # Phase 2's review sent it back (Approved: false, Action: retry) and it has not run
+    # again since (Retry Count: 0): the next resume runs it, so it is the current phase.
     assert (state["current_phase"], state["current_phase_name"], state["can_resume"]) == (
-        3,
-        "Niche Selection",
+        2,
+        "Market Research",
         True,
     )
-    assert state["next_phase"] == 3
-    assert state["completed_phases"] == [1, 2]
+    assert state["next_phase"] == 2
+    assert state["completed_phases"] == [1]
     assert state["phase_statuses"] == {
-        1: "completed",
-        2: "completed",
+        1: "approved",
+        2: "sent_back",
         3: "in_progress",
         6: "pending",
         7: "pending",
@@ -829,8 +831,9 @@ def test_compat_session_keeps_going(compat: CheckpointManager) -> None:
         "proj-alpha", "sess-001", 3, "completed", [{"agent_name": "niche_selector", "tokens": 600}]
     )
     state = compat.load_session("proj-alpha", "sess-001")
-    assert state["completed_phases"] == [1, 2, 3]
-    assert state["current_phase"] == 6
+    assert state["completed_phases"] == [1, 3]
+    assert state["phase_statuses"][3] == "completed"
+    assert (state["current_phase"], state["status"]) == (2, "in_progress")  # phase 2 is sent back
     assert state["metrics"]["total_tokens"] == 18000
     assert compat.load_checkpoint("proj-alpha", "sess-001", 3).started == "2024-11-24T10:05:00Z"
     assert compat.validate_session("proj-alpha", "sess-001") == []

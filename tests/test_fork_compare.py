@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from haytham import (
     IDEA_VALIDATION,
     CheckpointManager,
+    HistoryEntry,
     InvalidArgumentError,
     PhaseDefinition,
     SessionExistsError,
@@ -113,6 +114,11 @@ def build_session(manager: CheckpointManager, session: str = S, user: str = "ada
     )
 
 
+def saves(entries: list[HistoryEntry]) -> list[HistoryEntry]:
+    """The checkpoint saves among history entries (a saved review is an entry too)."""
+    return [entry for entry in entries if entry.kind == "checkpoint"]
+
+
 def tree(directory: Path) -> dict[str, bytes | None]:
     """Every file (bytes) and directory (None) under ``directory``, by relative path."""
     if not directory.exists():
@@ -150,7 +156,7 @@ def test_fork_copies_the_earlier_phases_byte_for_byte_and_starts_at_the_phase(
         assert (target / later).is_dir() and not any((target / later).iterdir())
     state = manager.load_session(P, "s-2")
     assert state["phase_statuses"] == {
-        1: "completed",
+        1: "approved",  # its approving review is copied with it
         2: "completed",
         3: "pending",
         6: "pending",
@@ -196,7 +202,8 @@ def test_the_forks_history_starts_with_one_entry_per_copied_checkpoint(manager: 
     for entry in entries:
         directory = manager.phase_dir(P, "s-2", entry.phase_number)
         assert entry.checkpoint_text == (directory / "checkpoint.md").read_text(encoding="utf-8")
-    assert len(manager.history(P, S)) == 5  # the source's own history is not copied, nor changed
+    # the source's own history (5 checkpoint saves, 2 reviews) is not copied, nor changed
+    assert len(manager.history(P, S)) == 7
 
 
 def test_the_source_session_is_untouched_byte_for_byte(manager: CheckpointManager) -> None:
@@ -304,7 +311,7 @@ def test_the_forked_from_line_round_trips_and_is_optional(manager: CheckpointMan
 
 
 def test_compare_two_entries_shows_status_metadata_metrics_and_outputs(manager: CheckpointManager) -> None:
-    entries = manager.history(P, S, phase=1)
+    entries = saves(manager.history(P, S, phase=1))
     first, last = entries[0], entries[-1]  # attempt 1 completed, attempt 2 completed and named
     second = manager.history_entry(P, S, last.entry_id[:6])  # a unique prefix is enough
     outputs = (manager.entry_state(P, S, first)[1], manager.entry_state(P, S, second)[1])
@@ -323,7 +330,7 @@ def test_compare_two_entries_shows_status_metadata_metrics_and_outputs(manager: 
 
 
 def test_compare_entries_without_outputs_compares_the_agent_rows(manager: CheckpointManager) -> None:
-    entries = manager.history(P, S)
+    entries = saves(manager.history(P, S))
     started = entries[1]  # attempt 2 opened: agent pending, tokens unknown
     done = entries[2]
     result = compare(started, done)
@@ -437,7 +444,7 @@ def test_history_command_lists_and_filters_entries(manager: CheckpointManager) -
     assert set(data) == {k for k in documented if "." not in k}
     assert set(data["entries"][0]) == {k.split(".", 1)[1] for k in documented if k.startswith("entries[].")}
     code, out = invoke(history_command, P, S, "--name", "approved draft", "--json", "--base-dir", base)
-    assert [e["entry_id"] for e in json.loads(out)["entries"]] == [entries[2].entry_id]
+    assert [e["entry_id"] for e in json.loads(out)["entries"]] == [saves(entries)[2].entry_id]
     code, out = invoke(history_command, P, S, "--since", "2030-01-01T00:00:00Z", "--base-dir", base)
     assert code == 0 and "No history entries" in out
     code, out = invoke(history_command, P, S, "--status", "finished", "--base-dir", base)

@@ -24,6 +24,7 @@ from click.testing import CliRunner
 
 from haytham import CheckpointManager
 from haytham.cli.git import COMMANDS, JSON_OUTPUT
+from haytham.format import FEEDBACK
 from haytham.format.workflow import IDEA_VALIDATION
 from haytham.git.autocommit import AutoCommit, enable_autocommit
 from haytham.git.merge import attribute_lines, driver_command, setup
@@ -250,6 +251,25 @@ class SaveRecorder:
                 "## Metrics",
             }
 
+        def review_written() -> None:
+            """A saved review adds one ``Kind: review`` history entry (a blank, not yet reviewed
+            file adds none) and moves the manifest: History Head, this phase's row (its
+            lifecycle state) and Current Phase."""
+            history = f"{session}/{HISTORY_DIR}/"
+            new_entries = [p for p in after if p.startswith(history) and p not in before]
+            if FEEDBACK.parse(after[f"{phase_dir}/user_feedback.md"].decode()).reviewed:
+                assert len(new_entries) == 1, f"{name} added {new_entries}"
+                assert "- Kind: review" in after[new_entries[0]].decode(), new_entries
+                file_change(new_entries[0])
+            else:
+                assert new_entries == [], f"{name} added {new_entries}"
+            file_change(manifest)
+            changed = changed_keys(before[manifest].decode(), after[manifest].decode())
+            labels = {k[1] for k in changed if k[0] == "## Metadata"}
+            assert labels <= MANIFEST_MAY_CHANGE, changed
+            assert {k[2] for k in changed if k[0] == "## Phase Status"} <= {str(args[2])}, changed
+            assert {k[0] for k in changed} <= {"## Metadata", "## Phase Status", "## Current Phase"}
+
         if name == "create_session":
             expected[manifest] = (line_count(after[manifest]), 0)
             own_workflow = manifest.replace("session_manifest.md", "workflow.yaml")
@@ -264,6 +284,8 @@ class SaveRecorder:
             file_change(f"{phase_dir}/{args[3]}.md")
         elif name in ("save_user_feedback", "update_feedback"):
             file_change(f"{phase_dir}/user_feedback.md")
+            if before.get(f"{phase_dir}/user_feedback.md") != after.get(f"{phase_dir}/user_feedback.md"):
+                review_written()
         elif name == "save_checkpoint":
             if before.get(f"{phase_dir}/checkpoint.md") != after.get(f"{phase_dir}/checkpoint.md"):
                 checkpoint_written(phase_dir)

@@ -160,9 +160,22 @@ def test_a_retry_on_one_clone_and_progress_on_another_merge_the_manifest(tmp_pat
     assert "Auto-merging " + MANIFEST in output or how == "--rebase"
 
     merged = CheckpointManager(b / "projects")
-    assert_session_sound(merged)  # the manifest agrees with the checkpoints without a repair
+    # Phases 3.. came from a, built on phase 2's first attempt; b brought the second. They are
+    # stale now: validate warns (no error), naming phase 2; the manifest's rows catch up at
+    # the next write, which doctor --fix (or a load) makes.
+    issues = merged.validate_session(P, S)
+    assert [i for i in issues if i.severity == "error"] == []
+    stale_warnings = [i.message for i in issues if i.field == "Built From"]
+    assert stale_warnings == [
+        f"phase {n} is stale (built on phase 2, which changed since); run haytham resume to run it again"
+        for n in (3, 6, 7)
+    ]
+    assert all("haytham doctor --fix" in i.message for i in issues if i.field == "Phase Status")
+    assert [f.kind for f in merged.check(P, S) if f.kind == "stale_phase"] == ["stale_phase"] * 3
     state = merged.load_session(P, S)
-    assert state["status"] == "completed"
+    assert state["status"] == "in_progress"
+    assert state["stale_phases"] == {3: [2], 6: [2], 7: [2]}
+    assert [i.field for i in merged.validate_session(P, S)] == ["Built From"] * 3  # the load wrote the rows
     assert merged.load_checkpoint(P, S, 2).retry_count == 1
     assert [a.number for a in merged.load_attempts(P, S, 2)] == [1, 2]
     assert merged.load_checkpoint(P, S, 3).status == "completed"
@@ -173,7 +186,8 @@ def test_a_retry_on_one_clone_and_progress_on_another_merge_the_manifest(tmp_pat
     heads = {runner_side.load_manifest(P, S).history_head, expected_head_b}
     newest = max((e for e in entries if e.entry_id in heads), key=lambda e: e.timestamp)
     assert merged.load_manifest(P, S).history_head == newest.entry_id
-    assert git(b, "status", "--porcelain").stdout == ""
+    # the load wrote the stale rows into the manifest: the only change in the tree
+    assert git(b, "status", "--porcelain").stdout == f" M {MANIFEST}\n"
 
 
 def test_the_manifest_merge_is_the_same_from_both_sides(tmp_path: Path) -> None:
@@ -362,8 +376,17 @@ def test_two_different_reviews_of_one_phase_attempt_conflict(tmp_path: Path) -> 
     feedback = f"projects/{P}/sessions/{S}/phase_1_concept/user_feedback.md"
     assert code == 1
     assert f"CONFLICT (content): Merge conflict in {feedback}" in output
-    assert "haytham" not in output  # git's own merge: the driver does not handle reviews
-    assert git(b, "status", "--porcelain").stdout.splitlines() == [f"UU {feedback}"]
+    # git's own merge handles the review file; the driver merges only the manifest, which both
+    # reviews updated (their rows and history heads), and it merged without a conflict
+    assert (
+        f"CONFLICT (content): Merge conflict in projects/{P}/sessions/{S}/session_manifest.md" not in output
+    )
+    assert not any("haytham" in line and "user_feedback" in line for line in output.splitlines())
+    status = git(b, "status", "--porcelain").stdout.splitlines()
+    # a's review entry arrives beside b's own (each review is a history entry); only the
+    # review file itself conflicts
+    assert [line for line in status if not line.startswith("A  ")] == [f"UU {feedback}"]
+    assert [line.split("/")[-2] for line in status if line.startswith("A  ")] == ["history"]
     text = (b / feedback).read_text("utf-8")
     assert "<<<<<<< HEAD" in text and "Too vague." in text and "Ship it." in text
 

@@ -80,10 +80,14 @@ def test_an_entry_returns_the_state_it_recorded(manager: CheckpointManager) -> N
     manager.save_agent_output(P, S, 1, "writer", "second text")
     manager.save_checkpoint(P, S, 1, "completed", [{"agent_name": "writer", "tokens": 7}], retry_count=1)
     entries = manager.history(P, S, phase=1, status="completed")
-    first, second = (manager.entry_state(P, S, e) for e in entries)
+    # the review is an entry too: it records the checkpoint it judged and the review file
+    assert [(e.kind, e.attempt) for e in entries] == [("checkpoint", 1), ("review", 1), ("checkpoint", 2)]
+    first, review, second = (manager.entry_state(P, S, e) for e in entries)
     assert (first[0].total_tokens, first[1]) == (5, {"writer": "first text"})
+    assert review == first
+    assert entries[1].feedback_text is not None and "again" in entries[1].feedback_text
     assert (second[0].total_tokens, second[1]) == (7, {"writer": "second text"})
-    assert [e.attempt for e in manager.history(P, S)] == [1, 2, 2]
+    assert [e.attempt for e in manager.history(P, S)] == [1, 1, 2, 2]
 
 
 def test_saving_the_same_data_twice_changes_no_byte(manager: CheckpointManager) -> None:

@@ -30,7 +30,7 @@ def test_a_phase_without_checkpoint_is_pending_and_the_session_needs_a_runner() 
 @pytest.mark.parametrize(
     ("review", "verdict", "expected"),
     [
-        (True, "none", "awaiting_review"),
+        (True, "none", "completed"),  # no review file: nobody asked for one
         (True, "awaiting", "awaiting_review"),
         (True, "approved", "approved"),
         (True, "sent_back", "sent_back"),

@@ -281,6 +281,12 @@ def retried(
         m.save_agent_output(project, session, 1, "concept_expansion", f"attempt {attempt}")
         agents = [{"agent_name": "concept_expansion"}]
         m.save_checkpoint(project, session, 1, "completed", agents=agents, retry_count=attempt - 1)
+    if finish and attempts > 1:
+        # the later phases were built on attempt 1: they are stale until they run again on
+        # the current attempt, as a resume runs them, and only then is the session finished
+        for n in MVP[1:]:
+            m.save_checkpoint(project, session, n, "completed", agents=[])
+        assert m.state(project, session).state == "completed"
     return m.phase_dir(project, session, 1)
 
 

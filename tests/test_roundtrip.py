@@ -237,6 +237,7 @@ def test_tools_used(manager: CheckpointManager, session: tuple[str, str], tools:
 def test_feedback_comments(
     manager: CheckpointManager, session: tuple[str, str], comments: str, approved: bool
 ) -> None:
+    manager.save_checkpoint(*session, 3, "completed", [])  # the lifecycle approves only a phase that ran
     manager.save_user_feedback(*session, 3, True, approved, comments, ["one"], "retry", 1)
     feedback = manager.load_feedback(*session, 3)
     assert feedback is not None
@@ -245,6 +246,7 @@ def test_feedback_comments(
     assert feedback.requested_changes == ("one",)
     assert (feedback.action, feedback.retry_count) == ("retry", 1)
     assert (3 in manager.get_approved_phases(*session)) is approved
+    assert manager.state(*session).phase(3).state == ("approved" if approved else "sent_back")
 
 
 @PROPERTY

@@ -30,6 +30,7 @@ COMMANDS = (
     "feedback",
     "review",
     "resume",
+    "rerun",
     "validate",
     "doctor",
     "history",

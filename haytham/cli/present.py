@@ -27,7 +27,16 @@ NEXT_KEYS = {
 }
 """The ``--json`` keys of ``next_step``'s advice, for the commands that print it."""
 
-_STATUS_STYLES = {"completed": "green", "failed": "red", "in_progress": "yellow", "requires_retry": "yellow"}
+_STATUS_STYLES = {
+    "completed": "green",
+    "approved": "green",
+    "failed": "red",
+    "in_progress": "yellow",
+    "awaiting_review": "cyan",
+    "sent_back": "yellow",
+    "stale": "yellow",
+    "requires_retry": "yellow",
+}
 
 
 def status_cell(status: str) -> Text:
@@ -56,7 +65,9 @@ def next_step(manager: CheckpointManager, project: str, session: str) -> Advice:
         approve = suggest("feedback", project, session, str(number), "--approve")
         message = f"phase {number} awaits review: edit {step.feedback_file} or run {approve}"
     elif step.reason == "sent_back":
-        message = f"phase {number} was sent back: run {resume} to run it again"
+        message = f"phase {number} was sent back: run {resume} to run it again with the comments"
+    elif step.reason == "stale":
+        message = f"phase {number} is {step.detail}: run {resume} to run it again"
     elif step.reason == "failed":
         why = f" ({step.detail})" if step.detail else ""
         message = f"phase {number} failed{why}: fix the cause, then run {resume}"
@@ -83,25 +94,26 @@ def declare_agents(project: str, session: str) -> list[str]:
 def print_status(console: Console, manager: CheckpointManager, project: str, session: str) -> None:
     """The session's phase table, current phase, totals and next step, for people."""
     state = manager.load_session(project, session)
+    view = manager.state(project, session)
     click.echo(
         f"Session {project}/{session}: user {state['user_id']}, {state['workflow_type']} "
         f"({state['execution_mode']} mode), {state['status']}"
     )
     phases = table(console, "Phase", "Name", "Status", "Started", "Completed", "Duration")
     for row in state["phases"]:
+        described = view.phase(row["number"]).describe()
         phases.add_row(
             *map(cell, (row["number"], row["name"])),
-            status_cell(row["status"]),
+            Text(described, style=_STATUS_STYLES.get(row["status"], "")),
             cell(when(row["started"])),
             cell(when(row["completed"])),
             cell(seconds(row["duration"])),
         )
     print_table(console, phases)
-    current = f"{state['current_phase']} {state['current_phase_name']}".strip()
+    current = "none: every phase is done"
+    if view.current is not None:
+        current = f"{view.current.number} {view.current.name} ({view.current.describe()})"
     advice = next_step(manager, project, session)
-    if advice.action == "review" and advice.phase is not None:
-        name = manager.session_workflow(project, session).phase(advice.phase).name
-        current = f"{advice.phase} {name} (awaiting review)"
     metrics = state["metrics"]
     click.echo(f"Current phase: {current}")
     click.echo(

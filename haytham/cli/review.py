@@ -30,7 +30,6 @@ from haytham.errors import HaythamError, Issue, ProjectNotFoundError
 from haytham.format import FEEDBACK
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.records import UserFeedback
-from haytham.run.runner import next_step as runner_next_step
 from haytham.store import fs
 from haytham.store.clock import parse_timestamp
 from haytham.store.manager import CheckpointManager
@@ -251,9 +250,9 @@ def awaiting_review(
     """Every phase awaiting review under the base dir (or in a project, or a session), oldest
     finished first, and a warning for each session that could not be read.
 
-    The one place that decides what awaits review: today the runner's rule (``next_step``:
-    a phase with a review gate whose feedback has no decision, or cannot be read); when the
-    store's lifecycle module is wired in, only this function changes.
+    The one place that decides what awaits review: the session's current phase when the
+    lifecycle (``manager.state``) says it awaits review (a review file that cannot be read
+    included, so that it gets fixed).
     """
     if session is not None and project is not None:
         pairs = [(project, session)]
@@ -270,20 +269,17 @@ def awaiting_review(
     items = []
     for project_id, session_id in pairs:
         try:
-            step = runner_next_step(manager, project_id, session_id)
-            if step.phase is None or step.reason not in ("awaiting_review", "invalid_feedback"):
+            current = manager.state(project_id, session_id).current
+            if current is None or current.state != "awaiting_review":
                 continue
-            checkpoint = manager.load_checkpoint(project_id, session_id, step.phase)
         except HaythamError as error:
             if session is not None:
                 raise
             warnings.append(f"skipped {project_id}/{session_id}: {error}")
             continue
-        path = manager.phase_dir(project_id, session_id, step.phase) / FEEDBACK_FILE
+        path = manager.phase_dir(project_id, session_id, current.number) / FEEDBACK_FILE
         items.append(
-            AwaitingReview(
-                project_id, session_id, step.phase, checkpoint.phase_name, checkpoint.completed, path
-            )
+            AwaitingReview(project_id, session_id, current.number, current.name, current.waiting_since, path)
         )
     items.sort(key=lambda i: (_moment(i.finished), i.project, i.session, i.phase))
     return items, warnings

@@ -29,6 +29,14 @@ from haytham.run.runner import Agent, PhaseRunner, load_callable, missing_agents
 from haytham.store.manager import CheckpointManager
 
 JSON_OUTPUT: dict[str, dict[str, str]] = {
+    "rerun": {
+        "status": "`completed`, `awaiting_review` or `failed`",
+        "phase": "the phase the run stopped at, or null",
+        "feedback_file": "the file to edit when a phase awaits review, or null",
+        "error": "why the run failed, or null",
+        "ran_agents": "`phase:agent` for every agent this run called, in order",
+        **NEXT_KEYS,
+    },
     "resume": {
         "status": "`completed`, `awaiting_review` or `failed`",
         "phase": "the phase the run stopped at, or null",
@@ -89,10 +97,7 @@ def demo(
     click.get_current_context().exit(1 if result.status == "failed" else 0)
 
 
-@command()
-@click.argument("project")
-@click.argument("session")
-@click.option(
+_AGENTS_OPTION = click.option(
     "--agents",
     "agent_specs",
     multiple=True,
@@ -101,6 +106,12 @@ def demo(
     "agent names to callables, or one callable for every agent no other --agents names. "
     "Overrides the agents: of the session's workflow.",
 )
+
+
+@command()
+@click.argument("project")
+@click.argument("session")
+@_AGENTS_OPTION
 @base_dir_option
 @json_option
 def resume(project: str, session: str, agent_specs: tuple[str, ...], base_dir: Path, as_json: bool) -> None:
@@ -109,10 +120,51 @@ def resume(project: str, session: str, agent_specs: tuple[str, ...], base_dir: P
     Each agent is played by the callable that --agents names, else by the one the session's
     workflow names in its agents: mapping (module:function, imported now). A session with
     an agent that neither names is refused before anything is written. Agent outputs saved
-    by an earlier run are kept, not redone. Exit code 1 when the run fails or is refused.
+    by an earlier run are kept, not redone; a phase sent back or stale (built on outputs
+    that changed since) runs again, its previous run kept as an attempt. Exit code 1 when
+    the run fails or is refused.
     """
+    _run(project, session, agent_specs, base_dir, as_json, from_phase=None)
+
+
+@command()
+@click.argument("project")
+@click.argument("session")
+@click.option(
+    "--from-phase",
+    type=click.IntRange(min=1),
+    required=True,
+    metavar="N",
+    help="The first phase to run again; every later phase runs again too.",
+)
+@_AGENTS_OPTION
+@base_dir_option
+@json_option
+def rerun(
+    project: str, session: str, from_phase: int, agent_specs: tuple[str, ...], base_dir: Path, as_json: bool
+) -> None:
+    """Run phase N and every later phase again, keeping their runs as attempts.
+
+    The agents are found as resume finds them, and a session with an agent that has none
+    is refused before anything is written. Exit code 1 when the run fails or is refused.
+    """
+    _run(project, session, agent_specs, base_dir, as_json, from_phase=from_phase)
+
+
+def _run(
+    project: str,
+    session: str,
+    agent_specs: tuple[str, ...],
+    base_dir: Path,
+    as_json: bool,
+    *,
+    from_phase: int | None,
+) -> None:
+    """``resume`` and ``rerun``: resolve the agents, run, say where the run stopped."""
     manager = CheckpointManager(base_dir)
     workflow = manager.session_workflow(project, session)
+    if from_phase is not None:
+        workflow.phase_in_mode(from_phase, manager.load_manifest(project, session).execution_mode)
     if os.getcwd() not in sys.path:  # a project's own agents module, as python -m would find it
         sys.path.insert(0, os.getcwd())
     agents = resolve_agents(workflow, _given_agents(agent_specs, workflow))
@@ -129,8 +181,12 @@ def resume(project: str, session: str, agent_specs: tuple[str, ...], base_dir: P
 
     runner = PhaseRunner(manager, workflow, agents, on_output_saved=saved)
     if not as_json:
-        click.echo(f"Resuming {project}/{session}")
-    result = runner.run(project, session)
+        again = f" from phase {from_phase}" if from_phase is not None else ""
+        click.echo(f"{'Re-running' if from_phase is not None else 'Resuming'} {project}/{session}{again}")
+    if from_phase is None:
+        result = runner.run(project, session)
+    else:
+        result = runner.rerun(project, session, from_phase)
     step = next_step(manager, project, session)
     if as_json:
         emit_json({**plain(result), "next": plain(step)})
@@ -177,5 +233,5 @@ def _given_agents(specs: Sequence[str], workflow: Workflow) -> dict[str, Agent]:
     return agents
 
 
-COMMANDS: list[click.Command] = [demo, resume]
+COMMANDS: list[click.Command] = [demo, resume, rerun]
 """The commands for ``haytham.cli.main`` to register."""

@@ -38,12 +38,10 @@ from haytham.cli.present import (
     status_cell,
 )
 from haytham.format.workflow import IDEA_VALIDATION, load_workflow
-from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
+from haytham.records import SESSION_STATUSES, AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.run.runner import missing_agents
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import SessionSummary, list_sessions
-
-SESSION_STATUSES = ("in_progress", "completed", "failed")
 
 # Each read command's --json keys. ``a[].b`` is key ``b`` of each item of list ``a``; keys in
 # JSON_RECORDS hold a record of haytham.records with its fields as keys (null when absent).
@@ -53,9 +51,10 @@ _SESSION_KEYS = {
     "user_id": "who the session belongs to",
     "workflow_type": "the workflow's name, e.g. `idea_validation`",
     "execution_mode": "the workflow mode, e.g. `mvp` or `full`",
-    "status": "`in_progress`, `completed` or `failed`",
+    "status": "`in_progress`, `awaiting_review`, `completed` or `failed`",
     "current_phase": "the manifest's current phase number (0 before any phase started)",
     "current_phase_name": "that phase's name",
+    "current_state": "that phase's lifecycle state in words, e.g. `stale (built on phase 2, ...)`",
     "created": "ISO 8601 UTC timestamp",
     "last_updated": "ISO 8601 UTC timestamp",
 }
@@ -75,11 +74,14 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         **_SESSION_KEYS,
         "can_resume": "the manifest's Can Resume",
         "next_phase": "the first phase that is not done, or null",
-        "completed_phases": "numbers of the completed phases",
+        "next_action": "`run`, `review`, `fix` or `done`: what the session needs next",
+        "completed_phases": "numbers of the completed or approved phases",
+        "stale_phases": "each stale phase's number with the earlier phases it was built on that changed",
         "phases": "the manifest's phase table, one object per phase of the mode",
         "phases[].number": "phase number",
         "phases[].name": "phase name",
-        "phases[].status": "`pending`, `in_progress`, `completed`, `failed`, `skipped` or `requires_retry`",
+        "phases[].status": "the phase's lifecycle state: `pending`, `in_progress`, `failed`, `skipped`, "
+        "`completed`, `awaiting_review`, `approved`, `sent_back` or `stale` (docs/lifecycle.md)",
         "phases[].started": "ISO 8601 UTC timestamp or null",
         "phases[].completed": "ISO 8601 UTC timestamp or null",
         "phases[].duration": "seconds or null",
@@ -165,6 +167,9 @@ def new(project: str, session: str, user: str, mode: str | None, workflow_spec: 
 @click.option("--project", help="Only this project's sessions.")
 @click.option("--user", help="Only this user's sessions.")
 @click.option("--status", type=click.Choice(SESSION_STATUSES), help="Only sessions with this status.")
+@click.option(
+    "--awaiting-review", is_flag=True, help="Only sessions waiting for a reviewer (--status awaiting_review)."
+)
 @click.option("--limit", type=click.IntRange(min=0), help="Show at most N sessions.", metavar="N")
 @click.option(
     "--offset", type=click.IntRange(min=0), default=0, help="Skip the first N sessions.", metavar="N"
@@ -175,6 +180,7 @@ def list_command(
     project: str | None,
     user: str | None,
     status: str | None,
+    awaiting_review: bool,
     limit: int | None,
     offset: int,
     base_dir: Path,
@@ -185,6 +191,10 @@ def list_command(
     Only manifests are read, so this stays fast for many sessions; a manifest that cannot
     be read is reported as a warning (run haytham validate for the details).
     """
+    if awaiting_review:
+        if status not in (None, "awaiting_review"):
+            raise click.UsageError(f"--awaiting-review lists awaiting_review sessions, not {status}")
+        status = "awaiting_review"
     manager = CheckpointManager(base_dir)
     if project is not None:
         manager.project_dir(project)  # refuses an unsafe project id
@@ -227,7 +237,7 @@ def list_command(
         listing.add_row(
             *map(cell, (s.project_id, s.session_id, s.user_id, s.execution_mode)),
             status_cell(s.status),
-            cell(f"{s.current_phase} {s.current_phase_name}".strip()),
+            cell(_current(s)),
             cell(when(s.last_updated)),
             cell(s.total_tokens),
             cell(f"${s.total_cost:.4f}"),
@@ -235,6 +245,14 @@ def list_command(
     print_table(console, listing)
     if len(page) < len(found):
         click.echo(f"Showing {offset + 1}-{offset + len(page)} of {len(found)} sessions")
+
+
+def _current(summary: SessionSummary) -> str:
+    """``3 Niche Selection (stale (built on phase 2, ...))``: the phase and, unless done, its state."""
+    text = f"{summary.current_phase} {summary.current_phase_name}".strip()
+    if summary.status == "completed" or summary.current_phase == 0 or not summary.current_state:
+        return text
+    return f"{text} ({summary.current_state})"
 
 
 def _summary_json(summary: SessionSummary) -> dict[str, Any]:

@@ -37,11 +37,20 @@ INPUTS = SectionSpec(
     ),
     required=False,
 )
+BUILT_FROM = SectionSpec("Built From", required=False, attr="built_from")
+"""One ``- Phase {n}: {outputs digest}`` line per earlier phase whose outputs the agents were
+given; written only when there is one."""
+BUILT_FROM_LABEL = "Phase "
 OUTPUTS = SectionSpec(
     "Outputs",
-    (FieldSpec("agent_outputs", "Agent Outputs"), FieldSpec("user_feedback_file", "User Feedback")),
+    (
+        FieldSpec("agent_outputs", "Agent Outputs"),
+        FieldSpec("user_feedback_file", "User Feedback"),
+        FieldSpec("outputs_digest", "Outputs Digest"),
+    ),
     required=False,
 )
+"""Outputs Digest is written only when the phase completed."""
 METRICS = SectionSpec(
     "Metrics",
     (
@@ -66,7 +75,7 @@ NEXT_PHASE = SectionSpec(
 )
 ERRORS = SectionSpec("Errors", required=False, attr="errors")
 """Written only when there are errors, one list item each."""
-SECTIONS = (METADATA, AGENTS, INPUTS, OUTPUTS, METRICS, NEXT_PHASE, ERRORS)
+SECTIONS = (METADATA, AGENTS, INPUTS, BUILT_FROM, OUTPUTS, METRICS, NEXT_PHASE, ERRORS)
 
 
 class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
@@ -104,7 +113,9 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
             inputs, "user_parameters", _read_kept("{}"), default="{}", required=False
         )
 
+        data["built_from"] = _read_built_from(reader)
         outputs = reader.fields(reader.section(OUTPUTS))
+        data["outputs_digest"] = take(outputs, "outputs_digest", v.read_text, required=False)
         files = take(outputs, "agent_outputs", v.read_list, default=[], required=False)
         data["user_feedback_file"] = take(
             outputs,
@@ -160,7 +171,8 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
 
     def _build(self, data: dict[str, Any]) -> PhaseCheckpoint:
         agents = tuple(AgentRun(**agent) for agent in data.pop("agents"))
-        return PhaseCheckpoint(agents=agents, errors=tuple(data.pop("errors")), **data)
+        built_from = tuple((int(n), str(d)) for n, d in data.pop("built_from"))
+        return PhaseCheckpoint(agents=agents, errors=tuple(data.pop("errors")), built_from=built_from, **data)
 
     def render(self, record: PhaseCheckpoint) -> str:
         agents = record.agents
@@ -182,6 +194,7 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
         outputs = {
             "agent_outputs": v.write_list([a.output_file for a in agents]),
             "user_feedback_file": v.write_text(record.user_feedback_file),
+            "outputs_digest": record.outputs_digest,
         }
         metrics = {
             "total_tokens": v.write_int(record.total_tokens),
@@ -210,6 +223,14 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
             "",
             *write_fields(INPUTS, inputs),
             "",
+        ]
+        if record.built_from:
+            lines += [
+                BUILT_FROM.heading,
+                *(f"- {BUILT_FROM_LABEL}{number}: {digest}" for number, digest in record.built_from),
+                "",
+            ]
+        lines += [
             *write_fields(OUTPUTS, outputs),
             "",
             *write_fields(METRICS, metrics),
@@ -219,6 +240,24 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
         if record.errors:
             lines += ["", ERRORS.heading, *(f"- {v.write_text(e)}" for e in record.errors)]
         return "\n".join(lines) + "\n"
+
+
+def _read_built_from(reader: Reader) -> list[list[Any]]:
+    """``- Phase {n}: {digest}`` lines, in the order written; a line that is not one is an error."""
+    section = reader.section(BUILT_FROM)
+    if section is None:
+        return []
+    reader.lines[("built_from",)] = section.line
+    found: list[list[Any]] = []
+    for field in reader.fields(section, exact=True).values():
+        number = field.label[len(BUILT_FROM_LABEL) :].strip()
+        digest = v.read_text(field.value) or ""
+        if not field.label.startswith(BUILT_FROM_LABEL) or not number.isdigit():
+            reader.error(field.line, BUILT_FROM.title, f"{field.label!r} is not 'Phase {{number}}'")
+            continue
+        reader.lines[("built_from", len(found))] = field.line
+        found.append([int(number), digest])
+    return found
 
 
 def _read_optional_name(raw: str) -> str | None:

@@ -31,11 +31,15 @@ METADATA = SectionSpec(
         FieldSpec("timestamp", "Timestamp"),
         FieldSpec("name", "Name"),
         FieldSpec("reason", "Reason"),
+        FieldSpec("kind", "Kind"),
     ),
 )
-"""``- Phase: {number} - {name}`` holds both phase_number and phase_name."""
+"""``- Phase: {number} - {name}`` holds both phase_number and phase_name; ``Kind`` is written
+only for a review (an entry without it records a checkpoint save)."""
 CHECKPOINT_SECTION = SectionSpec("Checkpoint", attr="checkpoint_text")
-SECTIONS = (METADATA, CHECKPOINT_SECTION)
+FEEDBACK_SECTION = SectionSpec("Feedback", required=False, attr="feedback_text")
+"""A review entry's user_feedback.md, fenced."""
+SECTIONS = (METADATA, CHECKPOINT_SECTION, FEEDBACK_SECTION)
 
 
 class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
@@ -60,7 +64,19 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
             "name": take(fields, "name", v.read_text, required=False),
             "reason": take(fields, "reason", v.read_text, required=False),
             "checkpoint_text": "",
+            "kind": take(fields, "kind", v.read_text, default="checkpoint", required=False),
+            "feedback_text": None,
         }
+        feedback = reader.section(FEEDBACK_SECTION)
+        if feedback is not None:
+            reader.lines[("feedback_text",)] = feedback.line
+            found = first_fence(feedback.body, feedback.body_line)
+            if found is None:
+                reader.error(
+                    feedback.line, FEEDBACK_SECTION.title, "has no fenced block holding user_feedback.md"
+                )
+            else:
+                data["feedback_text"] = v.read_fenced(found[0], found[1])
         checkpoint = reader.section(CHECKPOINT_SECTION)
         if checkpoint is not None:
             reader.lines[("checkpoint_text",)] = checkpoint.line
@@ -86,6 +102,7 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
             "timestamp": record.timestamp,
             "name": v.write_text(record.name),
             "reason": v.write_text(record.reason),
+            "kind": record.kind if record.kind != "checkpoint" else None,
         }
         lines = [
             f"# {TITLE}{record.entry_id}",
@@ -95,6 +112,8 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
             CHECKPOINT_SECTION.heading,
             v.write_fenced(record.checkpoint_text),
         ]
+        if record.feedback_text is not None:
+            lines += ["", FEEDBACK_SECTION.heading, v.write_fenced(record.feedback_text)]
         return "\n".join(lines) + "\n"
 
 

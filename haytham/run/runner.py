@@ -23,6 +23,7 @@ from haytham.errors import HaythamError, InvalidArgumentError, WorkflowChangedEr
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
+from haytham.store import lifecycle
 from haytham.store.manager import CheckpointManager
 
 
@@ -93,12 +94,9 @@ ReviewVerdict = Literal["awaiting", "approved", "sent_back"]
 
 
 def review_verdict(feedback: UserFeedback | None) -> ReviewVerdict:
-    """How a run reads a phase's feedback; the one rule the runner and the CLI share."""
-    if feedback is None or not feedback.reviewed:
-        return "awaiting"
-    if feedback.approved or feedback.action in ("approved", "skipped"):
-        return "approved"
-    return "sent_back"
+    """How a run reads a phase's feedback: ``lifecycle.verdict``, with no file read as awaiting."""
+    found = lifecycle.verdict(feedback)
+    return "awaiting" if found == "none" else found
 
 
 @dataclass(frozen=True)
@@ -108,45 +106,34 @@ class NextStep:
     action: Literal["review", "resume", "fix", "done"]
     phase: int | None
     reason: Literal[
-        "awaiting_review", "sent_back", "failed", "interrupted", "ready", "invalid_feedback", "done"
+        "awaiting_review", "sent_back", "stale", "failed", "interrupted", "ready", "invalid_feedback", "done"
     ]
     detail: str = ""
-    """The phase's errors, or what is wrong with its feedback file."""
+    """The phase's errors, what is wrong with its feedback file, or what a stale phase was built on."""
     feedback_file: Path | None = None
 
 
 def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> NextStep:
-    """Walk the session's phases the way ``PhaseRunner.run`` does, without running anything.
-
-    The manifest's Current Phase knows nothing of review gates; this does.
-    """
-    state = manager.load_session(project_id, session_id)
-    workflow = manager.session_workflow(project_id, session_id)
-    checkpoints = manager.load_checkpoints(project_id, session_id)
-    for phase in workflow.phases_for(state["execution_mode"]):
-        number = phase.number
-        checkpoint = checkpoints.get(number)
-        status = checkpoint.status if checkpoint else "pending"
-        if status == "skipped" or (status == "completed" and not phase.review):
-            continue
-        if status == "completed":
-            path = manager.phase_dir(project_id, session_id, number) / FEEDBACK_FILE
-            try:
-                verdict = review_verdict(manager.load_feedback(project_id, session_id, number))
-            except HaythamError as error:
-                return NextStep("fix", number, "invalid_feedback", str(error), path)
-            if verdict == "approved":
-                continue
-            reason: Literal["awaiting_review", "sent_back"] = (
-                "awaiting_review" if verdict == "awaiting" else "sent_back"
-            )
-            return NextStep(
-                "review" if verdict == "awaiting" else "resume", number, reason, feedback_file=path
-            )
-        if status == "failed":
-            return NextStep("resume", number, "failed", "; ".join(checkpoint.errors if checkpoint else ()))
-        return NextStep("resume", number, "interrupted" if status == "in_progress" else "ready")
-    return NextStep("done", None, "done")
+    """What the session needs next, read from ``manager.state`` (the lifecycle): the phase the
+    next run starts with or stops at, and why. Nothing is run or written."""
+    view = manager.state(project_id, session_id)
+    current = view.current
+    if current is None:
+        return NextStep("done", None, "done")
+    number = current.number
+    path = manager.phase_dir(project_id, session_id, number) / FEEDBACK_FILE
+    if view.next_action == "fix":
+        return NextStep("fix", number, "invalid_feedback", current.problem or "", path)
+    if current.state == "awaiting_review":
+        return NextStep("review", number, "awaiting_review", feedback_file=path)
+    if current.state == "sent_back":
+        return NextStep("resume", number, "sent_back", feedback_file=path)
+    if current.state == "stale":
+        return NextStep("resume", number, "stale", current.describe())
+    if current.state == "failed":
+        errors = manager.load_checkpoint(project_id, session_id, number).errors
+        return NextStep("resume", number, "failed", "; ".join(errors))
+    return NextStep("resume", number, "interrupted" if current.state == "in_progress" else "ready")
 
 
 class AgentImportError(HaythamError, LookupError):
@@ -222,29 +209,49 @@ class PhaseRunner:
             raise InvalidArgumentError(f"no callable given for agents {', '.join(missing)}", field="agents")
 
     def run(self, project_id: str, session_id: str) -> RunResult:
-        """Run or resume the session until it completes, fails, or a phase awaits review."""
+        """Run or resume the session until it completes, fails, or a phase awaits review.
+
+        Each step does what ``manager.state`` (the lifecycle) says the first phase not done
+        needs: a pending, interrupted or failed phase runs its missing agents; a phase sent
+        back (with or without a review gate) or stale (built on outputs that changed since)
+        is kept as an attempt and runs again; a phase awaiting review stops the run.
+        """
         state = self.manager.load_session(project_id, session_id)
         self._check_workflow(project_id, session_id, state)
         ran: list[str] = []
-        done_outputs: dict[int, dict[str, str]] = {}
-        for phase in self.workflow.phases_for(state["execution_mode"]):
+        self._record_approvals(project_id, session_id)
+        attempts: set[tuple[int, int]] = set()
+        while True:
+            view = self.manager.state(project_id, session_id)
+            current = view.current
+            if current is None:
+                return RunResult("completed", ran_agents=tuple(ran))
+            phase = self.workflow.phase_in_mode(current.number, state["execution_mode"])
+            if current.state == "awaiting_review":
+                if current.problem is not None:  # the same error a person sees: fix the file
+                    self.manager.load_feedback(project_id, session_id, phase.number)
+                return self._await_review(project_id, session_id, phase, ran)
+            if (current.number, current.attempt) in attempts and current.state not in ("sent_back", "stale"):
+                raise HaythamError(  # a guard: an attempt this run made that is still not done
+                    f"phase {current.number} is {current.describe()} after running; stopping"
+                )
             checkpoint = self._checkpoint(project_id, session_id, phase)
-            if checkpoint is not None and checkpoint.status in ("completed", "skipped"):
-                if phase.review and checkpoint.status == "completed":
-                    verdict = self._review(project_id, session_id, phase, checkpoint, ran)
-                    if verdict is not None:
-                        if verdict.status != "completed":
-                            return verdict
-                        checkpoint = self._checkpoint(project_id, session_id, phase)
-                done_outputs[phase.number] = self._outputs(project_id, session_id, phase)
-                continue
-            failure = self._run_phase(project_id, session_id, phase, checkpoint, done_outputs, ran)
+            if current.state in ("sent_back", "stale"):
+                refused = self._start_again(project_id, session_id, phase, current, ran)
+                if refused is not None:
+                    return refused
+                checkpoint = self._checkpoint(project_id, session_id, phase)
+            attempts.add((phase.number, checkpoint.retry_count + 1 if checkpoint else 1))
+            previous = self._outputs_before(project_id, session_id, phase, view)
+            failure = self._run_phase(project_id, session_id, phase, checkpoint, previous, ran)
             if failure is not None:
                 return failure
-            if phase.review:
-                return self._await_review(project_id, session_id, phase, ran)
-            done_outputs[phase.number] = self._outputs(project_id, session_id, phase)
-        return RunResult("completed", ran_agents=tuple(ran))
+
+    def rerun(self, project_id: str, session_id: str, from_phase: int) -> RunResult:
+        """Keep phase ``from_phase`` and every later phase as attempts, then run the session
+        (``CheckpointManager.archive_from``, then ``run``)."""
+        self.manager.archive_from(project_id, session_id, from_phase)
+        return self.run(project_id, session_id)
 
     # ------------------------------------------------------------------ phases
 
@@ -298,6 +305,8 @@ class PhaseRunner:
                 else:
                     finished[name] = outcome
         status = "failed" if errors else "completed"
+        if not errors and phase.review:  # the blank review first: completed then means it waits
+            self._blank_review(project_id, session_id, phase)
         self._save_checkpoint(
             project_id,
             session_id,
@@ -405,55 +414,60 @@ class PhaseRunner:
 
     # ------------------------------------------------------------------ review
 
-    def _review(
+    def _record_approvals(self, project_id: str, session_id: str) -> None:
+        """Record ``approved`` as what was done about an approving review still ``pending``."""
+        for view in self.manager.state(project_id, session_id).phases:
+            if view.state != "approved":
+                continue
+            feedback = self.manager.load_feedback(project_id, session_id, view.number)
+            if feedback is not None and feedback.action == "pending":  # keep the reviewer's text
+                self.manager.update_feedback(project_id, session_id, view.number, action="approved")
+
+    def _start_again(
         self,
         project_id: str,
         session_id: str,
         phase: PhaseDefinition,
-        checkpoint: PhaseCheckpoint,
+        current: lifecycle.PhaseView,
         ran: list[str],
     ) -> RunResult | None:
-        """None to go on; a result to stop with; a completed result after a finished retry."""
-        feedback = self.manager.load_feedback(project_id, session_id, phase.number)
-        verdict = review_verdict(feedback)
-        if feedback is None or verdict == "awaiting":
-            return self._await_review(project_id, session_id, phase, ran)
-        if verdict == "approved":
-            if feedback.action == "pending":  # record what was done, keeping the reviewer's text
-                self.manager.update_feedback(project_id, session_id, phase.number, action="approved")
-            return None
-        if checkpoint.retry_count >= self.workflow.max_retries:
-            return RunResult(
-                "failed",
-                phase.number,
-                error=f"phase {phase.number} ({phase.name}) was sent back {checkpoint.retry_count + 1} "
-                f"times; the workflow allows {self.workflow.max_retries} retries",
-                ran_agents=tuple(ran),
-            )
-        self.manager.update_feedback(
-            project_id,
-            session_id,
-            phase.number,
-            action=feedback.action if feedback.action in ("retry", "rejected") else "retry",
-            retry_count=checkpoint.retry_count + 1,
-        )
+        """Keep a sent-back or stale phase's attempt and open the next; a result when refused."""
+        checkpoint = self._checkpoint(project_id, session_id, phase)
+        retries = checkpoint.retry_count if checkpoint else 0
+        if current.state == "sent_back":
+            if retries >= self.workflow.max_retries:
+                return RunResult(
+                    "failed",
+                    phase.number,
+                    error=f"phase {phase.number} ({phase.name}) was sent back {retries + 1} "
+                    f"times; the workflow allows {self.workflow.max_retries} retries",
+                    ran_agents=tuple(ran),
+                )
+            feedback = self.manager.load_feedback(project_id, session_id, phase.number)
+            if feedback is not None:
+                self.manager.update_feedback(
+                    project_id,
+                    session_id,
+                    phase.number,
+                    action=feedback.action if feedback.action in ("retry", "rejected") else "retry",
+                    retry_count=retries + 1,
+                )
         self.manager.start_attempt(project_id, session_id, phase.number)
-        checkpoint_now = self._checkpoint(project_id, session_id, phase)
-        previous = self._outputs_before(project_id, session_id, phase)
-        failure = self._run_phase(project_id, session_id, phase, checkpoint_now, previous, ran)
-        if failure is not None:
-            return failure
-        return self._await_review(project_id, session_id, phase, ran)
+        return None
 
     def _await_review(
         self, project_id: str, session_id: str, phase: PhaseDefinition, ran: list[str]
     ) -> RunResult:
         path = self.manager.phase_dir(project_id, session_id, phase.number) / FEEDBACK_FILE
+        self._blank_review(project_id, session_id, phase)
+        return RunResult("awaiting_review", phase.number, feedback_file=path, ran_agents=tuple(ran))
+
+    def _blank_review(self, project_id: str, session_id: str, phase: PhaseDefinition) -> None:
+        """Write the phase's blank review file (``pending``) unless it has one."""
         if self.manager.load_feedback(project_id, session_id, phase.number) is None:
             self.manager.save_user_feedback(
                 project_id, session_id, phase.number, reviewed=False, approved=False, action="pending"
             )
-        return RunResult("awaiting_review", phase.number, feedback_file=path, ran_agents=tuple(ran))
 
     # ----------------------------------------------------------------- helpers
 
@@ -492,18 +506,17 @@ class PhaseRunner:
         except FileNotFoundError:
             return None
 
-    def _outputs(self, project_id: str, session_id: str, phase: PhaseDefinition) -> dict[str, str]:
-        return self.manager.get_phase_outputs(project_id, session_id, [phase.number])[phase.number]
-
     def _outputs_before(
-        self, project_id: str, session_id: str, phase: PhaseDefinition
+        self, project_id: str, session_id: str, phase: PhaseDefinition, view: lifecycle.SessionView
     ) -> dict[int, dict[str, str]]:
-        """The outputs of the completed phases that come before ``phase`` in the session's mode."""
-        state = self.manager.load_session(project_id, session_id)
-        order = [p.number for p in self.workflow.phases_for(state["execution_mode"])]
-        earlier = set(order[: order.index(phase.number)])
-        completed = [n for n in state["completed_phases"] if n in earlier]
-        return self.manager.get_phase_outputs(project_id, session_id, completed)
+        """The outputs of the done phases that come before ``phase`` in the session's mode."""
+        earlier = []
+        for found in view.phases:
+            if found.number == phase.number:
+                break
+            if found.done:
+                earlier.append(found.number)
+        return self.manager.get_phase_outputs(project_id, session_id, earlier)
 
     def _feedback_of_previous_attempt(
         self, project_id: str, session_id: str, phase: PhaseDefinition, retry_count: int
@@ -511,8 +524,9 @@ class PhaseRunner:
         if retry_count == 0:
             return None
         for attempt in self.manager.load_attempts(project_id, session_id, phase.number):
-            if attempt.number == retry_count:
-                return attempt.feedback
+            if attempt.number == retry_count:  # the review that sent it back, not an approval
+                sent_back = review_verdict(attempt.feedback) == "sent_back"
+                return attempt.feedback if sent_back else None
         return None
 
 

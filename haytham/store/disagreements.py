@@ -10,6 +10,7 @@ blocks are skipped), not from a search of the raw text.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from haytham.errors import Issue
@@ -17,6 +18,10 @@ from haytham.format.markdown import Section, iter_unfenced_lines, normalise_labe
 from haytham.records import SessionManifest
 
 REPAIR = "(load the session to repair the manifest)"
+LAGGING = (
+    "(a review saved by hand, or a merge that changed an earlier phase, shows in the manifest and "
+    "in haytham list after the next write; run haytham doctor --fix to write it now)"
+)
 STATUS_LABEL = normalise_label("Status")
 _ROW_FIELDS = (
     ("status", "Status"),
@@ -29,13 +34,21 @@ _ROW_FIELDS = (
 
 
 def disagreements(
-    path: Path, written: SessionManifest, derived: SessionManifest, unreadable: set[int]
+    path: Path,
+    written: SessionManifest,
+    derived: SessionManifest,
+    unreadable: set[int],
+    reviewed: frozenset[int] = frozenset(),
 ) -> list[Issue]:
-    """Where the manifest ``written`` at ``path`` differs from ``derived`` (its checkpoints').
+    """Where the manifest ``written`` at ``path`` differs from ``derived`` (its files').
 
-    Phases whose checkpoint cannot be read are left out: that file is the problem, and its
-    own issues say why. Status, Current Phase and Metrics are compared only once every row
-    agrees, since a wrong row explains them.
+    Phases whose checkpoint or review file cannot be read are left out: that file is the
+    problem, and its own issues say why. A row that differs only in its state, for a phase
+    with a review file (``reviewed``) or one that is or was stale, is a warning: a review
+    saved by hand, or a git merge that brought another attempt of an earlier phase, reaches
+    the manifest (and ``haytham list``, which reads only manifests) at the next write, and
+    ``haytham doctor --fix`` writes it now. Status, Current Phase and Metrics are compared
+    only once every row agrees, since a wrong row explains them.
     """
     if written.phases == derived.phases and _same_totals(written, derived):
         return []
@@ -43,6 +56,15 @@ def disagreements(
     issues = []
     for index, (old, new) in enumerate(zip(written.phases, derived.phases, strict=False)):
         if old == new or old.number in unreadable:
+            continue
+        lagging = old.number in reviewed or "stale" in (old.status, new.status)
+        if lagging and old == dataclasses.replace(new, status=old.status):
+            cause = "by its Built From" if "stale" in (old.status, new.status) else "after its review file"
+            message = (
+                f"phase {old.number}: Status is {_show(old.status)} here but {_show(new.status)} "
+                f"{cause} {LAGGING}"
+            )
+            issues.append(Issue(path, lines.row(index), "Phase Status", message, severity="warning"))
             continue
         differences = [
             f"{label} is {_show(getattr(old, attr))} here but {_show(getattr(new, attr))} in its checkpoint"

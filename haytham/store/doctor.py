@@ -28,6 +28,7 @@ FindingKind = Literal[
     "unexpected_directory",
     "temporary_leftover",
     "invalid_file",
+    "stale_phase",
 ]
 FIXABLE: frozenset[str] = frozenset(
     {"checkpoint_not_in_manifest", "row_without_checkpoint", "manifest_out_of_date", "temporary_leftover"}
@@ -57,27 +58,40 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
     findings = [
         Finding("invalid_file", issue.path or manifest_path, _describe(issue))
         for issue in manager.validate_session(project_id, session_id)
-        if not _is_disagreement(issue.path, manifest_path, issue.field)
+        if not _is_disagreement(issue.path, manifest_path, issue.field) and issue.field != "Built From"
     ]
     manifest, _ = MANIFEST.read_path(manifest_path)
     if manifest is None:
         return findings
     phases = manager.session_workflow(project_id, session_id).phases_for(manifest.execution_mode)
-    checkpoints = {}
+    checkpoints = {
+        phase.number: found
+        for phase in phases
+        if (found := CHECKPOINT.read_path(directory / phase.directory / CHECKPOINT_FILE)[0]) is not None
+    }
+    view = _progress.view_of(directory, phases, checkpoints)
     for phase in phases:
         phase_dir = directory / phase.directory
         checkpoint, _ = CHECKPOINT.read_path(phase_dir / CHECKPOINT_FILE)
         row = next((r for r in manifest.phases if r.number == phase.number), None)
         row_status = row.status if row else "missing"
         if checkpoint is not None:
-            checkpoints[phase.number] = checkpoint
-            if row_status != checkpoint.status:
+            state = view.phase(phase.number).state
+            if row_status != state:
                 findings.append(
                     Finding(
                         "checkpoint_not_in_manifest",
                         phase_dir / CHECKPOINT_FILE,
-                        f"phase {phase.number} checkpoint says {checkpoint.status!r}, "
-                        f"the manifest {row_status!r}",
+                        f"phase {phase.number}'s files say {state!r}, the manifest {row_status!r}",
+                    )
+                )
+            if state == "stale":
+                findings.append(
+                    Finding(
+                        "stale_phase",
+                        phase_dir / CHECKPOINT_FILE,
+                        f"phase {phase.number} is {view.phase(phase.number).describe()}: "
+                        "run haytham resume to run it again",
                     )
                 )
             listed = {run.output_file for run in checkpoint.agents}
@@ -98,7 +112,7 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
                     f"phase {phase.number} is {row_status!r} in the manifest but has no checkpoint.md",
                 )
             )
-    derived = _progress.derive(manifest, phases, checkpoints)
+    derived = _progress.derive(manifest, phases, checkpoints, view)
     if not _progress.same_progress(manifest, derived) and not any(
         f.kind in ("checkpoint_not_in_manifest", "row_without_checkpoint") for f in findings
     ):

@@ -31,12 +31,40 @@ def make_entry(
     checkpoint_text: str,
     name: str | None = None,
     reason: str | None = None,
+    feedback_text: str | None = None,
 ) -> HistoryEntry:
-    """A new entry whose id hashes everything it records, its parent included."""
-    content = [parent, phase_number, phase_name, attempt, status, timestamp, name, reason, checkpoint_text]
+    """A new entry whose id hashes everything it records, its parent included.
+
+    With ``feedback_text`` it is a review entry (``Kind: review``); a checkpoint entry hashes
+    what it did before reviews were recorded, so older ids stay the same.
+    """
+    content: list[object] = [
+        parent,
+        phase_number,
+        phase_name,
+        attempt,
+        status,
+        timestamp,
+        name,
+        reason,
+        checkpoint_text,
+    ]
+    if feedback_text is not None:
+        content += ["review", feedback_text]
     digest = hashlib.sha256(json.dumps(content).encode("utf-8")).hexdigest()[:12]
     return HistoryEntry(
-        digest, parent, phase_number, phase_name, attempt, status, timestamp, name, reason, checkpoint_text
+        digest,
+        parent,
+        phase_number,
+        phase_name,
+        attempt,
+        status,
+        timestamp,
+        name,
+        reason,
+        checkpoint_text,
+        "checkpoint" if feedback_text is None else "review",
+        feedback_text,
     )
 
 

@@ -22,19 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-PhaseState = Literal[
-    "pending",
-    "in_progress",
-    "failed",
-    "skipped",
-    "completed",
-    "awaiting_review",
-    "approved",
-    "sent_back",
-    "stale",
-]
-"""Where one phase stands."""
-SessionState = Literal["in_progress", "awaiting_review", "completed", "failed"]
+from haytham.records import PHASE_STATES as _PHASE_STATES
+from haytham.records import SESSION_STATUSES, PhaseState, SessionStatus, UserFeedback
+
+SessionState = SessionStatus
 """Where a whole session stands: the state of its first phase that is not done."""
 Actor = Literal["runner", "reviewer", "editor", "merge"]
 """Who changes a phase: a workflow runner, a reviewer through haytham (CLI, library, page),
@@ -44,8 +35,8 @@ Verdict = Literal["none", "awaiting", "approved", "sent_back"]
 NextAction = Literal["run", "review", "fix", "done"]
 """What the session needs next: a runner, a reviewer, a person to fix a file, or nothing."""
 
-PHASE_STATES: tuple[PhaseState, ...] = get_args(PhaseState)
-SESSION_STATES: tuple[SessionState, ...] = get_args(SessionState)
+PHASE_STATES: tuple[PhaseState, ...] = _PHASE_STATES
+SESSION_STATES: tuple[SessionState, ...] = SESSION_STATUSES
 ACTORS: tuple[Actor, ...] = get_args(Actor)
 
 DONE_STATES: frozenset[PhaseState] = frozenset({"completed", "approved", "skipped"})
@@ -254,7 +245,7 @@ def phase_state(facts: PhaseFacts, by_number: Mapping[int, PhaseFacts]) -> Phase
         return view("awaiting_review", problem=facts.problem, waiting_since=facts.waiting_since)
     if facts.verdict == "approved":
         return view("approved")
-    if facts.review:
+    if facts.review and facts.verdict == "awaiting":
         return view("awaiting_review", waiting_since=facts.waiting_since)
     return view("completed")
 
@@ -280,15 +271,36 @@ def derive(phases: Sequence[PhaseFacts]) -> SessionView:
     by_number = {facts.number: facts for facts in phases}
     views = tuple(phase_state(facts, by_number) for facts in phases)
     current = next((view for view in views if not view.done), None)
+    state = session_state(current.state if current else None)
     if current is None:
-        return SessionView("completed", views, None, "done")
+        return SessionView(state, views, None, "done")
     if current.problem is not None:
-        return SessionView("awaiting_review", views, current, "fix")
-    if current.state == "awaiting_review":
-        return SessionView("awaiting_review", views, current, "review")
-    if current.state == "failed":
-        return SessionView("failed", views, current, "run")
-    return SessionView("in_progress", views, current, "run")
+        return SessionView(state, views, current, "fix")
+    return SessionView(state, views, current, "review" if state == "awaiting_review" else "run")
+
+
+def session_state(first_not_done: PhaseState | None) -> SessionState:
+    """A session's state from the state of its first phase not done (None: every phase is)."""
+    if first_not_done is None:
+        return "completed"
+    if first_not_done in ("awaiting_review", "failed"):
+        return first_not_done
+    return "in_progress"
+
+
+def verdict(feedback: UserFeedback | None) -> Verdict:
+    """What a review file says: the one rule the runner, the CLI and ``derive`` share.
+
+    Not reviewed yet is ``awaiting``; reviewed and approved (or an action that approves or
+    skips) is ``approved``; any other review sends the phase back.
+    """
+    if feedback is None:
+        return "none"
+    if not feedback.reviewed:
+        return "awaiting"
+    if feedback.approved or feedback.action in ("approved", "skipped"):
+        return "approved"
+    return "sent_back"
 
 
 def outputs_digest(outputs: Mapping[str, str]) -> str:

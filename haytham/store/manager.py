@@ -61,7 +61,7 @@ from haytham.records import (
 )
 from haytham.store import attempts as _attempts
 from haytham.store import fs as _storage
-from haytham.store import history
+from haytham.store import history, lifecycle
 from haytham.store import progress as _progress
 from haytham.store.arguments import (
     agent_run,
@@ -254,8 +254,15 @@ class CheckpointManager:
         *,
         name: str | None = None,
         reason: str | None = None,
+        built_from: Mapping[int, str] | None = None,
     ) -> Path:
         """Write the phase's checkpoint.md, add it to the history, update the manifest.
+
+        The checkpoint records what the phase was built from: the outputs digest of every
+        earlier phase of the mode that has one, as it is when the attempt starts (the first
+        save before any of its agents has a result), kept on later saves of the attempt;
+        ``built_from={phase: digest}`` overrides it. A completed phase also records the
+        digest of its own outputs (``lifecycle.outputs_digest``), read from its files now.
 
         ``retry_count=None`` keeps the phase's current attempt (0 for a new phase), so a
         save after ``start_attempt`` cannot renumber it. Missing times are filled in
@@ -278,6 +285,7 @@ class CheckpointManager:
         started = check_timestamp("started", started)
         completed = check_timestamp("completed", completed)
         duration = check_seconds("duration", duration)
+        given = _check_built_from(built_from)
         session = self._open(project_id, session_id)
         phase = session.phase(phase_num)
         with self._lock(session.directory, project_id, session_id):
@@ -296,6 +304,13 @@ class CheckpointManager:
             if duration is None and started and completed:
                 duration = _seconds_between(started, completed)
             position = session.phases.index(phase)
+            if given is not None:
+                sources = given
+            elif previous is not None and previous.retry_count == retry_count and _has_results(previous):
+                sources = previous.built_from
+            else:
+                sources = self._sources(session, phase)
+            digest = self._outputs_digest(directory, runs) if status == "completed" else None
             before = session.phases[position - 1] if position > 0 else None
             after = session.phases[position + 1] if position + 1 < len(session.phases) else None
             record = PhaseCheckpoint(
@@ -316,6 +331,8 @@ class CheckpointManager:
                 output_tokens=_sum(_int_or_none(a.get("output_tokens")) for a in agents),
                 cost=round_or_none(_sum(run.cost for run in runs), 4),
                 errors=error_list,
+                outputs_digest=digest,
+                built_from=sources,
             )
             if previous == record and name is None and reason is None:
                 return path  # the same data again: no byte changes, no history entry
@@ -331,6 +348,58 @@ class CheckpointManager:
             events.append(Event("session_completed", project_id, session_id, None, session.directory))
         self.events.emit(events)
         return path
+
+    def _sources(self, session: _Session, phase: PhaseDefinition) -> tuple[tuple[int, str], ...]:
+        """The outputs digest of every earlier phase of the mode that has one, now."""
+        checkpoints = self._checkpoints(session)
+        found = []
+        for earlier in session.phases[: session.phases.index(phase)]:
+            saved = checkpoints.get(earlier.number)
+            if saved is not None and saved.outputs_digest is not None:
+                found.append((earlier.number, saved.outputs_digest))
+        return tuple(found)
+
+    def _record_review(self, session: _Session, phase: PhaseDefinition, feedback: UserFeedback) -> None:
+        """Add a review's history entry and bring the manifest up to date (the caller holds the lock).
+
+        Only a review is recorded: a file that says it is not reviewed yet (the blank file
+        the runner writes for a gated phase) decides nothing, so it adds no entry.
+        """
+        directory = session.phase_dir(phase.number)
+        checkpoint = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+        if checkpoint is not None and feedback.reviewed:
+            now = self._now()
+            entry = history.make_entry(
+                session.manifest.history_head,
+                phase.number,
+                phase.name,
+                checkpoint.retry_count + 1,
+                checkpoint.status,
+                now,
+                CHECKPOINT.render(checkpoint),
+                reason="approved" if lifecycle.verdict(feedback) == "approved" else "review",
+                feedback_text=FEEDBACK.render(feedback),
+            )
+            _storage.make_dirs(session.directory / history.HISTORY_DIR)
+            path = session.directory / history.HISTORY_DIR / history.file_name(entry)
+            self._write(HISTORY_ENTRY, path, entry)
+            session = dataclasses.replace(
+                session, manifest=dataclasses.replace(session.manifest, history_head=entry.entry_id)
+            )
+            self._sync_manifest(session, head=entry.entry_id)
+            return
+        self._sync_manifest(session)
+
+    def _outputs_digest(self, directory: Path, runs: Sequence[Any]) -> str:
+        """``lifecycle.outputs_digest`` of the agent outputs in a phase directory, as saved."""
+        outputs = {}
+        if directory.is_dir():
+            for path in agent_files(directory, [run.agent_name for run in runs]):
+                record = AGENT_OUTPUT.read_path(path, cache=self.cache)[0]
+                outputs[path.stem] = (
+                    record.content if record is not None else path.read_bytes().decode("utf-8", "replace")
+                )
+        return lifecycle.outputs_digest(outputs)
 
     def _write_checkpoint(
         self,
@@ -487,6 +556,7 @@ class CheckpointManager:
             else:
                 FEEDBACK.check_record(record, path)
                 _storage.atomic_write(path, kept)
+            self._record_review(session, phase, record)
         self.events.emit(
             [
                 Event(
@@ -571,6 +641,8 @@ class CheckpointManager:
                 output_tokens=None,
                 cost=None,
                 errors=(),
+                outputs_digest=None,
+                built_from=self._sources(session, session.phase(phase_num)),
             )
             self._write_checkpoint(
                 session,
@@ -581,7 +653,23 @@ class CheckpointManager:
             )
             (directory / FEEDBACK_FILE).unlink(missing_ok=True)
             _storage.fsync_dir(directory)
+            self._sync_manifest(self._open(project_id, session_id))
         return number + 1
+
+    def archive_from(self, project_id: str, session_id: str, from_phase: int) -> list[int]:
+        """Keep phase ``from_phase`` and every later phase of the mode that has a checkpoint as
+        attempts (``start_attempt``), so that the next run runs them again; return those phases.
+
+        ``PhaseRunner.rerun`` and ``haytham rerun`` call it before running the session.
+        """
+        session = self._open(project_id, session_id)
+        start = session.phase(from_phase)
+        checkpoints = self._checkpoints(session)
+        later = session.phases[session.phases.index(start) :]
+        archived = [p.number for p in later if p.number in checkpoints]
+        for number in archived:
+            self.start_attempt(project_id, session_id, number)
+        return archived
 
     def load_attempts(self, project_id: str, session_id: str, phase_num: int) -> list[Attempt]:
         """Every attempt of a phase, oldest first; the last is the one in the phase directory."""
@@ -633,6 +721,8 @@ class CheckpointManager:
                 )
             if text != raw:
                 _storage.atomic_write(path, text)
+                session = self._open(project_id, session_id)
+                self._record_review(session, session.phase(phase_num), after)
         return after
 
     def history(
@@ -777,7 +867,8 @@ class CheckpointManager:
         died between writing a checkpoint and the manifest), the manifest is repaired.
         """
         session = self._open(project_id, session_id)
-        manifest = self._sync_manifest(session, repair_only=True)
+        view = self._view(session)
+        manifest = self._sync_manifest(session, repair_only=True, view=view)
         rows = manifest.phases
         return {
             "session_id": manifest.session_id,
@@ -790,10 +881,13 @@ class CheckpointManager:
             "status": manifest.status,
             "current_phase": manifest.current.number,
             "current_phase_name": manifest.current.name,
+            "current_state": manifest.current.status,
             "can_resume": manifest.current.can_resume,
-            "next_phase": _progress.next_phase(rows),
-            "completed_phases": [r.number for r in rows if r.status == "completed"],
-            "phase_statuses": {r.number: r.status for r in rows},
+            "next_phase": view.current.number if view.current else None,
+            "next_action": view.next_action,
+            "completed_phases": [v.number for v in view.phases if v.state in ("completed", "approved")],
+            "phase_statuses": {v.number: v.state for v in view.phases},
+            "stale_phases": {v.number: list(v.stale_because) for v in view.stale},
             "phases": [_flat_dict(r) for r in rows],
             "metrics": _flat_dict(manifest.metrics),
             "session_dir": str(session.directory),
@@ -833,18 +927,27 @@ class CheckpointManager:
             }
         return outputs
 
+    def state(self, project_id: str, session_id: str) -> lifecycle.SessionView:
+        """Where the session stands: ``lifecycle.derive`` over its checkpoints and review files.
+
+        The one function every view reads (the manifest, ``load_session``, ``list``,
+        ``status``, the runner's next step). No agent output is opened; nothing is written.
+        """
+        return self._view(self._open(project_id, session_id))
+
     def get_approved_phases(self, project_id: str, session_id: str) -> list[int]:
-        """Phases whose feedback says reviewed and approved (a phase outside the mode whose
-        folder exists included, as the first implementation counted it)."""
+        """Phases the lifecycle calls approved (reviewed, approved, and not stale since), and a
+        phase outside the mode whose folder holds an approving review, as the first
+        implementation counted it."""
         session = self._open(project_id, session_id)
-        approved = []
+        approved = [v.number for v in self.state(project_id, session_id).phases if v.state == "approved"]
         for phase in session.workflow.phases:
-            if phase not in session.phases and not (session.directory / phase.directory).is_dir():
+            if phase in session.phases or not (session.directory / phase.directory).is_dir():
                 continue
             feedback = self._load_optional(FEEDBACK, session.directory / phase.directory / FEEDBACK_FILE)
             if feedback is not None and feedback.reviewed and feedback.approved:
                 approved.append(phase.number)
-        return approved
+        return sorted(approved)
 
     # ------------------------------------------------------------- validating
 
@@ -1000,15 +1103,30 @@ class CheckpointManager:
                 found[phase.number] = record
         return found
 
+    def _view(
+        self, session: _Session, checkpoints: Mapping[int, PhaseCheckpoint] | None = None
+    ) -> lifecycle.SessionView:
+        found = self._checkpoints(session) if checkpoints is None else checkpoints
+        return _progress.view_of(session.directory, session.phases, found, self.cache)
+
     def _sync_manifest(
-        self, session: _Session, *, repair_only: bool = False, head: str | None = None
+        self,
+        session: _Session,
+        *,
+        repair_only: bool = False,
+        head: str | None = None,
+        view: lifecycle.SessionView | None = None,
     ) -> SessionManifest:
-        """Recompute the manifest's progress from the checkpoints; write it if it changed.
+        """Recompute the manifest's progress from the session's files (``lifecycle.derive``);
+        write it if it changed.
 
         ``repair_only`` is the read path: it takes the lock only when a repair is needed.
         """
         base = session.manifest if head is None else dataclasses.replace(session.manifest, history_head=head)
-        derived = _progress.derive(base, session.phases, self._checkpoints(session))
+        checkpoints = self._checkpoints(session)
+        derived = _progress.derive(
+            base, session.phases, checkpoints, view or self._view(session, checkpoints)
+        )
         if repair_only:
             if _progress.same_progress(session.manifest, derived):
                 return session.manifest
@@ -1044,6 +1162,24 @@ class CheckpointManager:
 
     def _load_optional(self, kind: DocumentFormat[R], path: Path) -> R | None:
         return kind.load_optional(path, cache=self.cache)
+
+
+def _check_built_from(value: Mapping[int, str] | None) -> tuple[tuple[int, str], ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 1 and isinstance(d, str)
+        for n, d in value.items()
+    ):
+        raise InvalidArgumentError(
+            f"built_from must map phase numbers to digests, got {value!r}", field="built_from"
+        )
+    return tuple(sorted(value.items()))
+
+
+def _has_results(checkpoint: PhaseCheckpoint) -> bool:
+    """Whether any agent of the checkpoint's attempt has a result yet (its inputs are fixed)."""
+    return any(run.status != "pending" for run in checkpoint.agents)
 
 
 def _flat_dict(record: Any) -> dict[str, Any]:

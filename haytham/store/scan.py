@@ -52,6 +52,8 @@ class SessionSummary:
     total_tokens: int
     total_cost: float
     path: Path
+    current_state: str = ""
+    """The Current Phase's lifecycle state in words (``stale (built on phase 2, ...)``)."""
 
 
 def session_dirs(root: Path) -> Iterator[Path]:
@@ -206,6 +208,7 @@ def _summary_data(manifest: SessionManifest | None, found: list[Issue]) -> dict[
         "status": manifest.status,
         "current_phase": manifest.current.number,
         "current_phase_name": manifest.current.name,
+        "current_state": manifest.current.status,
         "created": manifest.created,
         "last_updated": manifest.last_updated,
         "total_tokens": manifest.metrics.total_tokens,

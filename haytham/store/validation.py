@@ -16,7 +16,7 @@ from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST, ReadCac
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.records import PhaseCheckpoint, SessionManifest
-from haytham.store import history
+from haytham.store import history, lifecycle
 from haytham.store import progress as _progress
 from haytham.store.disagreements import disagreements
 from haytham.store.scan import agent_files, kind_of
@@ -45,9 +45,34 @@ def session_issues(
         elif path.exists():
             unreadable.add(phase.number)
     issues += _outside_mode(directory, workflow_of(directory, manifest), manifest, cache)
-    derived = _progress.derive(manifest, phases, checkpoints)
-    issues += disagreements(manifest_path, manifest, derived, unreadable)
+    view = _progress.view_of(directory, phases, checkpoints, cache)
+    derived = _progress.derive(manifest, phases, checkpoints, view)
+    unreadable |= {view.number for view in view.phases if view.problem is not None}
+    reviewed = frozenset(p.number for p in phases if (directory / p.directory / FEEDBACK_FILE).is_file())
+    issues += disagreements(manifest_path, manifest, derived, unreadable, reviewed)
+    issues += stale_issues(directory, phases, view)
     issues += history.read_entries(directory, cache=cache)[1]
+    return issues
+
+
+def stale_issues(
+    directory: Path, phases: tuple[PhaseDefinition, ...], view: lifecycle.SessionView
+) -> list[Issue]:
+    """A warning at the checkpoint of every stale phase, naming the phases it was built on."""
+    issues = []
+    for phase in phases:
+        found = view.phase(phase.number)
+        if found.state != "stale":
+            continue
+        issues.append(
+            Issue(
+                directory / phase.directory / CHECKPOINT_FILE,
+                None,
+                "Built From",
+                f"phase {phase.number} is {found.describe()}; run haytham resume to run it again",
+                severity="warning",
+            )
+        )
     return issues
 
 
