@@ -204,18 +204,29 @@ def diff_command(a: str, b: str, base_dir: Path, as_json: bool) -> None:
     state a history entry recorded; see haytham history) or PROJECT/SESSION:PHASE#ATTEMPT
     (an attempt of a phase: 1 is its first run, each send-back adds one, and the current
     attempt has the highest number), e.g. haytham diff acme/s-001:2#1 acme/s-001:2#2.
+    An entry and a session compare the entry's phase then with that phase now, e.g.
+    haytham diff acme/s-001@3f2a9c acme/s-001.
     Metadata, status and metrics changes come first, then a unified diff of each agent
     output that differs. The exit code is 0 whether or not anything differs.
     """
     first, second = _reference(a, "A"), _reference(b, "B")
-    if first.kind != second.kind:
+    mixed = {first.kind, second.kind} == {"entry", "session"}  # an entry and the session now
+    if first.kind != second.kind and not mixed:
         raise click.UsageError(
-            f"compare two of a kind (two sessions, two history entries or two attempts), not a "
+            f"compare two of a kind (two sessions, two history entries or two attempts) or an entry "
+            f"with a session as it is now, not a "
             f"{first.kind} and a{'n' if second.kind[0] in 'ae' else ''} {second.kind}"
         )
     manager = CheckpointManager(base_dir)
     comparison: Comparison
-    if first.entry is not None and second.entry is not None:
+    if mixed:
+        then = first if first.entry is not None else second
+        now = second if then is first else first
+        assert then.entry is not None
+        entry = manager.history_entry(then.project, then.session, then.entry)
+        sides = (entry, (manager, now.project, now.session))
+        comparison = compare(*(sides if then is first else sides[::-1]))
+    elif first.entry is not None and second.entry is not None:
         old, old_outputs = _entry(manager, first.project, first.session, first.entry)
         new, new_outputs = _entry(manager, second.project, second.session, second.entry)
         comparison = compare(old, new, outputs=(old_outputs, new_outputs))
