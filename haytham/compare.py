@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from haytham.errors import InvalidArgumentError
+from haytham.errors import InvalidArgumentError, NotFoundError
 from haytham.format import CHECKPOINT
 from haytham.records import AgentRun, Attempt, HistoryEntry, PhaseCheckpoint
 from haytham.store.manager import CheckpointManager
@@ -89,17 +89,28 @@ def compare(
     *,
     outputs: tuple[Mapping[str, str], Mapping[str, str]] | None = None,
 ) -> Comparison:
-    """Compare two history entries, two attempts, or two sessions ``(manager, project, session)``.
+    """Compare two history entries, two attempts, or two sessions ``(manager, project, session)``,
+    or a history entry with a session as it is now.
 
     The one way to compare, whatever the sides (``CheckpointManager`` has no compare
-    methods). An entry records its checkpoint but not the outputs; ``outputs`` gives each
+    methods). An entry and ``(manager, project, session)`` (either order) compare the
+    entry's phase as the entry recorded it with that phase of the session now: checkpoint
+    metadata, status, metrics and outputs. The entry's outputs are those of its attempt
+    (``entry_state``) while that attempt's files are on disk; when they are not, both sides
+    compare their checkpoint's agent rows instead, so like is compared with like.
+
+    An entry records its checkpoint but not the outputs; ``outputs`` gives each
     entry's agent outputs (what ``manager.entry_state(project, session, entry)[1]``
     returns). Without it, entries' agents are compared by their checkpoint rows. Attempts
     come from ``manager.load_attempts``.
     """
-    if outputs is not None and not isinstance(a, HistoryEntry):
-        raise InvalidArgumentError("outputs is only for comparing history entries", field="outputs")
-    if isinstance(a, HistoryEntry) and isinstance(b, HistoryEntry):
+    if outputs is not None and not (isinstance(a, HistoryEntry) and isinstance(b, HistoryEntry)):
+        raise InvalidArgumentError("outputs is only for comparing two history entries", field="outputs")
+    if isinstance(a, HistoryEntry) and (now := _as_session(b)):
+        first, second = _entry_and_now(a, *now)
+    elif isinstance(b, HistoryEntry) and (now := _as_session(a)):
+        second, first = _entry_and_now(b, *now)
+    elif isinstance(a, HistoryEntry) and isinstance(b, HistoryEntry):
         first = _entry_side(a, None if outputs is None else outputs[0])
         second = _entry_side(b, None if outputs is None else outputs[1])
     elif isinstance(a, Attempt) and isinstance(b, Attempt):
@@ -108,7 +119,8 @@ def compare(
         first, second = _session_side(*first_ref), _session_side(*second_ref)
     else:
         raise InvalidArgumentError(
-            f"compare takes two HistoryEntry, two Attempt or two (manager, project_id, session_id), "
+            f"compare takes two HistoryEntry, two Attempt, two (manager, project_id, session_id), "
+            f"or a HistoryEntry and a (manager, project_id, session_id), "
             f"not {type(a).__name__} and {type(b).__name__}",
             field="a",
         )
@@ -243,6 +255,32 @@ def _entry_side(entry: HistoryEntry, outputs: Mapping[str, str] | None) -> _Side
     }
     agents = dict(outputs) if outputs is not None else {r.agent_name: _run_text(r) for r in checkpoint.agents}
     return _Side(metadata, entry.status, _checkpoint_metrics(checkpoint), agents)
+
+
+def _entry_and_now(
+    entry: HistoryEntry, manager: CheckpointManager, project_id: str, session_id: str
+) -> tuple[_Side, _Side]:
+    """The entry's phase as the entry recorded it, and that phase of the session now."""
+    number = entry.phase_number
+    attempts = {a.number for a in manager.load_attempts(project_id, session_id, number)}
+    on_disk = entry.attempt in attempts
+    then = _entry_side(entry, manager.entry_state(project_id, session_id, entry)[1] if on_disk else None)
+    for key in ("timestamp", "name", "reason"):  # what only a history entry has
+        del then.metadata[key]
+    checkpoint = manager.load_checkpoints(project_id, session_id).get(number)
+    metadata: dict[str, Any] = {"phase": number, "phase_name": entry.phase_name}
+    if checkpoint is not None:
+        metadata.update(phase_name=checkpoint.phase_name, attempt=checkpoint.retry_count + 1)
+    metadata.update(_checkpoint_metadata(checkpoint))
+    if on_disk:
+        try:
+            agents = dict(manager.get_phase_outputs(project_id, session_id, [number])[number])
+        except NotFoundError:
+            agents = {}
+    else:
+        agents = {r.agent_name: _run_text(r) for r in checkpoint.agents} if checkpoint else {}
+    status = checkpoint.status if checkpoint else None
+    return then, _Side(metadata, status, _checkpoint_metrics(checkpoint), agents)
 
 
 def _attempt_side(attempt: Attempt) -> _Side:

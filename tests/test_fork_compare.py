@@ -474,7 +474,8 @@ def test_diff_command_compares_sessions_and_entries(manager: CheckpointManager) 
     assert code == 0 and json.loads(out)["agents"][0]["change"] == "changed"
     code, out = invoke(diff_command, f"{P}/{S}", f"{P}/{S}", "--base-dir", base)
     assert code == 0 and "No differences" in out
-    assert invoke(diff_command, f"{P}/{S}", a, "--base-dir", base)[0] == 2
+    code, out = invoke(diff_command, f"{P}/{S}", a, "--base-dir", base)  # the session now vs an entry
+    assert code == 0 and out.startswith(f"--- {P}/{S}\n")
     assert invoke(diff_command, "no-slash", a, "--base-dir", base)[0] == 2
     code, out = invoke(diff_command, f"{P}/{S}@ffffff", a, "--base-dir", base)
     assert code == 1 and out.startswith("Error: ")

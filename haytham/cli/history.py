@@ -204,18 +204,29 @@ def diff_command(a: str, b: str, base_dir: Path, as_json: bool) -> None:
     state a history entry recorded; see haytham history) or PROJECT/SESSION:PHASE#ATTEMPT
     (an attempt of a phase: 1 is its first run, each send-back adds one, and the current
     attempt has the highest number), e.g. haytham diff acme/s-001:2#1 acme/s-001:2#2.
+    An entry and a session compare the entry's phase then with that phase now, e.g.
+    haytham diff acme/s-001@3f2a9c acme/s-001.
     Metadata, status and metrics changes come first, then a unified diff of each agent
     output that differs. The exit code is 0 whether or not anything differs.
     """
     first, second = _reference(a, "A"), _reference(b, "B")
-    if first.kind != second.kind:
+    mixed = {first.kind, second.kind} == {"entry", "session"}  # an entry and the session now
+    if first.kind != second.kind and not mixed:
         raise click.UsageError(
-            f"compare two of a kind (two sessions, two history entries or two attempts), not a "
+            f"compare two of a kind (two sessions, two history entries or two attempts) or an entry "
+            f"with a session as it is now, not a "
             f"{first.kind} and a{'n' if second.kind[0] in 'ae' else ''} {second.kind}"
         )
     manager = CheckpointManager(base_dir)
     comparison: Comparison
-    if first.entry is not None and second.entry is not None:
+    if mixed:
+        then = first if first.entry is not None else second
+        now = second if then is first else first
+        assert then.entry is not None
+        entry = manager.history_entry(then.project, then.session, then.entry)
+        sides = (entry, (manager, now.project, now.session))
+        comparison = compare(*(sides if then is first else sides[::-1]))
+    elif first.entry is not None and second.entry is not None:
         old, old_outputs = _entry(manager, first.project, first.session, first.entry)
         new, new_outputs = _entry(manager, second.project, second.session, second.entry)
         comparison = compare(old, new, outputs=(old_outputs, new_outputs))
@@ -264,20 +275,41 @@ def _shown(value: object) -> str:
 @click.argument("project")
 @click.argument("session")
 @click.argument("new")
-@click.option("--from-phase", type=int, required=True, metavar="N", help="The first phase NEW runs again.")
+@click.option("--from-phase", type=int, metavar="N", help="The first phase NEW runs again.")
+@click.option(
+    "--from-entry",
+    metavar="ID",
+    help="Fork from history entry ID (or a unique prefix; see haytham history) instead: NEW "
+    "starts at the entry's phase, with the earlier phases as they were at that entry.",
+)
 @click.option("--user", help="Who NEW belongs to (default: SESSION's user).")
 @base_dir_option
 def fork_command(
-    project: str, session: str, new: str, from_phase: int, user: str | None, base_dir: Path
+    project: str,
+    session: str,
+    new: str,
+    from_phase: int | None,
+    from_entry: str | None,
+    user: str | None,
+    base_dir: Path,
 ) -> None:
-    """Start session NEW from SESSION's phases before --from-phase.
+    """Start session NEW from SESSION's phases before --from-phase (or --from-entry).
 
     SESSION is never changed. NEW gets copies of the earlier phases' checkpoints, outputs,
     feedback and attempts, records where it came from, and runs again from phase N with
-    haytham resume. (Resume continues a session; fork starts a new one.)
+    haytham resume. (Resume continues a session; fork starts a new one.) With --from-entry
+    the earlier phases are as the history entry saw them: their attempt then, its outputs
+    (refused when they are no longer on disk) and its review.
     """
-    directory = CheckpointManager(base_dir).fork_session(project, session, new, from_phase, user_id=user)
-    click.echo(f"Forked {project}/{session} at phase {from_phase} into {project}/{new} ({directory})")
+    if (from_phase is None) == (from_entry is None):
+        raise click.UsageError("give exactly one of --from-phase N and --from-entry ID")
+    manager = CheckpointManager(base_dir)
+    directory = manager.fork_session(project, session, new, from_phase, from_entry=from_entry, user_id=user)
+    where = f"phase {from_phase}"
+    if from_entry is not None:
+        entry = manager.history_entry(project, session, from_entry)
+        where = f"entry {entry.entry_id} (phase {entry.phase_number})"
+    click.echo(f"Forked {project}/{session} at {where} into {project}/{new} ({directory})")
     click.echo(f"Next: run {suggest('resume', project, new)}")
 
 

@@ -78,7 +78,7 @@ from haytham.store.clock import Clock, format_timestamp, parse_timestamp, utc_no
 from haytham.store.copy import read_session_files, write_session_dir
 from haytham.store.doctor import Finding, check_session
 from haytham.store.events import Event, EventBus
-from haytham.store.fork import fork_files
+from haytham.store.fork import files_at_entry, fork_files
 from haytham.store.names import (
     check_agent_name,
     check_inside,
@@ -772,8 +772,9 @@ class CheckpointManager:
         project_id: str,
         session_id: str,
         new_session_id: str,
-        from_phase: int,
+        from_phase: int | None = None,
         *,
+        from_entry: str | None = None,
         user_id: str | None = None,
     ) -> Path:
         """Start a new session that shares the phases before ``from_phase``; return its dir.
@@ -787,10 +788,29 @@ class CheckpointManager:
         per copied checkpoint (reason ``forked from {session_id}``). Resuming continues a
         session; forking starts another one. Refuses an existing target
         (SessionExistsError) and a phase the session's mode does not run (UnknownPhaseError).
+
+        ``from_entry=ID`` (a history entry id or a unique prefix, instead of ``from_phase``)
+        forks from any moment of the history: the new session starts at the entry's phase,
+        and the phases before it are as they were at that entry (``fork.files_at_entry``
+        says what can be reconstructed; NotFoundError when the outputs of that moment are no
+        longer on disk). Giving both, or neither, is an InvalidArgumentError.
         """
+        if (from_phase is None) == (from_entry is None):
+            raise InvalidArgumentError(
+                "give exactly one of from_phase and from_entry",
+                field="from_entry" if from_entry else "from_phase",
+            )
         check_name("session_id", new_session_id)
         if user_id is not None:
             check_user_id(user_id)
+        entry = None
+        if from_entry is not None:
+            if not isinstance(from_entry, str):
+                raise InvalidArgumentError(
+                    f"from_entry must be a string, got {from_entry!r}", field="from_entry"
+                )
+            entry = self.history_entry(project_id, session_id, from_entry)
+            from_phase = entry.phase_number
         target = check_inside(self.base_dir, self.session_dir(project_id, new_session_id))
         check_no_case_twin(target.parent, new_session_id, "session_id")
         session = self._open(project_id, session_id)
@@ -805,6 +825,14 @@ class CheckpointManager:
             session = self._open(project_id, session_id)
             start = session.phase(from_phase)
             source, _ = read_session_files(session.directory)
+            reason = None
+            if entry is not None:
+                entries, _ = history.read_entries(session.directory, cache=self.cache)
+                before = session.phases[: session.phases.index(start)]
+                source = files_at_entry(
+                    source, session.directory, entries, entry, before, self._checkpoints(session)
+                )
+                reason = f"forked from {session_id} at entry {entry.entry_id}"
         files, kept = fork_files(
             source,
             session.directory,
@@ -815,6 +843,7 @@ class CheckpointManager:
             user_id=user_id,
             now=self._now(),
             target=target,
+            reason=reason,
         )
         write_session_dir(
             target,
@@ -823,7 +852,13 @@ class CheckpointManager:
             lock_timeout=self.lock_timeout,
             what=f"session {project_id}/{new_session_id}",
         )
-        data = {"source": session_id, "from_phase": start.number, "copied_phases": [p.number for p in kept]}
+        data: dict[str, object] = {
+            "source": session_id,
+            "from_phase": start.number,
+            "copied_phases": [p.number for p in kept],
+        }
+        if entry is not None:
+            data["from_entry"] = entry.entry_id
         self.events.emit([Event("session_forked", project_id, new_session_id, start.number, target, data)])
         return target
 
