@@ -241,8 +241,8 @@ class PhaseRunnerKill:
 
 
 LifecycleMachine.TestCase.settings = settings(
-    max_examples=20,
-    stateful_step_count=15,
+    max_examples=10,
+    stateful_step_count=12,
     deadline=None,
     suppress_health_check=list(HealthCheck),
     phases=[Phase.explicit, Phase.reuse, Phase.generate],  # a failure is reported unshrunk: fast
