@@ -10,10 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from haytham import IDEA_VALIDATION, CheckpointManager, DocumentError, PhaseDefinition, Workflow
+from haytham import (
+    IDEA_VALIDATION,
+    CheckpointManager,
+    DocumentError,
+    InvalidArgumentError,
+    PhaseDefinition,
+    Workflow,
+)
 from haytham.format.workflow import dump_workflow, load_workflow
 from haytham.run.demo import DEMO_AGENTS, DEMO_WORKFLOW
 from haytham.run.runner import (
+    Agent,
     AgentContext,
     AgentImportError,
     AgentResult,
@@ -432,3 +440,19 @@ def test_next_step_says_where_a_run_would_stop_without_running(tmp_path: Path) -
     assert (next_step(manager, P, "s").phase, next_step(manager, P, "s").reason) == (2, "ready")
     assert runner.run(P, "s").status == "completed"
     assert next_step(manager, P, "s").action == "done"
+
+
+def test_a_run_needs_callables_only_for_the_agents_of_the_sessions_mode(tmp_path: Path) -> None:
+    """An mvp session never runs phases 4 and 5, so their agents need no callable; a missing
+    agent of the mode is refused before any file changes."""
+    manager = CheckpointManager(tmp_path)
+    manager.create_session("p", "s", "ada", execution_mode="mvp")
+    mvp_agents = {a for p in IDEA_VALIDATION.phases_for("mvp") for a in p.agents}
+    agents: dict[str, Agent] = {name: (lambda context: f"# {context.agent_name}\n") for name in mvp_agents}
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    short = dict(agents)
+    del short["validator"]
+    with pytest.raises(InvalidArgumentError, match="no callable given for agents validator"):
+        PhaseRunner(manager, IDEA_VALIDATION, short).run("p", "s")
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    assert PhaseRunner(manager, IDEA_VALIDATION, agents).run("p", "s").status == "awaiting_review"

@@ -163,12 +163,13 @@ def _run(
     """``resume`` and ``rerun``: resolve the agents, run, say where the run stopped."""
     manager = CheckpointManager(base_dir)
     workflow = manager.session_workflow(project, session)
+    mode = manager.load_manifest(project, session).execution_mode
     if from_phase is not None:
-        workflow.phase_in_mode(from_phase, manager.load_manifest(project, session).execution_mode)
+        workflow.phase_in_mode(from_phase, mode)
     if os.getcwd() not in sys.path:  # a project's own agents module, as python -m would find it
         sys.path.insert(0, os.getcwd())
     agents = resolve_agents(workflow, _given_agents(agent_specs, workflow))
-    missing = missing_agents(workflow, agents)
+    missing = missing_agents(workflow, agents, mode)
     if missing:
         raise click.ClickException(
             f"{project}/{session} was not run: its workflow {workflow.name!r} names no callable for "

@@ -152,7 +152,7 @@ def new(project: str, session: str, user: str, mode: str | None, workflow_spec: 
     directory = manager.create_session(project, session, user, workflow, mode)
     numbers = ", ".join(str(p.number) for p in workflow.phases_for(mode))
     click.echo(f"Created {project}/{session} ({workflow.name}, {mode} mode: phases {numbers}) in {directory}")
-    missing = missing_agents(workflow, workflow.callables)
+    missing = missing_agents(workflow, workflow.callables, mode)
     if not missing:
         click.echo(f"Next: run {suggest('resume', project, session)}")
         return

@@ -180,9 +180,11 @@ def resolve_agents(workflow: Workflow, given: Mapping[str, Agent] | None = None)
     return agents
 
 
-def missing_agents(workflow: Workflow, agents: Container[str]) -> list[str]:
-    """The agents of ``workflow`` that ``agents`` (names, or a mapping by name) leaves out, in phase order."""
-    return [a for a in dict.fromkeys(a for p in workflow.phases for a in p.agents) if a not in agents]
+def missing_agents(workflow: Workflow, agents: Container[str], mode: str | None = None) -> list[str]:
+    """The agents of ``workflow`` (of its phases in ``mode``, when given) that ``agents``
+    (names, or a mapping by name) leaves out, in phase order."""
+    phases = workflow.phases if mode is None else workflow.phases_for(mode)
+    return [a for a in dict.fromkeys(a for p in phases for a in p.agents) if a not in agents]
 
 
 class PhaseRunner:
@@ -204,9 +206,6 @@ class PhaseRunner:
         self.allow_workflow_change = allow_workflow_change
         self.on_output_saved = on_output_saved
         """Called with (phase, agent) after each output is on disk (the demo's --crash-after)."""
-        missing = sorted(missing_agents(workflow, self.agents))
-        if missing:
-            raise InvalidArgumentError(f"no callable given for agents {', '.join(missing)}", field="agents")
 
     def run(self, project_id: str, session_id: str) -> RunResult:
         """Run or resume the session until it completes, fails, or a phase awaits review.
@@ -218,6 +217,7 @@ class PhaseRunner:
         """
         state = self.manager.load_session(project_id, session_id)
         self._check_workflow(project_id, session_id, state)
+        self._check_agents(state["execution_mode"])
         ran: list[str] = []
         self._record_approvals(project_id, session_id)
         attempts: set[tuple[int, int]] = set()
@@ -250,8 +250,15 @@ class PhaseRunner:
     def rerun(self, project_id: str, session_id: str, from_phase: int) -> RunResult:
         """Keep phase ``from_phase`` and every later phase as attempts, then run the session
         (``CheckpointManager.archive_from``, then ``run``)."""
+        self._check_agents(self.manager.load_manifest(project_id, session_id).execution_mode)
         self.manager.archive_from(project_id, session_id, from_phase)
         return self.run(project_id, session_id)
+
+    def _check_agents(self, mode: str) -> None:
+        """Refuse, before anything is written, a run with no callable for an agent of ``mode``."""
+        missing = missing_agents(self.workflow, self.agents, mode)
+        if missing:
+            raise InvalidArgumentError(f"no callable given for agents {', '.join(missing)}", field="agents")
 
     # ------------------------------------------------------------------ phases
 
