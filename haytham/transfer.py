@@ -78,8 +78,8 @@ def export_session(
     (``schemas/export.schema.json``): ``files`` maps each relative path to the file's exact
     text. With ``target`` the export is written there and ``target`` is returned, as a
     ``.json`` document (``dump_export``) or, for ``.tar.gz``/``.tgz``, a deterministic
-    archive; any other suffix is an InvalidArgumentError. The session is read under its
-    lock, so the export is a consistent snapshot even while a runner saves.
+    archive; any other suffix is an InvalidArgumentError. The export is a consistent
+    snapshot even while a runner saves, and writes nothing into the session (``_snapshot``).
     """
     if target is None:
         files, _ = _snapshot(manager, project_id, session_id)
@@ -156,15 +156,25 @@ def _archive(project_id: str, session_id: str, files: Mapping[str, bytes], direc
 def _snapshot(
     manager: CheckpointManager, project_id: str, session_id: str
 ) -> tuple[dict[str, bytes], list[str]]:
-    """The session's files and directories, read under its lock (none on a read-only tree)."""
+    """The session's files and directories as one consistent snapshot, without writing.
+
+    A session haytham saves has a lock file: it is read under that lock (none on a read-only
+    tree). Reads never create one, so a session without it (a legacy session, a git
+    checkout) is read until two reads agree: a save in between shows as a difference.
+    """
     directory = check_inside(manager.base_dir, manager.session_dir(project_id, session_id))
     manager.load_manifest(project_id, session_id)  # a missing session is a NotFoundError
-    with contextlib.ExitStack() as stack:
-        with contextlib.suppress(PermissionError):  # nobody writes to a tree we cannot lock
-            stack.enter_context(
-                _storage.locked(directory, manager.lock_timeout, f"session {project_id}/{session_id}")
-            )
-        return read_session_files(directory)
+    if (directory / _storage.LOCK_NAME).is_file():
+        with contextlib.ExitStack() as stack:
+            with contextlib.suppress(PermissionError):  # nobody writes to a tree we cannot lock
+                stack.enter_context(
+                    _storage.locked(directory, manager.lock_timeout, f"session {project_id}/{session_id}")
+                )
+            return read_session_files(directory)
+    found = read_session_files(directory)
+    while (again := read_session_files(directory)) != found:
+        found = again
+    return found
 
 
 def _text(data: bytes, path: str) -> str:

@@ -126,7 +126,17 @@ def check_session(base_dir: Path, acks: list[list[str]], counts: Counts) -> None
     manager = CheckpointManager(base_dir=base_dir)
     if _errors(manager):
         counts.manifests_repaired += 1
-    manager.load_session(PROJECT, SESSION)  # repairs a manifest a kill left behind
+    manifest_path = session / "session_manifest.md"
+    before = (manifest_path.read_bytes(), manifest_path.stat().st_mtime_ns)
+    loaded = manager.load_session(PROJECT, SESSION)
+    if (manifest_path.read_bytes(), manifest_path.stat().st_mtime_ns) != before:
+        counts.problems.append("load_session wrote the manifest (reads never write)")
+    manager.repair(PROJECT, SESSION)  # what doctor --fix does to a manifest a kill left behind
+    repaired = manager.load_session(PROJECT, SESSION)
+    if {k: v for k, v in loaded.items() if k != "last_updated"} != {
+        k: v for k, v in repaired.items() if k != "last_updated"
+    }:
+        counts.problems.append("load_session before the repair differs from after it")
     # The manifest on disk must now tell the truth: each row is the phase's lifecycle state as
     # derived from its checkpoint and review file, and that state is one its checkpoint allows.
     rows = {row.number: row.status for row in MANIFEST.load(session / "session_manifest.md").phases}
@@ -144,7 +154,7 @@ def check_session(base_dir: Path, acks: list[list[str]], counts: Counts) -> None
     remaining = _errors(manager)
     if remaining:
         counts.lost_manifest_rows += 1
-        counts.problems.append(f"after load: {remaining[0]}")
+        counts.problems.append(f"after repair: {remaining[0]}")
 
 
 def _errors(manager: CheckpointManager) -> list[Issue]:

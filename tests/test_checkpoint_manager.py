@@ -193,18 +193,29 @@ def test_last_updated_is_refreshed_by_each_save(manager: CheckpointManager) -> N
     assert manager.load_manifest(P, S).created < second
 
 
-def test_load_session_repairs_a_manifest_left_behind_by_a_crash(manager: CheckpointManager) -> None:
+def test_load_session_derives_a_manifest_left_behind_by_a_crash_and_repair_writes_it(
+    manager: CheckpointManager,
+) -> None:
     manifest_path = manager.session_dir(P, S) / "session_manifest.md"
     stale = manifest_path.read_bytes()
     complete(manager, 1)
     manifest_path.write_bytes(stale)  # as if the process died before the manifest update
+    mtime = manifest_path.stat().st_mtime_ns
     assert manager.validate_session(P, S)  # the disagreement is reported
     state = manager.load_session(P, S)
     assert state["completed_phases"] == [1]
     assert state["metrics"]["total_tokens"] == 10
+    assert state["phases"][0]["status"] == "completed"
+    assert manifest_path.read_bytes() == stale  # reads never write
+    assert manifest_path.stat().st_mtime_ns == mtime
+    assert manager.validate_session(P, S)  # still reported, until a write repairs it
+    manager.repair(P, S)
     assert manifest_path.read_bytes() != stale
     assert manager.load_manifest(P, S).phases[0].status == "completed"
     assert manager.validate_session(P, S) == []
+    assert {k: v for k, v in manager.load_session(P, S).items() if k != "last_updated"} == {
+        k: v for k, v in state.items() if k != "last_updated"
+    }
 
 
 # --------------------------------------------------------------------------- reading

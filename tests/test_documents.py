@@ -796,14 +796,18 @@ def test_compat_session_outputs_and_feedback(compat: CheckpointManager) -> None:
     assert compat.load_feedback("proj-alpha", "sess-001", 3) is None
 
 
-def test_compat_session_validates_and_load_repairs_the_manifest(compat: CheckpointManager) -> None:
+def test_compat_session_validates_and_doctor_repairs_the_manifest(compat: CheckpointManager) -> None:
     manifest_path = compat.session_dir("proj-alpha", "sess-001") / "session_manifest.md"
     before = compat.validate_session("proj-alpha", "sess-001")
     assert before, "the old manifest's rows and metrics disagree with its checkpoints"
     assert all(issue.path == manifest_path for issue in before)
     for phase in (1, 2, 3):
         assert compat.validate_checkpoint("proj-alpha", "sess-001", phase) == (True, [])
-    compat.load_session("proj-alpha", "sess-001")
+    stale = manifest_path.read_bytes()
+    loaded = compat.load_session("proj-alpha", "sess-001")
+    assert manifest_path.read_bytes() == stale  # reads never write
+    assert loaded["metrics"]["total_tokens"] == 17400  # derived in memory
+    compat.repair("proj-alpha", "sess-001")  # haytham doctor --fix
     assert compat.validate_session("proj-alpha", "sess-001") == []
     repaired = MANIFEST.load(manifest_path)
     assert repaired.metrics == SessionMetrics(180.5, 17400, 0.0575)

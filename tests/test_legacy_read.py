@@ -304,6 +304,9 @@ def test_the_reads_of_this_work_change_no_file(tmp_path: Path, base: Path) -> No
             _, project, _, session = key.split("/")
             manager.load_manifest(project, session)
             manager.load_checkpoints(project, session)
+            manager.load_session(project, session)  # a stale legacy manifest is derived, not rewritten
+            manager.state(project, session)
+            manager.get_approved_phases(project, session)
     projects = ProjectManager(copy)
     for key in of_kind("project"):
         projects.get_project(key.split("/")[1])

@@ -173,11 +173,15 @@ class LifecycleMachine(RuleBasedStateMachine):
         for session in self.sessions:
             view = self.manager.state(PROJECT, session)
             before = self.manager.load_manifest(PROJECT, session)
-            if not self.hand_edited:  # a hand edit reaches the manifest on the next load
+            if not self.hand_edited:  # a hand edit reaches the manifest on the next write
                 assert [r.status for r in before.phases] == [p.state for p in view.phases], session
                 assert before.status == view.state
             loaded = self.manager.load_session(PROJECT, session)
             manifest = self.manager.load_manifest(PROJECT, session)
+            assert manifest == before  # reads never write
+            if self.hand_edited:  # what haytham doctor --fix does
+                self.manager.repair(PROJECT, session)
+                manifest = self.manager.load_manifest(PROJECT, session)
             listed_now = {s.session_id: s for s in self.manager.list_sessions(project_id=PROJECT)}[session]
             status = json.loads(self.cli("status", PROJECT, session, "--json"))
             step = next_step(self.manager, PROJECT, session)

@@ -340,8 +340,8 @@ def merge_manifest(
     - Status and Current Phase are recomputed from the merged rows, as the store does.
     - Metrics cannot be recomputed from rows: when the two sides changed different phases
       they are the base plus both sides' changes, which is exact; otherwise the side
-      further along. Either way ``CheckpointManager.load_session`` repairs them from the
-      checkpoints on the next load if they disagree.
+      further along. Either way ``CheckpointManager.load_session`` derives them from the
+      checkpoints in memory, and the next save or ``haytham doctor --fix`` writes them.
     - Last Updated is the later one; History Head is the newer entry (by ``entry_time``,
       the time of an entry id, else the side updated last). The history itself needs no
       merge: its entries are separate files.

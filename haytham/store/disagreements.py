@@ -1,9 +1,10 @@
 """Where a session manifest's progress disagrees with its phase checkpoints, located by line.
 
 The manifest's Phase Status, Status, Current Phase and Metrics are derived from the
-checkpoints; after a crash between two writes they can be out of date until the session is
-loaded (which repairs them). ``validate_session`` reports each disagreement at the line a
-person would edit: the phase's table row, the ``- Status:`` item, or the section heading.
+checkpoints; after a crash between two writes they can be out of date until the next save
+or ``haytham doctor --fix`` (reads never write, so loading leaves them).
+``validate_session`` reports each disagreement at the line a person would edit: the phase's
+table row, the ``- Status:`` item, or the section heading.
 Lines come from the markdown section parser, as the manifest reader finds them (fenced code
 blocks are skipped), not from a search of the raw text.
 """
@@ -17,7 +18,7 @@ from haytham.errors import Issue
 from haytham.format.markdown import Section, iter_unfenced_lines, normalise_label, parse_document
 from haytham.records import SessionManifest
 
-REPAIR = "(load the session to repair the manifest)"
+REPAIR = "(run haytham doctor --fix, or save the session, to repair the manifest)"
 LAGGING = (
     "(a review saved by hand, or a merge that changed an earlier phase, shows in the manifest and "
     "in haytham list after the next write; run haytham doctor --fix to write it now)"

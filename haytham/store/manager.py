@@ -898,12 +898,16 @@ class CheckpointManager:
     def load_session(self, project_id: str, session_id: str) -> dict[str, Any]:
         """The session's state as a dict, with what a resume needs.
 
-        The progress comes from the phase checkpoints. If the manifest disagrees (a process
-        died between writing a checkpoint and the manifest), the manifest is repaired.
+        The progress comes from the phase checkpoints, derived in memory through the
+        lifecycle. A manifest that disagrees (a process died between writing a checkpoint and
+        the manifest, a hand-written review, a merge, a legacy session) is left as it is on
+        disk: reads never write. The next save or ``repair`` (``haytham doctor --fix``)
+        brings it up to date.
         """
         session = self._open(project_id, session_id)
-        view = self._view(session)
-        manifest = self._sync_manifest(session, repair_only=True, view=view)
+        checkpoints = self._checkpoints(session)
+        view = self._view(session, checkpoints)
+        manifest = self._derived_manifest(session, checkpoints, view)
         rows = manifest.phases
         return {
             "session_id": manifest.session_id,
@@ -1062,8 +1066,8 @@ class CheckpointManager:
         files that killed writers left, under the session's lock.
 
         Safe at any time: what it writes is derived from the files, and a person's content
-        is never touched. ``check(fix=True)`` calls it; loading a session repairs the
-        manifest the same way when it is out of date.
+        is never touched. ``check(fix=True)`` calls it. Reads never repair: ``load_session``
+        derives the same progress in memory and leaves the file as it is.
         """
         directory = self.session_dir(project_id, session_id)
         with self._lock(directory, project_id, session_id):
@@ -1144,34 +1148,25 @@ class CheckpointManager:
         found = self._checkpoints(session) if checkpoints is None else checkpoints
         return _progress.view_of(session.directory, session.phases, found, self.cache)
 
-    def _sync_manifest(
+    def _derived_manifest(
         self,
         session: _Session,
-        *,
-        repair_only: bool = False,
-        head: str | None = None,
+        checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
         view: lifecycle.SessionView | None = None,
+        head: str | None = None,
     ) -> SessionManifest:
-        """Recompute the manifest's progress from the session's files (``lifecycle.derive``);
-        write it if it changed.
-
-        ``repair_only`` is the read path: it takes the lock only when a repair is needed.
-        """
+        """The manifest as the session's files say it should be (``lifecycle.derive``), in
+        memory: the one record a read returns, whatever the manifest file on disk says."""
         base = session.manifest if head is None else dataclasses.replace(session.manifest, history_head=head)
-        checkpoints = self._checkpoints(session)
-        derived = _progress.derive(
-            base, session.phases, checkpoints, view or self._view(session, checkpoints)
-        )
-        if repair_only:
-            if _progress.same_progress(session.manifest, derived):
-                return session.manifest
-            try:
-                with self._lock(session.directory, session.manifest.project_id, session.manifest.session_id):
-                    fresh = self._open(session.manifest.project_id, session.manifest.session_id)
-                    return self._sync_manifest(fresh)
-            except PermissionError:
-                return derived
-        if _progress.same_progress(session.manifest, derived):
+        found = self._checkpoints(session) if checkpoints is None else checkpoints
+        derived = _progress.derive(base, session.phases, found, view or self._view(session, found))
+        return session.manifest if _progress.same_progress(session.manifest, derived) else derived
+
+    def _sync_manifest(self, session: _Session, *, head: str | None = None) -> SessionManifest:
+        """Recompute the manifest's progress from the session's files (``lifecycle.derive``);
+        write it if it changed. Only writers call it, under the session's lock."""
+        derived = self._derived_manifest(session, head=head)
+        if derived is session.manifest:
             return session.manifest
         updated = dataclasses.replace(derived, last_updated=self._now())
         self._write(MANIFEST, session.directory / MANIFEST_FILE, updated)
