@@ -1,6 +1,9 @@
-"""``haytham migrate``: bring every session file of a tree to the current format version.
+"""``haytham migrate``: bring every file of a tree to the current format version.
 
-A file's version is its ``- Format: N`` line (``haytham.format.version``); a file without one
+The files are the session files, each project.yaml and each session's workflow.yaml.
+
+A file's version is its ``- Format: N`` line (``haytham.format.version``; ``format: N`` in
+YAML, ``haytham.format.yamlfile``); a file without one
 is version 0, written by the first implementation. Migration steps are data: ``STEPS`` lists
 ``(from_version, to_version, step)`` and a file goes through each step from its version on,
 so a future change of format adds one step (and a fixture in ``tests/``).
@@ -10,9 +13,8 @@ written: the file must read as exactly the same record as before. A file whose m
 would not read the same is written canonically instead (and the report says so); a file
 that cannot be read is reported and left as it is. Every file is written atomically
 (``store.fs.atomic_write``), on its own, keeping its modification time (which dates a hand
-review): a run killed anywhere leaves each file either
-old and valid or new and valid, and running again finishes the job. A second run finds
-nothing to do.
+review): a run killed anywhere leaves each file either old and valid or new and valid, and
+running again finishes the job. A second run finds nothing to do.
 """
 
 from __future__ import annotations
@@ -23,12 +25,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from haytham.errors import DocumentError
+from haytham.errors import DocumentError, Issue
 from haytham.format import AGENT_OUTPUT
 from haytham.format.document import DocumentFormat, read_file
-from haytham.format.layout import FORMAT_LABEL, FORMAT_VERSION, INDEX_DIR
+from haytham.format.layout import (
+    FORMAT_LABEL,
+    FORMAT_VERSION,
+    INDEX_DIR,
+    PROJECT_FILE,
+    SESSIONS_DIR,
+    WORKFLOW_FILE,
+)
 from haytham.format.markdown import iter_unfenced_lines, parse_document
 from haytham.format.reader import decode, split_label
+from haytham.format.yamlfile import VERSION_KEY, parse_yaml, take_version
 from haytham.store.fs import atomic_write
 from haytham.store.scan import kind_of, session_files
 
@@ -44,7 +54,7 @@ class Rewrite:
     """One line: what changed and why."""
 
 
-Step = Callable[[DocumentFormat[Any], str, Any], Rewrite]
+Step = Callable[["DocumentFormat[Any] | YamlKind", str, Any], Rewrite]
 """A migration step: the kind, the file's text (LF) and its record, to the new text."""
 
 
@@ -94,9 +104,38 @@ def _insert_fields(kind: DocumentFormat[Any], text: str, lines: list[str]) -> st
     return "\n".join(rows[:after] + lines + rows[after:])
 
 
-def _version_1(kind: DocumentFormat[Any], text: str, record: Any) -> Rewrite:
-    """Version 0 to 1: add ``- Format: 1``; in an agent output whose content ends in line
-    breaks, also ``- Final Newlines: N``, so the output's end is stated, not implied."""
+class YamlKind:
+    """A YAML file haytham writes (project.yaml, a session's workflow.yaml), seen by migrate
+    as a kind: its version is its ``format`` key, its record the loaded mapping."""
+
+    def version(self, text: str, path: Path | None = None) -> int:
+        node, data = parse_yaml(text, path or Path("?"))
+        if node is None or not isinstance(data, dict):
+            raise DocumentError("is not a YAML mapping", path=path)
+        return take_version(node, data, path or Path("?"))
+
+    def read(self, text: str, path: Path | None = None) -> tuple[Any, list[Issue]]:
+        """The mapping without its version (None and an issue when it is not one)."""
+        try:
+            node, data = parse_yaml(text, path or Path("?"))
+            if node is None or not isinstance(data, dict):
+                raise DocumentError("is not a YAML mapping", path=path)
+            take_version(node, data, path or Path("?"))
+        except DocumentError as error:
+            return None, [Issue(path, error.line, error.field, error.message)]
+        return data, []
+
+
+YAML = YamlKind()
+
+
+def _version_1(kind: DocumentFormat[Any] | YamlKind, text: str, record: Any) -> Rewrite:
+    """Version 0 to 1: add ``- Format: 1`` (``format: 1`` as the first line of a YAML file);
+    in an agent output whose content ends in line breaks, also ``- Final Newlines: N``, so
+    the output's end is stated, not implied."""
+    if isinstance(kind, YamlKind):
+        what = f"added '{VERSION_KEY}: 1' (a file without it is version 0, the first implementation's)"
+        return Rewrite(f"{VERSION_KEY}: 1\n{text}", what)
     added = [f"- {FORMAT_LABEL}: 1"]
     what = f"added '- {FORMAT_LABEL}: 1' (a file without it is version 0, the first implementation's)"
     if kind is AGENT_OUTPUT:
@@ -129,8 +168,28 @@ def migrate_file(path: Path) -> Change | Skipped | None:
     return planned if planned is None or isinstance(planned, Skipped) else planned[0]
 
 
+def _kind(path: Path) -> DocumentFormat[Any] | YamlKind | None:
+    if path.name == PROJECT_FILE or (path.name == WORKFLOW_FILE and path.parent.parent.name == SESSIONS_DIR):
+        return YAML
+    return kind_of(path)
+
+
+def _files(root: Path) -> Iterator[Path]:
+    """The session files under ``root``, then its project.yaml and sessions' workflow.yaml."""
+    cache = root / INDEX_DIR
+    yield from session_files([root], outside=[cache] if root.is_dir() else [])
+    if root.is_file():
+        if _kind(root) is YAML:
+            yield root
+        return
+    for name in (PROJECT_FILE, WORKFLOW_FILE):
+        for path in sorted(root.rglob(name)):
+            if cache not in path.parents and path.is_file() and _kind(path) is YAML:
+                yield path
+
+
 def _plan(path: Path) -> tuple[Change, bytes] | Skipped | None:
-    kind = kind_of(path)
+    kind = _kind(path)
     if kind is None:
         return None
     try:
@@ -158,7 +217,7 @@ def _plan(path: Path) -> tuple[Change, bytes] | Skipped | None:
         except DocumentError:
             new_text, what = "", ""
         if not _reads_as(kind, new_text, record, end):
-            new_text = kind.render(record)
+            new_text = "" if isinstance(kind, YamlKind) else kind.render(record)
             if not _reads_as(kind, new_text, record, end):
                 return Skipped(path, f"cannot be migrated to version {end} without changing what it says")
             what = f"rewritten canonically as version {end} (a line-by-line edit would change what it says)"
@@ -173,7 +232,7 @@ def _plan(path: Path) -> tuple[Change, bytes] | Skipped | None:
     return Change(path, version, FORMAT_VERSION, "; ".join(whats), canonical), out.encode("utf-8")
 
 
-def _reads_as(kind: DocumentFormat[Any], text: str, record: Any, version: int) -> bool:
+def _reads_as(kind: DocumentFormat[Any] | YamlKind, text: str, record: Any, version: int) -> bool:
     """Whether ``text`` is a file of ``version`` that reads as exactly ``record``."""
     if not text:
         return False
@@ -198,8 +257,7 @@ def migrate(
     changes: list[Change] = []
     skipped: list[Skipped] = []
     current = 0
-    cache = [root / INDEX_DIR] if root.is_dir() else []
-    for path in session_files([root], outside=cache):
+    for path in _files(root):
         planned = _plan(path)
         if planned is None:
             current += 1

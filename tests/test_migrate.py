@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from haytham.cli.main import cli
@@ -24,6 +25,7 @@ from haytham.errors import DocumentError
 from haytham.format import FEEDBACK, MANIFEST
 from haytham.format.layout import FORMAT_VERSION, MANIFEST_FILE, PHASE_DIR, SESSIONS_DIR
 from haytham.migrate import STEPS, Change, migrate
+from haytham.projects import ProjectManager
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import kind_of, session_files
 
@@ -103,6 +105,17 @@ def validation(root: Path) -> list[tuple[str, str, str, str]]:
     )
 
 
+def projects_view(root: Path) -> Any:
+    """Every project the ProjectManager reads, by user, and the problems it reports."""
+    manager = ProjectManager(root)
+    users = sorted(
+        {yaml.safe_load(p.read_text(encoding="utf-8"))["user_id"] for p in root.glob("*/project.yaml")}
+    )
+    return {user: manager.list_user_projects(user) for user in users}, [
+        (str(i.path.relative_to(root)) if i.path else "", i.message) for i in manager.project_issues()
+    ]
+
+
 def test_the_steps_lead_from_version_0_to_the_current_version() -> None:
     versions = [0] + [end for _, end, _ in STEPS]
     assert [start for start, _, _ in STEPS] == versions[:-1]
@@ -134,9 +147,15 @@ def test_a_run_changes_only_version_lines_and_every_file_reads_the_same(tmp_path
     for name in changed:
         old_lines, new_lines = old[name].splitlines(), new[name].splitlines()
         added = [line for line in new_lines if line not in old_lines]
-        assert added and all(line.startswith((b"- Format: ", b"- Final Newlines: ")) for line in added)
+        assert added and all(
+            line.startswith((b"- Format: ", b"- Final Newlines: ", b"format: 1")) for line in added
+        )
         assert [line for line in new_lines if line not in added] == old_lines
-        assert kind_of(tree / name).version((tree / name).read_text(encoding="utf-8")) == 1  # type: ignore[union-attr]
+        if name.endswith(".md"):
+            assert kind_of(tree / name).version((tree / name).read_text(encoding="utf-8")) == 1  # type: ignore[union-attr]
+        else:
+            assert yaml.safe_load((tree / name).read_text(encoding="utf-8"))["format"] == 1
+    assert projects_view(tree) == projects_view(untouched)
 
     # Only the files a crash cut short are left; validate finds what it found before (the
     # corpus's stale manifests and damaged files), no more.
@@ -186,14 +205,16 @@ def test_the_command_explains_every_change_and_writes_only_without_dry_run(tree:
     lines = dry.stdout.splitlines()
     would = [line for line in lines if line.startswith("Would migrate ")]
     assert len(would) == len(migrate(tree, dry_run=True).changes)
-    assert all("(version 0 to 1): added '- Format: 1'" in line for line in would)
+    assert all(
+        "(version 0 to 1): added '- Format: 1'" in line or "added 'format: 1'" in line for line in would
+    )
     assert sum(line.startswith("Left ") for line in lines) == 2
     real = runner.invoke(cli, ["migrate", "--base-dir", str(tree)])
     assert [line.replace("Migrated ", "Would migrate ", 1) for line in real.stdout.splitlines()][
         : len(would)
     ] == would
     again = runner.invoke(cli, ["migrate", "--base-dir", str(tree)])
-    assert "0 files migrated, 149 already at version 1, 2 left as they are" in again.stdout
+    assert f"0 files migrated, {len(would)} already at version 1, 2 left as they are" in again.stdout
 
 
 def test_crlf_and_a_bom_are_kept(tmp_path: Path) -> None:
@@ -233,3 +254,16 @@ def test_a_file_of_a_newer_format_is_refused_at_its_line(tmp_path: Path) -> None
     assert report.changes == ()
     assert "written by a newer haytham" in report.skipped[0].reason
     assert (session / MANIFEST_FILE).read_text() == newer
+
+
+def test_a_project_yaml_of_a_newer_format_is_refused_at_its_line(tree: Path) -> None:
+    migrate(tree)
+    path = tree / "pet_food_subscriptions" / "project.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("format: 1\n")
+    path.write_text(text.replace("format: 1", f"format: {FORMAT_VERSION + 1}", 1), encoding="utf-8")
+    with pytest.raises(DocumentError, match=r"project.yaml:1: format: is 2: written by a newer haytham"):
+        ProjectManager(tree).get_project("pet_food_subscriptions")
+    path.write_text(text.replace("format: 1", "format: one", 1), encoding="utf-8")
+    with pytest.raises(DocumentError, match="'one' is not a format version"):
+        ProjectManager(tree).get_project("pet_food_subscriptions")
