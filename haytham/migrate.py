@@ -161,13 +161,6 @@ def _steps_from(version: int) -> Iterator[tuple[int, int, Step]]:
             yield start, end, step
 
 
-def migrate_file(path: Path) -> Change | Skipped | None:
-    """What migrating the file at ``path`` changes: a Change whose text ``apply`` writes, a
-    Skipped, or None when the file is already current. Writes nothing."""
-    planned = _plan(path)
-    return planned if planned is None or isinstance(planned, Skipped) else planned[0]
-
-
 def _kind(path: Path) -> DocumentFormat[Any] | YamlKind | None:
     if path.name == PROJECT_FILE or (path.name == WORKFLOW_FILE and path.parent.parent.name == SESSIONS_DIR):
         return YAML
@@ -189,6 +182,8 @@ def _files(root: Path) -> Iterator[Path]:
 
 
 def _plan(path: Path) -> tuple[Change, bytes] | Skipped | None:
+    """What migrating the file at ``path`` makes of it (the change and the bytes to write), a
+    Skipped, or None when it is no file of haytham's or already current. Writes nothing."""
     kind = _kind(path)
     if kind is None:
         return None
