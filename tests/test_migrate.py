@@ -8,6 +8,7 @@ does. Files of a newer format are refused, at their line.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 import signal
@@ -23,6 +24,7 @@ from click.testing import CliRunner
 from haytham.cli.main import cli
 from haytham.errors import DocumentError
 from haytham.format import FEEDBACK, MANIFEST
+from haytham.format.feedback import merge_feedback
 from haytham.format.layout import FORMAT_VERSION, MANIFEST_FILE, PHASE_DIR, SESSIONS_DIR
 from haytham.migrate import STEPS, Change, migrate
 from haytham.projects import ProjectManager
@@ -190,6 +192,7 @@ def test_a_killed_run_run_again_ends_where_an_uninterrupted_run_does(tmp_path: P
     assert result.returncode == -signal.SIGKILL, result.stderr
     half = contents(tree)
     assert half != contents(whole) and half != contents(CORPUS)
+    assert records(tree) == records(CORPUS)  # each file old and valid or new and valid
     assert not [p for p in tree.rglob("*") if p.name.endswith(".haytham-tmp")]
     rest = migrate(tree)
     assert 0 < len(rest.changes) < len(migrate(CORPUS, dry_run=True).changes)
@@ -267,3 +270,15 @@ def test_a_project_yaml_of_a_newer_format_is_refused_at_its_line(tree: Path) -> 
     path.write_text(text.replace("format: 1", "format: one", 1), encoding="utf-8")
     with pytest.raises(DocumentError, match="'one' is not a format version"):
         ProjectManager(tree).get_project("pet_food_subscriptions")
+
+
+def test_a_review_saved_into_a_version_0_feedback_file_adds_the_version_line_once() -> None:
+    old = (CORPUS / "proj-legacy/sessions/sess-retry/phase_1_concept/user_feedback.md").read_text(
+        encoding="utf-8"
+    )
+    assert FEEDBACK.version(old) == 0
+    record = dataclasses.replace(FEEDBACK.parse(old), approved=True, action="approved")
+    once = merge_feedback(old, record)
+    assert FEEDBACK.version(once) == FORMAT_VERSION and FEEDBACK.parse(once) == record
+    assert merge_feedback(once, record) == once
+    assert once.count("- Format: ") == 1
