@@ -44,6 +44,7 @@ from haytham.errors import (
 )
 from haytham.format.layout import (
     CHANGELOG_FILE,
+    FORMAT_VERSION,
     HISTORY_DIR,
     LATEST_FILE,
     MANIFEST_FILE,
@@ -56,7 +57,7 @@ from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.values import write_text
 from haytham.format.workflow import IDEA_VALIDATION
-from haytham.format.yamlfile import line_of, parse_yaml
+from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, take_version
 from haytham.records import PROJECT_STATUSES
 from haytham.store import fs as _storage
 from haytham.store.clock import Clock, format_timestamp, utc_now
@@ -428,6 +429,7 @@ def _parse_project(text: str, path: Path, project_id: str) -> dict[str, Any]:
     if node is None or not isinstance(loaded, dict):
         raise DocumentError(f"must be a mapping of fields, got {type(loaded).__name__}", path=path)
     data: dict[str, Any] = dict(loaded)
+    take_version(node, data, path)
     for key, legacy in _LEGACY_TIMESTAMPS.items():
         if key not in data and legacy in data:
             data[key] = data[legacy]
@@ -454,7 +456,8 @@ def _parse_project(text: str, path: Path, project_id: str) -> dict[str, Any]:
 
 def _write_project(directory: Path, data: Mapping[str, Any]) -> None:
     _storage.atomic_write(
-        directory / PROJECT_FILE, yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)
+        directory / PROJECT_FILE,
+        yaml.safe_dump({VERSION_KEY: FORMAT_VERSION, **data}, sort_keys=False, allow_unicode=True),
     )
 
 

@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "haytham"
 
-FEATURES = ("compare", "transfer", "retention", "analytics", "projects", "config")
+FEATURES = ("compare", "transfer", "retention", "analytics", "projects", "config", "migrate")
 """The feature modules: haytham/<name>.py, built on the store's public API."""
 
 BELOW_FEATURES = {"base", "format", "store"}

@@ -211,6 +211,7 @@ CONFIGURED: dict[str, tuple[list[str], str | None, str]] = {
     ),
     "validate": (["validate"], None, "session files in 1 sessions, no problems"),
     "doctor": (["doctor", P, S], None, "OK: demo/idea-001 is consistent"),
+    "migrate": (["migrate"], None, "Nothing to migrate: "),
     "history": (["history", P, S], None, "1 Concept Expansion"),
     "diff": (["diff", f"{P}/{S}", f"{P}/{S}"], None, "No differences"),
     "fork": (

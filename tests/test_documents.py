@@ -70,6 +70,7 @@ MANIFEST_TEXT = """\
 - Created: 2024-11-24T09:59:00Z
 - Last Updated: 2024-11-24T10:04:00Z
 - Status: in_progress
+- Format: 1
 
 ## Phase Status
 
@@ -172,6 +173,7 @@ CHECKPOINT_TEXT = """\
 - Duration: 60.0s
 - Retry Count: 1
 - Execution Mode: parallel
+- Format: 1
 
 ## Agents in Phase
 - market_intelligence: completed
@@ -237,7 +239,7 @@ def test_agent_names_that_differ_only_in_case_stay_apart() -> None:
     assert "- writer: completed\n- Writer: failed\n" in text
     assert CHECKPOINT.parse(text) == record
     duplicated = text.replace("- Writer: failed", "- writer: failed")
-    with pytest.raises(DocumentError, match=r":15: writer: appears again \(first at line 14\)"):
+    with pytest.raises(DocumentError, match=r":16: writer: appears again \(first at line 15\)"):
         CHECKPOINT.parse(duplicated)
 
 
@@ -313,6 +315,7 @@ AGENT_TEXT = """\
 - Status: failed
 - Final Newlines: 2
 - Line Endings: crlf
+- Format: 1
 
 ## Execution Details
 - Model: gpt-4o
@@ -466,6 +469,7 @@ FEEDBACK_TEXT = """\
 - Reviewed: true
 - Approved: false
 - Timestamp: 2024-11-24T10:05:00Z
+- Format: 1
 
 ## User Comments
 Please dig deeper into EU.
@@ -486,6 +490,7 @@ FENCED_FEEDBACK_TEXT = """\
 - Reviewed: true
 - Approved: true
 - Timestamp: -
+- Format: 1
 
 ## User Comments
 ```verbatim
@@ -612,7 +617,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
             FEEDBACK_TEXT,
             "- Retry Count: 1",
             "- Retry Count: once",
-            18,
+            19,
             "Retry Count: 'once' is not a whole number",
         ),
         (
@@ -636,7 +641,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
             CHECKPOINT_TEXT,
             "- market_intelligence: completed",
             "- market_intelligence: done",
-            14,
+            15,
             "market_intelligence: 'done' is not one of pending, in_progress, completed, failed, skipped, "
             "requires_retry",
         ),
@@ -645,7 +650,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
             AGENT_TEXT,
             "- Input Tokens: 800",
             "- Input Tokens: lots",
-            14,
+            15,
             "Input Tokens: 'lots' is not a whole number",
         ),
         (
@@ -661,7 +666,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
             MANIFEST_TEXT,
             "| 3 | Niche Selection | pending |",
             "| 3 | Niche Selection | waiting |",
-            19,
+            20,
             "Status: 'waiting' is not one of pending, in_progress, failed, skipped, completed, "
             "awaiting_review, approved, sent_back, stale",
         ),
@@ -670,7 +675,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
             MANIFEST_TEXT,
             "- Total Tokens: 15000",
             "- Total Tokens: -5",
-            31,
+            32,
             "Total Tokens: -5 is below the minimum 0",
         ),
     ],
@@ -702,7 +707,7 @@ def test_every_problem_of_a_file_is_listed_in_order(tmp_path: Path) -> None:
     )
     path = _write(tmp_path, "user_feedback.md", text)
     _, issues = FEEDBACK.read_path(path)
-    assert [(issue.line, issue.field) for issue in issues] == [(5, "Approved"), (17, "Action")]
+    assert [(issue.line, issue.field) for issue in issues] == [(5, "Approved"), (18, "Action")]
 
 
 def test_missing_sections_and_fields_are_named(tmp_path: Path) -> None:
@@ -721,7 +726,7 @@ def test_a_file_that_is_not_utf8_is_located(tmp_path: Path) -> None:
     path.write_bytes(FEEDBACK_TEXT.encode("utf-8").replace(b"Also", b"Als\xe9"))
     with pytest.raises(DocumentError) as caught:
         FEEDBACK.load(path)
-    assert str(caught.value) == f"{path}:10: byte 0xe9 is not UTF-8 (save the file as UTF-8)"
+    assert str(caught.value) == f"{path}:11: byte 0xe9 is not UTF-8 (save the file as UTF-8)"
 
 
 def test_a_wrong_title_is_reported(tmp_path: Path) -> None:

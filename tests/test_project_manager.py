@@ -71,7 +71,7 @@ def test_create_project_writes_project_yaml_and_directories(manager: ProjectMana
     project = manager.create_project("alice", IDEA, project_name="Translator Match", execution_mode="full")
     directory = base / project["project_id"]
     text = (directory / "project.yaml").read_text("utf-8")
-    assert yaml.safe_load(text) == project
+    assert yaml.safe_load(text) == {"format": 1, **project}
     assert list(project) == [
         "project_id",
         "user_id",
@@ -259,7 +259,7 @@ def test_project_yaml_breaking_the_schema_names_field_value_and_line(
     with pytest.raises(DocumentError) as caught:
         manager.get_project(project_id)
     assert caught.value.field == "status"
-    assert caught.value.line == 7
+    assert caught.value.line == 8  # after format: 1
     assert "'finished'" in str(caught.value)
     assert str(path) in str(caught.value)
 

@@ -1,7 +1,7 @@
 """The ``haytham`` command line: the group, its version option, and the commands registered on it.
 
-Each command group lives in its own module (sessions, review, running, checks, history, ops,
-git) and parses its arguments, calls the library and prints; what they share (errors, the
+Each command group lives in its own module (sessions, review, running, checks, maintenance,
+history, ops, git) and parses its arguments, calls the library and prints; what they share (errors, the
 base directory, consoles, ``--json``) is in ``haytham.cli.common``. No file-format logic
 lives in the command line: reading, writing and checking session files is the library's
 job. On a terminal tables and markdown are drawn with rich; when the output is piped there
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import click
 
 from haytham import __version__
-from haytham.cli import checks, git, history, ops, review, running, sessions
+from haytham.cli import checks, git, history, maintenance, ops, review, running, sessions
 from haytham.cli.common import Group
 
 COMMANDS = (
@@ -33,6 +33,7 @@ COMMANDS = (
     "rerun",
     "validate",
     "doctor",
+    "migrate",
     "history",
     "diff",
     "fork",
@@ -71,7 +72,7 @@ def cli() -> None:
 
 def _register() -> None:
     """Add each group module's commands to ``cli`` and their ``--json`` keys to JSON_OUTPUT."""
-    for module in (sessions, review, running, checks, history, ops, git):
+    for module in (sessions, review, running, checks, maintenance, history, ops, git):
         for command in module.COMMANDS:
             cli.add_command(command)
         JSON_OUTPUT.update(module.JSON_OUTPUT)

@@ -18,7 +18,7 @@ from haytham.format import values as v
 from haytham.format.document import DocumentFormat
 from haytham.format.markdown import first_fence, iter_fences, normalise_label
 from haytham.format.reader import Reader
-from haytham.format.sections import FieldSpec, SectionSpec, labels_of, write_fields
+from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import AgentOutput
 
 TITLE = "Agent Output: "
@@ -38,6 +38,7 @@ METADATA = SectionSpec(
         FieldSpec("status", "Status"),
         FieldSpec("final_newlines", "Final Newlines"),
         FieldSpec("line_endings", "Line Endings"),
+        VERSION_FIELD,
     ),
 )
 """``- Phase: {number} - {name}`` holds both phase_number and phase_name; Final Newlines and
@@ -133,6 +134,7 @@ def decode_content(text: str, start: int, final_newlines: int | None, crlf: bool
 class AgentOutputFormat(DocumentFormat[AgentOutput]):
     kind = "agent_output"
     labels: ClassVar[Mapping[str, str]] = labels_of(SECTIONS, {"phase_name": "phase_number"})
+    version_section: ClassVar[SectionSpec] = METADATA
 
     def _reader(self, text: str, path: Path | None, *, fast: bool = True) -> Reader:
         split = split_output(text)

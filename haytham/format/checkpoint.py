@@ -9,7 +9,7 @@ from haytham.format import values as v
 from haytham.format.document import DocumentFormat
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.reader import Reader
-from haytham.format.sections import FieldSpec, SectionSpec, labels_of, write_fields
+from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import AgentRun, PhaseCheckpoint
 
 TITLE = "Phase Checkpoint: "
@@ -24,6 +24,7 @@ METADATA = SectionSpec(
         FieldSpec("duration", "Duration"),
         FieldSpec("retry_count", "Retry Count"),
         FieldSpec("execution_mode", "Execution Mode"),
+        VERSION_FIELD,
     ),
 )
 AGENTS = SectionSpec("Agents in Phase", attr="agents")
@@ -83,6 +84,7 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
     labels: ClassVar[Mapping[str, str]] = labels_of(
         SECTIONS, {"output_file": "agent_outputs", "tokens": "agent_tokens", "agent_name": "agents"}
     )
+    version_section: ClassVar[SectionSpec] = METADATA
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
         title_name = reader.expect_title(TITLE)

@@ -21,6 +21,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 from haytham.errors import DocumentError, Issue
 from haytham.format.reader import Reader, decode
 from haytham.format.schema import certainly_valid
+from haytham.format.sections import SectionSpec
+from haytham.format.version import read_version
 
 R = TypeVar("R")
 
@@ -51,6 +53,8 @@ class DocumentFormat(ABC, Generic[R]):
     """The schema's name, ``haytham/format/schemas/{kind}.schema.json``."""
     labels: ClassVar[Mapping[str, str]]
     """Record attribute to the label written in the file."""
+    version_section: ClassVar[SectionSpec]
+    """The section whose ``- Format: N`` line gives the file's format version."""
 
     @abstractmethod
     def _collect(self, reader: Reader) -> dict[str, Any]:
@@ -110,6 +114,7 @@ class DocumentFormat(ABC, Generic[R]):
     def _read(self, text: str, path: Path | None, *, fast: bool = True) -> tuple[R | None, list[Issue]]:
         reader = self._reader(text, path, fast=fast)
         data = self._collect(reader)
+        read_version(reader, self.version_section)
         reader.check_schema(self.kind, data)
         issues = sorted(reader.issues, key=lambda i: (i.line is None, i.line or 0))
         if any(issue.is_error for issue in issues):
@@ -119,6 +124,16 @@ class DocumentFormat(ABC, Generic[R]):
     def _reader(self, text: str, path: Path | None, *, fast: bool = True) -> Reader:
         """The reader for ``text``; a kind may limit what goes through the section parser."""
         return Reader(text, path, self.labels, fast=fast)
+
+    def version(self, text: str, path: Path | None = None) -> int:
+        """The format version of ``text`` (0 when it has no version line); DocumentError when
+        the line is not a version or names one newer than this haytham's."""
+        reader = self._reader(text, path)
+        version = read_version(reader, self.version_section)
+        if reader.issues:
+            first = reader.issues[0]
+            raise DocumentError(first.message, path=path, line=first.line, field=first.field)
+        return version
 
     def read_path(self, path: Path, *, cache: ReadCache | None = None) -> tuple[R | None, list[Issue]]:
         """Read the file at ``path``; an unreadable or undecodable file is an issue too."""

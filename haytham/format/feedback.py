@@ -23,6 +23,7 @@ from typing import Any, ClassVar, NamedTuple
 from haytham.errors import InvalidArgumentError
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
+from haytham.format.layout import FORMAT_VERSION
 from haytham.format.markdown import (
     Section,
     fence_lines,
@@ -32,7 +33,8 @@ from haytham.format.markdown import (
     normalise_label,
 )
 from haytham.format.reader import Field, Reader, decode
-from haytham.format.sections import FieldSpec, SectionSpec, labels_of, write_fields
+from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
+from haytham.format.version import read_version
 from haytham.records import UserFeedback
 
 TITLE = "User Feedback: "
@@ -48,6 +50,7 @@ REVIEW_STATUS = SectionSpec(
         FieldSpec("reviewed", "Reviewed"),
         FieldSpec("approved", "Approved"),
         FieldSpec("timestamp", "Timestamp"),
+        VERSION_FIELD,
     ),
 )
 USER_COMMENTS = SectionSpec("User Comments", required=False, attr="comments")
@@ -62,6 +65,7 @@ SECTIONS = (REVIEW_STATUS, USER_COMMENTS, REQUESTED_CHANGES, ACTION_TAKEN)
 class FeedbackFormat(DocumentFormat[UserFeedback]):
     kind = "feedback"
     labels: ClassVar[Mapping[str, str]] = {"phase_name": "Title", **labels_of(SECTIONS)}
+    version_section: ClassVar[SectionSpec] = REVIEW_STATUS
 
     def _reader(self, text: str, path: Path | None, *, fast: bool = True) -> Reader:
         return Reader(text, path, self.labels, fast=fast, known_sections=SECTIONS)
@@ -125,7 +129,7 @@ def _written_fields(record: UserFeedback, section: SectionSpec) -> dict[str, str
         "action": record.action,
         "retry_count": str(record.retry_count),
     }
-    return {field.attr: written[field.attr] for field in section.fields}
+    return {field.attr: written.get(field.attr) for field in section.fields}
 
 
 def settle(record: UserFeedback) -> UserFeedback:
@@ -350,6 +354,7 @@ def rewrite_fields(text: str, updates: Mapping[str, bool | int | str]) -> str:
     reader = edit.reader()
     found = locate(reader)
     FEEDBACK._collect(reader)
+    read_version(reader, REVIEW_STATUS)
     _put_fields(edit, reader, found, updates)
     return edit.result()
 
@@ -375,6 +380,7 @@ def merge_feedback(text: str, record: UserFeedback) -> str:
     reader = edit.reader()
     found = locate(reader)
     FEEDBACK._collect(reader)
+    read_version(reader, REVIEW_STATUS)
     title = reader.document.title
     if title is not None and title.level == 1:
         end = "\r" if edit.lines[title.line - 1].endswith("\r") else ""
@@ -386,7 +392,17 @@ def merge_feedback(text: str, record: UserFeedback) -> str:
         "approved": record.approved,
         "timestamp": v.write_text(record.timestamp),
     }
-    _put_fields(edit, reader, found, {**fields, "action": record.action, "retry_count": record.retry_count})
+    _put_fields(
+        edit,
+        reader,
+        found,
+        {
+            **fields,
+            VERSION_FIELD.attr: FORMAT_VERSION,
+            "action": record.action,
+            "retry_count": record.retry_count,
+        },
+    )
     anchor = found.review.line - 1 if found.review is not None else (title.line - 1 if title else 0)
     if found.comments is not None:
         first, past = found.comments.body_line - 1, edit.section_end(found.comments)

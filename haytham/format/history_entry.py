@@ -16,7 +16,7 @@ from haytham.format import values as v
 from haytham.format.document import DocumentFormat
 from haytham.format.markdown import first_fence
 from haytham.format.reader import Reader
-from haytham.format.sections import FieldSpec, SectionSpec, labels_of, write_fields
+from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import HistoryEntry
 
 TITLE = "History Entry: "
@@ -32,6 +32,7 @@ METADATA = SectionSpec(
         FieldSpec("name", "Name"),
         FieldSpec("reason", "Reason"),
         FieldSpec("kind", "Kind"),
+        VERSION_FIELD,
     ),
 )
 """``- Phase: {number} - {name}`` holds both phase_number and phase_name; ``Kind`` is written
@@ -45,6 +46,7 @@ SECTIONS = (METADATA, CHECKPOINT_SECTION, FEEDBACK_SECTION)
 class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
     kind = "history_entry"
     labels: ClassVar[Mapping[str, str]] = labels_of(SECTIONS, {"phase_name": "phase_number"})
+    version_section: ClassVar[SectionSpec] = METADATA
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
         title = reader.expect_title(TITLE)

@@ -21,6 +21,12 @@ from __future__ import annotations
 
 import re
 
+FORMAT_VERSION = 1
+"""The format version this haytham writes (docs/formats.md, "Versions"). Files without a
+version line are version 0, the first implementation's; ``haytham migrate`` rewrites them."""
+FORMAT_LABEL = "Format"
+"""The label of the version line, ``- Format: 1``, last in each markdown kind's metadata."""
+
 CONFIG_FILE = "haytham.yaml"
 """Settings of a tree (``storage.base_dir``, retention), found in the working directory."""
 DEFAULT_BASE_DIR = "projects"

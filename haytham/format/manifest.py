@@ -10,7 +10,7 @@ from haytham.format import values as v
 from haytham.format.document import DocumentFormat
 from haytham.format.markdown import iter_unfenced_lines, normalise_label
 from haytham.format.reader import Reader
-from haytham.format.sections import FieldSpec, SectionSpec, labels_of, write_fields
+from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import CurrentPhase, PhaseRow, SessionManifest, SessionMetrics
 
 TITLE = "Session Manifest"
@@ -28,6 +28,7 @@ METADATA = SectionSpec(
         FieldSpec("status", "Status"),
         FieldSpec("history_head", "History Head"),
         FieldSpec("forked_from", "Forked From"),
+        VERSION_FIELD,
     ),
 )
 """Workflow Fingerprint, History Head and Forked From are written only when set."""
@@ -73,6 +74,7 @@ _RULE_CELL = re.compile(r":?-+:?")
 class ManifestFormat(DocumentFormat[SessionManifest]):
     kind = "manifest"
     labels: ClassVar[Mapping[str, str]] = labels_of(SECTIONS)
+    version_section: ClassVar[SectionSpec] = METADATA
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
         reader.expect_title(TITLE)

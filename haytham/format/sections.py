@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from haytham.format.layout import FORMAT_LABEL, FORMAT_VERSION
+
 
 @dataclass(frozen=True)
 class FieldSpec:
@@ -44,6 +46,11 @@ class SectionSpec:
         raise KeyError(f"section {self.title!r} has no field {attr!r}")
 
 
+VERSION_FIELD = FieldSpec("format_version", FORMAT_LABEL)
+"""``- Format: N``: the last field of each markdown kind's metadata section, always written
+as the current version (``write_fields`` fills it in), read by ``format/version.py``."""
+
+
 def labels_of(sections: Iterable[SectionSpec], aliases: Mapping[str, str] | None = None) -> dict[str, str]:
     """Record attribute to label: a section's own attribute to its title, each field's to its
     label (the first section that has it wins), then each alias to the label of the
@@ -64,10 +71,11 @@ def write_fields(section: SectionSpec, values: Mapping[str, str | None]) -> list
 
     A value of None leaves its line out (an optional field not written); a value that starts
     with a line break follows the colon directly (a fenced block under ``- Stack Trace:``).
+    The version field needs no value: it is always the current version.
     """
     lines = [section.heading]
     for field in section.fields:
-        value = values[field.attr]
+        value = str(FORMAT_VERSION) if field is VERSION_FIELD else values[field.attr]
         if value is None:
             continue
         lines.append(f"- {field.label}:{value}" if value.startswith("\n") else f"- {field.label}: {value}")

@@ -19,10 +19,10 @@ from typing import Any
 import yaml
 
 from haytham.errors import DocumentError, InvalidArgumentError, UnknownPhaseError
-from haytham.format.layout import PHASE_DIR_PREFIX
+from haytham.format.layout import FORMAT_VERSION, PHASE_DIR_PREFIX
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
-from haytham.format.yamlfile import line_of, parse_yaml
+from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, take_version
 from haytham.records import RunStyle
 
 
@@ -154,6 +154,7 @@ def describe_changes(old: Workflow, new: Workflow) -> list[str]:
 def dump_workflow(workflow: Workflow) -> str:
     """The YAML text of ``workflow``, in the form ``load_workflow`` reads."""
     data: dict[str, Any] = {
+        VERSION_KEY: FORMAT_VERSION,
         "name": workflow.name,
         "max_retries": workflow.max_retries,
         "modes": {k: list(v) for k, v in workflow.modes.items()},
@@ -187,6 +188,7 @@ def load_workflow(path: str | Path) -> Workflow:
     node, data = parse_yaml(text, path)
     if not isinstance(data, dict) or node is None:
         raise DocumentError("a workflow file must be a YAML mapping", path=path, line=1)
+    take_version(node, data, path)
     invalid = schema_errors("workflow", data)
     if invalid:
         keys = list(invalid[0].absolute_path)

@@ -9,6 +9,10 @@ from typing import Any
 import yaml
 
 from haytham.errors import DocumentError
+from haytham.format.layout import FORMAT_VERSION
+
+VERSION_KEY = "format"
+"""The first key of each YAML file haytham writes, ``format: 1``; without it, version 0."""
 
 
 def parse_yaml(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
@@ -37,3 +41,23 @@ def line_of(node: yaml.Node, keys: Sequence[Any]) -> int:
         else:
             break
     return line
+
+
+def take_version(node: yaml.Node, data: dict[str, Any], path: Path) -> int:
+    """Remove ``format`` from a loaded mapping and return it (0 when absent); a value that is
+    not a version, or one newer than this haytham's, is an error at its line."""
+    if VERSION_KEY not in data:
+        return 0
+    version = data.pop(VERSION_KEY)
+    line = line_of(node, [VERSION_KEY])
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise DocumentError(f"{version!r} is not a format version (a whole number)", path=path, line=line)
+    if version > FORMAT_VERSION:
+        raise DocumentError(
+            f"is {version}: written by a newer haytham (this one reads formats up to {FORMAT_VERSION}); "
+            "upgrade haytham to read it",
+            path=path,
+            line=line,
+            field=VERSION_KEY,
+        )
+    return version
