@@ -29,7 +29,7 @@ from haytham.store.scan import session_dirs, session_files
 
 JSON_OUTPUT: dict[str, dict[str, str]] = {
     "validate": {
-        "ok": "true when no problem was found",
+        "ok": "true when no error was found (no problem at all with --strict)",
         "files": "how many session files were checked",
         "sessions": "how many whole sessions were checked",
         "issues": "the problems, sorted by file and line",
@@ -53,14 +53,17 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
 
 @command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--strict", is_flag=True, help="Exit with 1 on warnings too, not only on errors.")
 @base_dir_option
 @json_option
-def validate(paths: tuple[Path, ...], base_dir: Path, as_json: bool) -> None:
+def validate(paths: tuple[Path, ...], strict: bool, base_dir: Path, as_json: bool) -> None:
     """Check session files like a linter: one path:line: field: message a problem.
 
     PATHS may be the base directory (the default), projects, sessions, phases or single
     files; files that are not session files are skipped, so a pre-commit hook can pass
-    every changed .md file. Exit code 1 when anything is wrong.
+    every changed .md file. Exit code 1 on an error (a file that cannot be read or
+    contradicts itself); warnings (a stale phase, a manifest behind its files, a legacy
+    spelling: read right, and repairable) are listed, and fail only with --strict.
     """
     if not paths and not base_dir.is_dir():
         raise click.BadParameter(f"{str(base_dir)!r} is not a directory", param_hint="--base-dir")
@@ -77,7 +80,7 @@ def validate(paths: tuple[Path, ...], base_dir: Path, as_json: bool) -> None:
     issues = sorted(dict.fromkeys(issues), key=lambda i: (str(i.path), i.line or 0))
     files = len(list(session_files(roots)))
     sessions = len({d for root in roots if root.is_dir() for d in session_dirs(root)})
-    failed = any(issue.is_error for issue in issues)  # warnings are listed, never a failure
+    failed = any(issue.is_error or strict for issue in issues)
     if as_json:
         emit_json({"ok": not failed, "files": files, "sessions": sessions, "issues": plain(issues)})
     else:

@@ -44,12 +44,14 @@ def disagreements(
     """Where the manifest ``written`` at ``path`` differs from ``derived`` (its files').
 
     Phases whose checkpoint or review file cannot be read are left out: that file is the
-    problem, and its own issues say why. A row that differs only in its state, for a phase
-    with a review file (``reviewed``) or one that is or was stale, is a warning: a review
-    saved by hand, or a git merge that brought another attempt of an earlier phase, reaches
-    the manifest (and ``haytham list``, which reads only manifests) at the next write, and
-    ``haytham doctor --fix`` writes it now. Status, Current Phase and Metrics are compared
-    only once every row agrees, since a wrong row explains them.
+    problem, and its own issues say why. Every disagreement is a warning: the manifest is
+    derived data, haytham reads the true state from the files, and ``haytham doctor --fix``
+    (or the next save) rewrites it. A row that differs only in its state, for a phase with a
+    review file (``reviewed``) or one that is or was stale, says why it lags: a review saved
+    by hand, or a git merge that brought another attempt of an earlier phase, reaches the
+    manifest (and ``haytham list``, which reads only manifests) at the next write. Status,
+    Current Phase and Metrics are compared only once every row agrees, since a wrong row
+    explains them.
     """
     if written.phases == derived.phases and _same_totals(written, derived):
         return []
@@ -73,21 +75,35 @@ def disagreements(
             if getattr(old, attr) != getattr(new, attr)
         ]
         message = f"phase {old.number}: {'; '.join(differences)} {REPAIR}"
-        issues.append(Issue(path, lines.row(index), "Phase Status", message))
+        issues.append(Issue(path, lines.row(index), "Phase Status", message, severity="warning"))
     if len(written.phases) != len(derived.phases):
-        message = f"has {len(written.phases)} rows but the mode runs {len(derived.phases)} phases"
-        issues.append(Issue(path, lines.heading("Phase Status"), "Phase Status", message))
+        message = f"has {len(written.phases)} rows but the mode runs {len(derived.phases)} phases {REPAIR}"
+        issues.append(Issue(path, lines.heading("Phase Status"), "Phase Status", message, severity="warning"))
     if unreadable or written.phases != derived.phases:
         return issues
     for label, line, old_value, new_value in (
-        ("Status", lines.status(), written.status, derived.status),
-        ("Current Phase", lines.heading("Current Phase"), written.current, derived.current),
-        ("Metrics", lines.heading("Metrics"), written.metrics, derived.metrics),
+        ("Status", lines.status(), _words(written.status), _words(derived.status)),
+        ("Current Phase", lines.heading("Current Phase"), _current(written), _current(derived)),
+        ("Metrics", lines.heading("Metrics"), _totals(written), _totals(derived)),
     ):
         if old_value != new_value:
-            message = f"{old_value!r} disagrees with the checkpoints ({new_value!r}) {REPAIR}"
-            issues.append(Issue(path, line, label, message))
+            message = f"is {old_value} here but {new_value} from the phases' files {REPAIR}"
+            issues.append(Issue(path, line, label, message, severity="warning"))
     return issues
+
+
+def _words(state: str) -> str:
+    return state.replace("_", " ")
+
+
+def _current(manifest: SessionManifest) -> str:
+    current = manifest.current
+    return f"phase {current.number} {current.name} ({_words(current.status)})"
+
+
+def _totals(manifest: SessionManifest) -> str:
+    metrics = manifest.metrics
+    return f"{metrics.total_tokens} tokens, ${metrics.total_cost:.4f}, {metrics.total_duration:g}s"
 
 
 def _same_totals(written: SessionManifest, derived: SessionManifest) -> bool:
