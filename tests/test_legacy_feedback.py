@@ -15,7 +15,8 @@ import pytest
 
 from haytham.format import FEEDBACK
 from haytham.format.document import to_json
-from haytham.records import ACTION_VERDICTS, FEEDBACK_ACTIONS
+from haytham.records import ACTION_VERDICTS, FEEDBACK_ACTIONS, UserFeedback
+from haytham.store import lifecycle
 
 LEGACY = Path(__file__).parent / "legacy"
 EXPECTED: dict[str, Any] = json.loads((LEGACY / "expected.json").read_text(encoding="utf-8"))["files"]
@@ -41,3 +42,23 @@ def test_every_action_has_a_verdict() -> None:
     assert ACTION_VERDICTS["skip_phase"] == ACTION_VERDICTS["skipped"] == "approved"
     assert ACTION_VERDICTS["retry_with_changes"] == ACTION_VERDICTS["retry"] == "sent_back"
     assert ACTION_VERDICTS["max_retries_exceeded"] == "stopped"
+
+
+@pytest.mark.parametrize("action", FEEDBACK_ACTIONS)
+def test_lifecycle_verdict_follows_the_action_table(action: str) -> None:
+    """A reviewed file with Approved: false reads as the action's verdict says: a first-
+    implementation ``skip_stage`` moves the run on, it does not send the phase back."""
+    feedback = UserFeedback(
+        phase_name="p",
+        reviewed=True,
+        approved=False,
+        timestamp=None,
+        comments="",
+        requested_changes=(),
+        action=action,  # type: ignore[arg-type]
+        retry_count=0,
+    )
+    want = {"awaiting": "sent_back", "stopped": "sent_back"}.get(
+        ACTION_VERDICTS[action], ACTION_VERDICTS[action]
+    )
+    assert lifecycle.verdict(feedback) == want

@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from haytham.records import ACTION_VERDICTS, SESSION_STATUSES, PhaseState, SessionStatus, UserFeedback
 from haytham.records import PHASE_STATES as _PHASE_STATES
-from haytham.records import SESSION_STATUSES, PhaseState, SessionStatus, UserFeedback
 
 SessionState = SessionStatus
 """Where a whole session stands: the state of its first phase that is not done."""
@@ -291,14 +291,15 @@ def session_state(first_not_done: PhaseState | None) -> SessionState:
 def verdict(feedback: UserFeedback | None) -> Verdict:
     """What a review file says: the one rule the runner, the CLI and ``derive`` share.
 
-    Not reviewed yet is ``awaiting``; reviewed and approved (or an action that approves or
-    skips) is ``approved``; any other review sends the phase back.
+    Not reviewed yet is ``awaiting``; reviewed and approved (or an action whose verdict in
+    ``records.ACTION_VERDICTS`` approves, such as a skip) is ``approved``; any other review
+    sends the phase back.
     """
     if feedback is None:
         return "none"
     if not feedback.reviewed:
         return "awaiting"
-    if feedback.approved or feedback.action in ("approved", "skipped"):
+    if feedback.approved or ACTION_VERDICTS.get(feedback.action) == "approved":
         return "approved"
     return "sent_back"
 
