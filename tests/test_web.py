@@ -397,6 +397,7 @@ def test_report_is_one_self_contained_file(manager: CheckpointManager, tmp_path:
     assert "<script" not in html and "<link" not in html
     assert re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html) is None
     assert "<style>" in html and '<svg class="chart"' in html
+    assert 'font: 15px/1.5 system-ui, -apple-system, "Segoe UI"' in html  # the stylesheet, not escaped
     assert "default-src 'none'" in html  # the file itself forbids loading anything
     for view in manager.state(P, S).phases:
         assert f'id="phase-{view.number}"' in html

@@ -156,6 +156,7 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
         Route(base + "/rerun", rerun, methods=["POST"]),
         Route(base + "/phase/{phase:int}", phase),
         Route(base + "/phase/{phase:int}/review", review, methods=["POST"]),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     handlers: dict[Any, Any] = {

@@ -10,6 +10,8 @@ offline and cannot run or fetch what an agent wrote.
 
 from __future__ import annotations
 
+from markupsafe import Markup
+
 from haytham.store.manager import CheckpointManager
 from haytham.web import pages
 from haytham.web.templating import render, stylesheet
@@ -19,4 +21,5 @@ def report_html(manager: CheckpointManager, project: str, session: str) -> str:
     """The report of ``project/session`` as the text of one HTML file."""
     page = pages.session_page(manager, project, session)
     phases = [pages.phase_page(manager, project, session, line.view.number) for line in page.phases]
-    return render("report.html", standalone=True, css=stylesheet(), page=page, phases=phases)
+    css = Markup(stylesheet())  # the package's own stylesheet, inlined as it is
+    return render("report.html", standalone=True, css=css, page=page, phases=phases)

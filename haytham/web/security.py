@@ -3,7 +3,8 @@
 - **Headers.** Every response carries a Content-Security-Policy that allows scripts only from
   the server's own files (``script-src 'self'``, so no inline script runs, even one that
   slipped into a page), no plugins, no framing, forms posting only to the server, plus
-  ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``.
+  ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: same-origin`` (no address leaves
+  for another site, and a form's Origin is still sent for the CSRF check).
 - **Hosts.** The Host header must be one the server was started for (the loopback names by
   default), so a web page elsewhere cannot reach it by DNS rebinding.
 - **Access token.** A server started with a token (any ``--host`` other than the loopback)
@@ -34,7 +35,7 @@ CSP = (
 HEADERS = {
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }

@@ -5,6 +5,13 @@
 (function () {
   "use strict";
   var body = document.body;
+  // a form's "Saved: ..." note is for the page the form led to, not for a later reload
+  if (window.location.search.indexOf("said=") >= 0 && window.history.replaceState) {
+    var params = new URLSearchParams(window.location.search);
+    params.delete("said");
+    var rest = params.toString();
+    window.history.replaceState(null, "", window.location.pathname + (rest ? "?" + rest : ""));
+  }
   var url = body.getAttribute("data-live");
   if (!url) return;
   var version = body.getAttribute("data-version");
