@@ -10,10 +10,16 @@ be; errors are 4xx pages, never a traceback. The real browser is in test_web_e2e
 
 from __future__ import annotations
 
+import contextlib
+import http.cookiejar
 import os
 import re
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +40,9 @@ from haytham.web.security import CSP, Guard
 
 P, S = "demo", "idea-001"
 ROOT = Path(__file__).resolve().parent.parent
+HAYTHAM = Path(sys.executable).parent / "haytham"
+WAIT = 30.0
+"""How long to wait for a served page (a bound on waiting, not a measured time)."""
 HOSTILE = (
     "# Findings\n\n<script>alert('x')</script>\n\n"
     "An image <img src=x onerror=alert(1)> and [a link](javascript:alert(2)) and "
@@ -444,3 +453,75 @@ def test_without_the_web_extra_serve_and_report_say_how_to_install_it(tmp_path: 
         [sys.executable, "-c", code, "demo", "--base-dir", str(tmp_path)], capture_output=True, text=True
     )
     assert demo.returncode == 0 and "completed" in demo.stdout
+
+
+# ------------------------------------------------------------- the real server
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def serving(cwd: Path, *args: str) -> Iterator[tuple[str, str]]:
+    """``haytham serve --port N ARGS`` as a process in ``cwd``; (its local address, the line it
+    printed with the address to open) once it answers, stopped at the end."""
+    port = free_port()
+    log_path = cwd / f"serve-{port}.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [str(HAYTHAM), "serve", "--port", str(port), *args], stdout=log, stderr=subprocess.STDOUT, cwd=cwd
+        )
+        url = f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + WAIT
+        try:
+            while True:
+                try:
+                    urllib.request.urlopen(url, timeout=2).close()
+                    break
+                except urllib.error.HTTPError as answered:  # it answers (a 403 without the token)
+                    answered.close()
+                    break
+                except (urllib.error.URLError, ConnectionError):
+                    assert process.poll() is None, log_path.read_text()
+                    assert time.monotonic() < deadline, "haytham serve did not answer"
+                    time.sleep(0.1)
+            printed = next(line for line in log_path.read_text().splitlines() if "http://" in line)
+            yield url, printed
+        finally:
+            process.terminate()
+            process.wait(timeout=WAIT)
+
+
+def test_serve_finds_the_base_dir_in_haytham_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "haytham.yaml").write_text("storage:\n  base_dir: data\n")
+    run_demo(CheckpointManager(tmp_path / "data"), S, review="manual")
+    monkeypatch.delenv("HAYTHAM_BASE_DIR", raising=False)
+    with serving(tmp_path) as (url, printed):
+        assert "Serving the sessions under data at http://127.0.0.1:" in printed
+        with urllib.request.urlopen(url + f"p/{P}/s/{S}/phase/1") as response:
+            assert "Concept Expansion" in response.read().decode()
+    assert not (tmp_path / "projects").exists()
+
+
+def test_serve_off_localhost_prints_a_token_and_refuses_requests_without_it(
+    manager: CheckpointManager,
+) -> None:
+    with serving(manager.base_dir.parent, "--host", "0.0.0.0", "--base-dir", str(manager.base_dir)) as (
+        url,
+        printed,
+    ):
+        token = re.search(r"\?token=([\w-]+)", printed)
+        assert token is not None, printed
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url + f"p/{P}/s/{S}")
+        assert refused.value.code == 403
+        refused.value.close()
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        with browser.open(url + f"?token={token.group(1)}") as response:  # then the cookie carries it
+            assert response.status == 200 and response.url == url
+        with browser.open(url + f"p/{P}/s/{S}") as response:
+            assert response.status == 200

@@ -20,10 +20,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -38,8 +36,6 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 HAYTHAM = Path(sys.executable).parent / "haytham"
 P, S = "demo", "idea-001"
-WAIT = 30.0
-"""How long a step may wait for the page or the server (a bound on waiting, not a measured time)."""
 
 try:
     import selenium  # noqa: F401
@@ -64,15 +60,9 @@ from selenium.common.exceptions import StaleElementReferenceException  # noqa: E
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from test_web import WAIT, serving  # noqa: E402
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def haytham(base: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -94,30 +84,8 @@ def base(tmp_path: Path) -> Path:
 @pytest.fixture
 def server(base: Path, tmp_path: Path) -> Iterator[str]:
     """``haytham serve`` on a free port; its address once it answers."""
-    port = free_port()
-    log = (tmp_path / "serve.log").open("w")
-    process = subprocess.Popen(
-        [str(HAYTHAM), "serve", "--port", str(port), "--base-dir", str(base)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=tmp_path,
-    )
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + WAIT
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=2):
-                    break
-            except (urllib.error.URLError, ConnectionError):
-                assert process.poll() is None, (tmp_path / "serve.log").read_text()
-                assert time.monotonic() < deadline, "haytham serve did not answer"
-                time.sleep(0.1)
+    with serving(tmp_path, "--base-dir", str(base)) as (url, _):
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=WAIT)
-        log.close()
 
 
 def chrome(profile: Path, *extra: str) -> Any:

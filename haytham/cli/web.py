@@ -56,7 +56,13 @@ def is_loopback(host: str) -> bool:
 
 @command()
 @click.option("--host", default=DEFAULT_HOST, show_default=True, help="The address to listen on.")
-@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port",
+    default=DEFAULT_PORT,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="The port to listen on.",
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the inbox in a web browser.")
 @base_dir_option
 def serve(host: str, port: int, open_browser: bool, base_dir: Path) -> None:
