@@ -326,6 +326,13 @@ def test_a_csrf_token_of_another_browser_or_site_is_refused(
     assert feedback_file(manager).read_bytes() == before
 
 
+def test_a_page_shows_only_the_notices_the_server_signed(client: TestClient) -> None:
+    status, page = review(client, "approve")
+    assert status == 200 and "Saved: approved." in page
+    forged = client.get(phase_url(1) + "?said=Your+session+was+deleted&sig=0123").text
+    assert "Your session was deleted" not in forged
+
+
 def test_a_request_for_another_host_name_is_refused(client: TestClient) -> None:
     assert client.get("/", headers={"host": "evil.example"}).status_code == 403
     assert client.get("/", headers={"host": "localhost:8765"}).status_code == 200
@@ -361,6 +368,20 @@ def test_off_localhost_every_request_needs_the_token(manager: CheckpointManager)
 )
 def test_every_path_segment_goes_through_the_name_checks(client: TestClient, url: str, status: int) -> None:
     assert_clean_error(client.get(url), status)
+
+
+def test_a_file_that_cannot_be_read_is_a_located_422_and_a_warning_in_the_inbox(
+    client: TestClient, manager: CheckpointManager
+) -> None:
+    checkpoint = manager.phase_dir(P, S, 1) / "checkpoint.md"
+    checkpoint.write_text("# not a checkpoint\n")
+    for url in (f"/p/{P}/s/{S}", phase_url(1), f"/p/{P}/s/{S}/report"):
+        response = client.get(url)
+        assert_clean_error(response, 422)
+        assert "checkpoint.md:1:" in response.text
+    inbox = client.get("/")
+    assert inbox.status_code == 200 and 'id="count">0<' in inbox.text
+    assert re.search(r'class="warning">demo/idea-001: [^<]*checkpoint.md:1:', inbox.text)
 
 
 def test_a_form_with_a_bad_decision_or_number_is_a_clear_400(client: TestClient) -> None:

@@ -13,7 +13,7 @@ parse 422; anything unexpected is a 500 page without a traceback.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -49,6 +49,16 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
 
     def csrf(request: Request) -> str:
         return guard.csrf_token(browser_csrf_cookie(request))
+
+    def _back(path: str, said: str) -> Response:
+        """The 303 after a form, to ``path`` with a notice of what was done (signed)."""
+        return RedirectResponse(
+            f"{path}?{urlencode({'said': said, 'sig': guard.sign(said)})}", status_code=303
+        )
+
+    def _messages(request: Request) -> list[str]:
+        said, signature = request.query_params.get("said"), request.query_params.get("sig", "")
+        return [said] if said and guard.signed(said, signature) else []
 
     async def inbox(request: Request) -> Response:
         found = pages.inbox(manager)
@@ -102,7 +112,7 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
         except actions.Conflict as conflict:
             return await phase(request, conflict=conflict, draft=submitted, status=409)
         said = "approved" if submitted.approve else "sent back with your comments"
-        return _back(request, f"/p/{_q(project)}/s/{_q(session_id)}/phase/{number}", f"Saved: {said}.")
+        return _back(f"/p/{_q(project)}/s/{_q(session_id)}/phase/{number}", f"Saved: {said}.")
 
     async def fork(request: Request) -> Response:
         project, session_id = _names(request)
@@ -111,7 +121,7 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
         entry = form.get("from_entry") or None
         from_phase = None if entry else _number(form.get("from_phase", ""), "from_phase")
         actions.fork(manager, project, session_id, new_session, from_phase=from_phase, from_entry=entry)
-        return _back(request, f"/p/{_q(project)}/s/{_q(new_session)}", f"Forked from {session_id}.")
+        return _back(f"/p/{_q(project)}/s/{_q(new_session)}", f"Forked from {session_id}.")
 
     async def rerun(request: Request) -> Response:
         project, session_id = _names(request)
@@ -183,15 +193,6 @@ def _number(text: str, field: str) -> int:
         return int(text)
     except ValueError:
         raise InvalidArgumentError(f"{field} must be a whole number, got {text!r}", field=field) from None
-
-
-def _messages(request: Request) -> list[str]:
-    said = request.query_params.get("said")
-    return [said[:300]] if said else []
-
-
-def _back(request: Request, path: str, said: str) -> Response:
-    return RedirectResponse(f"{path}?said={quote(said)}", status_code=303)
 
 
 def _page(template: str, *, status: int = 200, **context: Any) -> HTMLResponse:

@@ -9,6 +9,7 @@
   if (window.location.search.indexOf("said=") >= 0 && window.history.replaceState) {
     var params = new URLSearchParams(window.location.search);
     params.delete("said");
+    params.delete("sig");
     var rest = params.toString();
     window.history.replaceState(null, "", window.location.pathname + (rest ? "?" + rest : ""));
   }
