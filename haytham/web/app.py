@@ -130,7 +130,6 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
         archived = actions.rerun(manager, project, session_id, from_phase)
         said = ", ".join(str(n) for n in archived) or "none"
         return _back(
-            request,
             f"/p/{_q(project)}/s/{_q(session_id)}",
             f"Phases {said} will run again: run haytham resume {project} {session_id}.",
         )
