@@ -162,7 +162,7 @@ def test_the_session_page_shows_the_lifecycle_states_charts_and_history(
         assert row is not None and f"state-{view.state}" in row.group(1)
         assert view.describe() in row.group(1)
     assert 'id="session-state">awaiting review<' in page.text
-    assert page.text.count('<svg class="chart"') == 4
+    assert page.text.count('<svg class="chart"') == 6
     for entry in manager.history(P, S):
         assert entry.entry_id in page.text
     assert "<script>" not in page.text  # the page's only script is the linked file

@@ -230,7 +230,7 @@ def test_review_a_demo_session_in_chromium_then_read_its_report_offline(
         section = browser.find_element(By.ID, f"phase-{view.number}")
         assert section.find_element(By.CSS_SELECTOR, ".markdown h1").is_displayed()
     charts = browser.find_elements(By.CSS_SELECTOR, "svg.chart")
-    assert len(charts) == 4 and all(c.size["width"] > 0 and c.size["height"] > 0 for c in charts)
+    assert len(charts) == 6 and all(c.size["width"] > 0 and c.size["height"] > 0 for c in charts)
     header = browser.find_element(By.CSS_SELECTOR, "header.top")
     assert header.value_of_css_property("background-color") == "rgba(31, 45, 68, 1)"  # the inline CSS applied
     assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0

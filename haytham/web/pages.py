@@ -175,7 +175,7 @@ class SessionPage:
     phases: list[PhaseLine]
     history: list[HistoryEntry]
     charts: list[str]
-    """Inline SVG charts: duration, tokens and cost per phase, tokens per agent."""
+    """Inline SVG charts: duration, tokens and cost per phase, then per agent."""
     version: str
 
 
@@ -216,7 +216,7 @@ def _attempt_line(attempt: Attempt) -> AttemptLine:
 
 
 def charts(lines: Sequence[PhaseLine]) -> list[str]:
-    """Duration, tokens and cost per phase, and tokens per agent, as SVG bar charts."""
+    """Duration, tokens and cost per phase and per agent, as SVG bar charts."""
     ran = [line for line in lines if line.checkpoint is not None]
     if not ran:
         return []
@@ -237,8 +237,8 @@ def charts(lines: Sequence[PhaseLine]) -> list[str]:
     costs = [
         Bar(label(x), x.checkpoint.cost or 0.0, f"${x.checkpoint.cost or 0:.4f}") for x in ran if x.checkpoint
     ]
-    agents = [
-        Bar(f"{x.view.number}. {run.agent_name}", float(run.tokens or 0), f"{run.tokens or 0:,}")
+    runs = [
+        (f"{x.view.number}. {run.agent_name}", run)
         for x in ran
         if x.checkpoint
         for run in x.checkpoint.agents
@@ -247,7 +247,9 @@ def charts(lines: Sequence[PhaseLine]) -> list[str]:
         bar_chart("Duration per phase", durations),
         bar_chart("Tokens per phase", tokens),
         bar_chart("Cost per phase", costs),
-        bar_chart("Tokens per agent", agents),
+        bar_chart("Duration per agent", [Bar(n, r.duration or 0.0, _seconds(r.duration)) for n, r in runs]),
+        bar_chart("Tokens per agent", [Bar(n, float(r.tokens or 0), f"{r.tokens or 0:,}") for n, r in runs]),
+        bar_chart("Cost per agent", [Bar(n, r.cost or 0.0, f"${r.cost or 0:.4f}") for n, r in runs]),
     ]
 
 
