@@ -61,10 +61,10 @@ def main(argv: list[str]) -> int:
         _install("")
         return _run("examples/idea_validation.py", *rest)
     if command == "test":
-        _install("dev")
+        _install("dev,web")  # the route and browser tests of haytham serve need the web extra
         return _run("-m", "pytest", *_pytest_args(rest))
     if command == "lint":
-        _install("dev")
+        _install("dev,web")  # mypy checks haytham/web/ against the web extra's types
         return (
             _run("-m", "ruff", "check", "haytham", "tests", "examples", "benchmarks", "dev.py")
             or _run("-m", "ruff", "format", "--check", "haytham", "tests", "examples", "benchmarks", "dev.py")

@@ -34,9 +34,10 @@ ALLOWED: dict[str, set[str]] = {
     "feature": BELOW_FEATURES | {"feature"},
     "run": BELOW_FEATURES | {"feature", "run"},
     "git": BELOW_FEATURES | {"feature", "git"},
+    "web": BELOW_FEATURES | {"feature", "web"},
     "facade": BELOW_FEATURES | {"feature", "run", "git", "facade", "reexport"},
     "reexport": BELOW_FEATURES | {"feature", "run", "git", "facade", "reexport"},
-    "cli": BELOW_FEATURES | {"feature", "run", "git", "facade", "reexport", "cli"},
+    "cli": BELOW_FEATURES | {"feature", "run", "git", "web", "facade", "reexport", "cli"},
     "main": {"cli"},
 }
 """Which layers each layer may import (docs/architecture.md, "Who may import whom")."""
@@ -61,6 +62,7 @@ def layer_of(module: str) -> str | None:
         "store": "store",
         "run": "run",
         "git": "git",
+        "web": "web",
         "cli": "cli",
         "checkpoint": "reexport",
         "project": "reexport",

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import click
 
 from haytham import __version__
-from haytham.cli import checks, git, history, maintenance, ops, review, running, sessions
+from haytham.cli import checks, git, history, maintenance, ops, review, running, sessions, web
 from haytham.cli.common import Group
 
 COMMANDS = (
@@ -29,6 +29,8 @@ COMMANDS = (
     "show",
     "feedback",
     "review",
+    "serve",
+    "report",
     "resume",
     "rerun",
     "validate",
@@ -72,7 +74,7 @@ def cli() -> None:
 
 def _register() -> None:
     """Add each group module's commands to ``cli`` and their ``--json`` keys to JSON_OUTPUT."""
-    for module in (sessions, review, running, checks, maintenance, history, ops, git):
+    for module in (sessions, review, running, checks, maintenance, history, ops, git, web):
         for command in module.COMMANDS:
             cli.add_command(command)
         JSON_OUTPUT.update(module.JSON_OUTPUT)

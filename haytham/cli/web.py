@@ -1,0 +1,142 @@
+"""The browser commands: ``serve`` (the review pages, a local web application) and ``report``
+(a session as one self-contained HTML file).
+
+Both need the ``web`` extra (Starlette, Jinja2, uvicorn). It is imported only when one of
+them runs, so the rest of the command line works without it, and without it both say in
+one line how to install it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+import threading
+import webbrowser
+from pathlib import Path
+from types import ModuleType
+
+import click
+
+from haytham.cli.common import base_dir_option, command
+from haytham.store import fs
+from haytham.store.manager import CheckpointManager
+from haytham.store.names import check_path_name
+from haytham.web import EXTRA_HINT
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+WEB_MODULES = frozenset({"starlette", "jinja2", "markupsafe", "uvicorn", "multipart", "python_multipart"})
+"""The modules of the web extra: a missing one means the extra is not installed."""
+
+
+def _web(module: str) -> ModuleType:
+    """``haytham.web.<module>``, or a one-line error saying how to install the web extra."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"haytham.web.{module}")
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in WEB_MODULES:
+            raise
+        raise click.ClickException(
+            f"this command needs the web extra, which is not installed (no module {error.name!r}): "
+            f"{EXTRA_HINT}"
+        ) from None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable only from this machine (localhost, 127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@command()
+@click.option("--host", default=DEFAULT_HOST, show_default=True, help="The address to listen on.")
+@click.option(
+    "--port",
+    default=DEFAULT_PORT,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="The port to listen on.",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the inbox in a web browser.")
+@base_dir_option
+def serve(host: str, port: int, open_browser: bool, base_dir: Path) -> None:
+    """Review in the browser: the inbox, session and phase pages, and the review form.
+
+    Serves the sessions under the base directory until Ctrl-C. A review saved on a page is
+    written into the phase's user_feedback.md as haytham feedback writes it (lines a person
+    added stay), and only over the version of the file the page showed. It listens on
+    127.0.0.1 by default; any other --host needs an access token, which is printed in the
+    address to open (as Jupyter does). Needs the web extra: pip install 'haytham[web]'.
+    """
+    app_module = _web("app")
+    security = _web("security")
+    uvicorn = _import_uvicorn()
+    if is_loopback(host):
+        guard = security.Guard(hosts=(*security.LOOPBACK_HOSTS, host))
+        url = f"http://{_netloc(host, port)}/"
+    else:
+        token = security.new_token()
+        guard = security.Guard(token=token, hosts=("*",))
+        url = f"http://{_netloc(host, port)}/?token={token}"
+        click.echo(f"Listening on {host}, not only this machine: every request needs the token below.")
+    app = app_module.create_app(str(base_dir), guard=guard)
+    click.echo(f"Serving the sessions under {base_dir} at {url}  (Ctrl-C to stop)")
+    sys.stdout.flush()
+    if open_browser:
+        threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+
+
+def _import_uvicorn() -> ModuleType:
+    try:
+        import uvicorn
+    except ModuleNotFoundError:
+        raise click.ClickException(
+            f"this command needs the web extra, which is not installed (no module 'uvicorn'): {EXTRA_HINT}"
+        ) from None
+    return uvicorn
+
+
+def _netloc(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+@command()
+@click.argument("project")
+@click.argument("session")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The file to write ('-' for standard output); default PROJECT-SESSION-report.html.",
+)
+@base_dir_option
+def report(project: str, session: str, output: Path | None, base_dir: Path) -> None:
+    """Write a session as one self-contained HTML file, to attach to a pull request or an e-mail.
+
+    It holds the timeline, every phase's outputs rendered, the reviews and their comments,
+    earlier attempts with diffs, and the costs, with the same pages as haytham serve. Styles
+    and charts are inline, there is no script, and it loads nothing from the network. Needs
+    the web extra: pip install 'haytham[web]'.
+    """
+    check_path_name("project", project)
+    check_path_name("session", session)
+    html = _web("report").report_html(CheckpointManager(base_dir), project, session)
+    if output is not None and str(output) == "-":
+        click.echo(html, nl=False)
+        return
+    target = output or Path(f"{project}-{session}-report.html")
+    fs.atomic_write(target, html.encode("utf-8"))
+    click.echo(f"Wrote {target}")
+
+
+JSON_OUTPUT: dict[str, dict[str, str]] = {}
+"""``serve`` and ``report`` have no ``--json``: one serves pages, the other writes a file."""
+COMMANDS: list[click.Command] = [serve, report]
+"""The commands for ``haytham.cli.main`` to register."""

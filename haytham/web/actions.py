@@ -1,0 +1,111 @@
+"""What the forms of the pages do, each through the manager's public API and under its locks.
+
+A review is written the way ``haytham feedback --approve/--reject`` writes it
+(``CheckpointManager.save_user_feedback``, which keeps every section and line a person added
+to user_feedback.md by hand), but only over the version of the file the form was rendered
+from: when the file changed since (an editor, a ``git pull``), nothing is written and the
+caller gets a ``Conflict`` holding both the file as it is now and what was submitted, so
+nothing is lost to a race. The move itself must be one the lifecycle allows a reviewer
+(``lifecycle.check_move``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from haytham.errors import HaythamError
+from haytham.store import lifecycle
+from haytham.store.manager import CheckpointManager
+from haytham.web.pages import check_names, feedback_version
+
+
+class Conflict(HaythamError):
+    """The review was refused: user_feedback.md changed since the form was rendered."""
+
+    def __init__(self, message: str, current_text: str | None, submitted: Review) -> None:
+        super().__init__(message)
+        self.message = message
+        self.current_text = current_text
+        self.submitted = submitted
+
+
+class Refused(HaythamError):
+    """The lifecycle does not allow this move on the phase as it stands now."""
+
+
+@dataclass(frozen=True)
+class Review:
+    """What a review form submitted."""
+
+    approve: bool
+    comments: str
+    changes: tuple[str, ...]
+    version: str
+    """The version of user_feedback.md the form was rendered from (``feedback_version``)."""
+
+    @property
+    def event(self) -> str:
+        return "approve" if self.approve else "send back"
+
+
+def parse_changes(text: str) -> tuple[str, ...]:
+    """The requested changes of a form's text area: one per non-blank line, list markers dropped."""
+    found = []
+    for line in text.splitlines():
+        item = line.strip()
+        if item[:2] in ("- ", "* "):
+            item = item[2:].strip()
+        if item:
+            found.append(item)
+    return tuple(found)
+
+
+def submit_review(manager: CheckpointManager, project: str, session: str, phase: int, review: Review) -> None:
+    """Save ``review`` into the phase's user_feedback.md if the file is still the version the
+    form was rendered from (Conflict otherwise) and the lifecycle allows the move (Refused)."""
+    check_names(project, session)
+    checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before it ran
+    version, text = feedback_version(manager, project, session, phase)
+    if version != review.version:
+        raise Conflict(
+            "user_feedback.md changed since this page was loaded (edited by hand or brought by git); "
+            "nothing was saved",
+            text,
+            review,
+        )
+    state = manager.state(project, session).phase(phase).state
+    move = lifecycle.check_move(review.event, state, "reviewer")
+    if isinstance(move, str):
+        raise Refused(move)
+    manager.save_user_feedback(
+        project,
+        session,
+        phase,
+        reviewed=True,
+        approved=review.approve,
+        comments=review.comments,
+        requested_changes=list(review.changes),
+        action="approved" if review.approve else "retry",
+        retry_count=checkpoint.retry_count + (0 if review.approve else 1),
+    )
+
+
+def fork(
+    manager: CheckpointManager,
+    project: str,
+    session: str,
+    new_session: str,
+    *,
+    from_phase: int | None = None,
+    from_entry: str | None = None,
+) -> None:
+    """A new session sharing the phases before ``from_phase`` (or the history entry's phase)."""
+    check_names(project, session)
+    manager.fork_session(project, session, new_session, from_phase, from_entry=from_entry)
+
+
+def rerun(manager: CheckpointManager, project: str, session: str, from_phase: int) -> list[int]:
+    """Keep ``from_phase`` and every later phase that ran as attempts, so the next resume runs
+    them again (``CheckpointManager.archive_from``); return those phases."""
+    check_names(project, session)
+    return manager.archive_from(project, session, from_phase)

@@ -1,0 +1,233 @@
+"""The Starlette application of ``haytham serve``: the inbox, session and phase pages, and
+their forms.
+
+Handlers only parse the request, call ``pages`` (to read) or ``actions`` (to write, through
+the manager under its locks) and render a template; ``security.GuardMiddleware`` stands in
+front of all of them. A form's POST is answered with a redirect to the page it came from
+(303, so a reload never posts twice). Every error a request can cause is a page with a 4xx
+status and a sentence: an unsafe name or a bad argument 400, a missing project, session or
+phase 404, a stale review version or a move the lifecycle refuses 409, a file that does not
+parse 422; anything unexpected is a 500 page without a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from haytham.errors import (
+    AlreadyExistsError,
+    DocumentError,
+    HaythamError,
+    InvalidArgumentError,
+    LockTimeout,
+    NotFoundError,
+    UnknownPhaseError,
+)
+from haytham.store.manager import CheckpointManager
+from haytham.web import actions, pages
+from haytham.web.report import report_html
+from haytham.web.security import CSRF_COOKIE, CSRF_FIELD, Guard, GuardMiddleware, browser_csrf_cookie
+from haytham.web.templating import STATIC, render
+
+MAX_FORM_FIELD = 100_000
+"""The longest comment or list of changes a form may send (characters)."""
+
+
+def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
+    """The application serving the sessions under ``base_dir`` (loopback hosts, no token by default)."""
+    guard = guard or Guard()
+    manager = CheckpointManager(base_dir)
+
+    def csrf(request: Request) -> str:
+        return guard.csrf_token(browser_csrf_cookie(request))
+
+    def _back(path: str, said: str) -> Response:
+        """The 303 after a form, to ``path`` with a notice of what was done (signed)."""
+        return RedirectResponse(
+            f"{path}?{urlencode({'said': said, 'sig': guard.sign(said)})}", status_code=303
+        )
+
+    def _messages(request: Request) -> list[str]:
+        said, signature = request.query_params.get("said"), request.query_params.get("sig", "")
+        return [said] if said and guard.signed(said, signature) else []
+
+    async def inbox(request: Request) -> Response:
+        found = pages.inbox(manager)
+        project = request.query_params.get("project", "")
+        kind = request.query_params.get("kind", "")
+        if kind and kind not in pages.INBOX_KINDS:
+            raise InvalidArgumentError(f"kind {kind!r} is not one of {', '.join(pages.INBOX_KINDS)}")
+        items = [
+            i for i in found.items if (not project or i.project == project) and (not kind or i.kind == kind)
+        ]
+        return _page(
+            "inbox.html",
+            items=items,
+            projects=found.projects,
+            warnings=found.warnings,
+            project=project,
+            kind=kind,
+            kinds=pages.INBOX_KINDS,
+        )
+
+    async def session(request: Request) -> Response:
+        project, session_id = _names(request)
+        page = pages.session_page(manager, project, session_id)
+        return _page("session.html", page=page, csrf=csrf(request), messages=_messages(request))
+
+    async def phase(request: Request, **extra: Any) -> Response:
+        project, session_id = _names(request)
+        number = request.path_params["phase"]
+        page = pages.phase_page(manager, project, session_id, number)
+        version = pages.session_version(manager, project, session_id)
+        context: dict[str, Any] = {"conflict": None, "draft": None, "messages": _messages(request)}
+        context.update(extra)
+        status = context.pop("status", 200)
+        return _page("phase.html", status=status, phase=page, version=version, csrf=csrf(request), **context)
+
+    async def review(request: Request) -> Response:
+        project, session_id = _names(request)
+        number = request.path_params["phase"]
+        form = await _form(request)
+        decision = form.get("decision")
+        if decision not in ("approve", "changes"):
+            raise InvalidArgumentError("the form must say approve or changes")
+        submitted = actions.Review(
+            approve=decision == "approve",
+            comments=form.get("comments", "").replace("\r\n", "\n"),
+            changes=actions.parse_changes(form.get("changes", "")),
+            version=form.get("version", ""),
+        )
+        try:
+            actions.submit_review(manager, project, session_id, number, submitted)
+        except actions.Conflict as conflict:
+            return await phase(request, conflict=conflict, draft=submitted, status=409)
+        said = "approved" if submitted.approve else "sent back with your comments"
+        return _back(f"/p/{_q(project)}/s/{_q(session_id)}/phase/{number}", f"Saved: {said}.")
+
+    async def fork(request: Request) -> Response:
+        project, session_id = _names(request)
+        form = await _form(request)
+        new_session = form.get("new_session", "")
+        entry = form.get("from_entry") or None
+        from_phase = None if entry else _number(form.get("from_phase", ""), "from_phase")
+        actions.fork(manager, project, session_id, new_session, from_phase=from_phase, from_entry=entry)
+        return _back(f"/p/{_q(project)}/s/{_q(new_session)}", f"Forked from {session_id}.")
+
+    async def rerun(request: Request) -> Response:
+        project, session_id = _names(request)
+        form = await _form(request)
+        from_phase = _number(form.get("from_phase", ""), "from_phase")
+        archived = actions.rerun(manager, project, session_id, from_phase)
+        said = ", ".join(str(n) for n in archived) or "none"
+        return _back(
+            f"/p/{_q(project)}/s/{_q(session_id)}",
+            f"Phases {said} will run again: run haytham resume {project} {session_id}.",
+        )
+
+    async def version(request: Request) -> Response:
+        project, session_id = _names(request)
+        return JSONResponse({"version": pages.session_version(manager, project, session_id)})
+
+    async def report(request: Request) -> Response:
+        project, session_id = _names(request)
+        body = report_html(manager, project, session_id)
+        name = f"{project}-{session_id}-report.html".encode("ascii", "replace").decode()
+        return HTMLResponse(body, headers={"content-disposition": f'attachment; filename="{name}"'})
+
+    async def _form(request: Request) -> dict[str, str]:
+        form = await request.form(max_files=0, max_fields=20)
+        values = {key: value for key, value in form.items() if isinstance(value, str)}
+        if not guard.csrf_ok(request.cookies.get(CSRF_COOKIE), values.get(CSRF_FIELD)):
+            raise HTTPException(
+                403, "the form's CSRF token is missing or wrong: reload the page and try again"
+            )
+        if any(len(value) > MAX_FORM_FIELD for value in values.values()):
+            raise HTTPException(413, f"a field of the form is longer than {MAX_FORM_FIELD:,} characters")
+        return values
+
+    base = "/p/{project}/s/{session}"
+    routes = [
+        Route("/", inbox),
+        Route(base, session),
+        Route(base + "/version", version),
+        Route(base + "/report", report),
+        Route(base + "/fork", fork, methods=["POST"]),
+        Route(base + "/rerun", rerun, methods=["POST"]),
+        Route(base + "/phase/{phase:int}", phase),
+        Route(base + "/phase/{phase:int}/review", review, methods=["POST"]),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    handlers: dict[Any, Any] = {
+        HTTPException: _http_error,
+        HaythamError: _library_error,
+        Exception: _server_error,
+    }
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(GuardMiddleware, guard=guard)],
+        exception_handlers=handlers,
+    )
+
+
+def _names(request: Request) -> tuple[str, str]:
+    """The project and session of the URL, through the store's name checks (400 if unsafe)."""
+    project, session = request.path_params["project"], request.path_params["session"]
+    pages.check_names(project, session)
+    return project, session
+
+
+def _number(text: str, field: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidArgumentError(f"{field} must be a whole number, got {text!r}", field=field) from None
+
+
+def _page(template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
+    return HTMLResponse(render(template, standalone=False, **context), status_code=status)
+
+
+def _error_page(status: int, reason: str, message: str) -> HTMLResponse:
+    return _page("error.html", status=status, code=status, reason=reason, message=message, messages=[])
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HTTPException)
+    reasons = {404: "Not found", 405: "Method not allowed", 403: "Forbidden", 413: "Too large"}
+    detail = error.detail
+    if error.status_code == 404 and detail == "Not Found":
+        detail = f"There is no page at {request.url.path}."
+    return _error_page(error.status_code, reasons.get(error.status_code, "Bad request"), str(detail))
+
+
+async def _library_error(request: Request, error: Exception) -> Response:
+    """A library error as a 4xx page: what the library said, never a traceback."""
+    if isinstance(error, (NotFoundError, UnknownPhaseError)):
+        return _error_page(404, "Not found", str(error))
+    if isinstance(error, (actions.Refused, AlreadyExistsError)):
+        return _error_page(409, "Conflict", str(error))
+    if isinstance(error, LockTimeout):
+        return _error_page(409, "Busy", f"{error} Try again in a moment.")
+    if isinstance(error, DocumentError):
+        return _error_page(422, "A file cannot be read", str(error))
+    return _error_page(400, "Bad request", str(error))
+
+
+async def _server_error(request: Request, error: Exception) -> Response:
+    return _error_page(500, "Server error", "Something went wrong on the server (its log says what).")
+
+
+def _q(name: str) -> str:
+    """A project or session name as one URL path segment."""
+    return quote(name, safe="")

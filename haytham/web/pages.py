@@ -1,0 +1,373 @@
+"""What each page shows, gathered from the store's public API: no HTML and no web framework.
+
+Every state is the lifecycle's (``CheckpointManager.state``, ``lifecycle.verdict``); this
+module only reads, never writes, and never decides a state of its own. Every project and
+session name from a URL goes through ``store.names.check_path_name`` (the rule for reaching
+what exists) before it touches a path, and agent names through ``check_agent_name``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from haytham.errors import HaythamError, NotFoundError
+from haytham.format.layout import FEEDBACK_FILE
+from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
+from haytham.store import lifecycle
+from haytham.store.clock import parse_timestamp
+from haytham.store.lifecycle import PhaseView, SessionView
+from haytham.store.manager import CheckpointManager
+from haytham.store.names import check_path_name
+from haytham.store.scan import list_sessions
+from haytham.web.render import Bar, DiffLine, bar_chart, unified_diff
+
+INBOX_KINDS = ("awaiting_review", "failed", "stale")
+"""What the inbox lists: phases awaiting review, failed sessions, stale phases."""
+REVIEW_MOVES = ("approve", "send back")
+"""The lifecycle moves the review form makes."""
+NO_FILE = "none"
+"""The version of a user_feedback.md that does not exist."""
+
+
+def check_names(project: str, session: str) -> None:
+    """Refuse (UnsafeNameError) a project or session from a URL that cannot name a folder safely."""
+    check_path_name("project", project)
+    check_path_name("session", session)
+
+
+# ------------------------------------------------------------------------- inbox
+
+
+@dataclass(frozen=True)
+class InboxItem:
+    """One line of the inbox: a phase that needs a person, and why."""
+
+    kind: str
+    """``awaiting_review``, ``failed`` or ``stale`` (one of ``INBOX_KINDS``)."""
+    project: str
+    session: str
+    phase: int
+    name: str
+    state: str
+    """The lifecycle's state in words (``PhaseView.describe``)."""
+    since: str | None
+    """When the phase began to wait (awaiting review) or ended (failed), ISO 8601 UTC."""
+    tokens: int | None
+    cost: float | None
+
+
+@dataclass(frozen=True)
+class Inbox:
+    items: list[InboxItem]
+    projects: list[str]
+    warnings: list[str]
+
+
+def inbox(manager: CheckpointManager) -> Inbox:
+    """Every phase awaiting review (oldest first), then failed and stale ones, across the base dir."""
+    found, unreadable = list_sessions(manager.base_dir)
+    warnings = [f"a session that cannot be read: {issue}" for issue in unreadable]
+    items: list[InboxItem] = []
+    for summary in found:
+        project, session = summary.project_id, summary.session_id
+        try:
+            view = manager.state(project, session)
+            checkpoints = manager.load_checkpoints(project, session)
+        except HaythamError as error:
+            warnings.append(f"{project}/{session}: {error}")
+            continue
+        for phase in view.phases:
+            kind = _inbox_kind(view, phase)
+            if kind is None:
+                continue
+            checkpoint = checkpoints.get(phase.number)
+            since = phase.waiting_since or (checkpoint.completed if checkpoint else None)
+            items.append(
+                InboxItem(
+                    kind,
+                    project,
+                    session,
+                    phase.number,
+                    phase.name,
+                    phase.describe(),
+                    since,
+                    checkpoint.total_tokens if checkpoint else None,
+                    checkpoint.cost if checkpoint else None,
+                )
+            )
+    items.sort(key=lambda i: (INBOX_KINDS.index(i.kind), _moment(i.since), i.project, i.session, i.phase))
+    return Inbox(items, sorted({s.project_id for s in found}), warnings)
+
+
+def _inbox_kind(view: SessionView, phase: PhaseView) -> str | None:
+    """Why a phase is in the inbox: the session's current phase awaiting review or failed, or stale."""
+    if view.current is not None and phase.number == view.current.number and phase.state in INBOX_KINDS[:2]:
+        return phase.state
+    return "stale" if phase.state == "stale" else None
+
+
+def _moment(timestamp: str | None) -> datetime:
+    """A timestamp to sort by; an unknown or unreadable one sorts first."""
+    try:
+        return parse_timestamp(timestamp) if timestamp else _UNKNOWN
+    except ValueError:
+        return _UNKNOWN
+
+
+_UNKNOWN = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def waited(since: str | None, now: datetime) -> str:
+    """How long ago ``since`` was, in words a person reads at a glance (``3 h 5 min``)."""
+    if not since:
+        return "unknown"
+    try:
+        seconds = int((now - parse_timestamp(since)).total_seconds())
+    except ValueError:
+        return "unknown"
+    if seconds < 60:
+        return f"{max(seconds, 0)} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min"
+    return f"{hours // 24} days"
+
+
+# ----------------------------------------------------------------------- session
+
+
+@dataclass(frozen=True)
+class AttemptLine:
+    """One attempt of a phase on the timeline: its checkpoint's status and its review's verdict."""
+
+    number: int
+    status: str
+    verdict: str
+    """``lifecycle.verdict`` of the attempt's review: none, awaiting, approved, sent_back."""
+    comments: str
+    changes: tuple[str, ...]
+    duration: float | None
+    tokens: int | None
+    cost: float | None
+
+
+@dataclass(frozen=True)
+class PhaseLine:
+    view: PhaseView
+    checkpoint: PhaseCheckpoint | None
+    attempts: list[AttemptLine]
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    project: str
+    session: str
+    manifest: SessionManifest
+    state: SessionView
+    phases: list[PhaseLine]
+    history: list[HistoryEntry]
+    charts: list[str]
+    """Inline SVG charts: duration, tokens and cost per phase, then per agent."""
+    version: str
+
+
+def session_page(manager: CheckpointManager, project: str, session: str) -> SessionPage:
+    """The session page: its timeline, charts and history."""
+    check_names(project, session)
+    manifest = manager.load_manifest(project, session)
+    state = manager.state(project, session)
+    checkpoints = manager.load_checkpoints(project, session)
+    lines = []
+    for view in state.phases:
+        attempts = manager.load_attempts(project, session, view.number) if view.number in checkpoints else []
+        lines.append(PhaseLine(view, checkpoints.get(view.number), [_attempt_line(a) for a in attempts]))
+    return SessionPage(
+        project,
+        session,
+        manifest,
+        state,
+        lines,
+        manager.history(project, session),
+        charts(lines),
+        session_version(manager, project, session),
+    )
+
+
+def _attempt_line(attempt: Attempt) -> AttemptLine:
+    checkpoint, feedback = attempt.checkpoint, attempt.feedback
+    return AttemptLine(
+        attempt.number,
+        checkpoint.status if checkpoint else "pending",
+        lifecycle.verdict(feedback),
+        feedback.comments if feedback else "",
+        feedback.requested_changes if feedback else (),
+        checkpoint.duration if checkpoint else None,
+        checkpoint.total_tokens if checkpoint else None,
+        checkpoint.cost if checkpoint else None,
+    )
+
+
+def charts(lines: Sequence[PhaseLine]) -> list[str]:
+    """Duration, tokens and cost per phase and per agent, as SVG bar charts."""
+    ran = [line for line in lines if line.checkpoint is not None]
+    if not ran:
+        return []
+
+    def label(line: PhaseLine) -> str:
+        return f"{line.view.number}. {line.view.name}"
+
+    durations = [
+        Bar(label(x), x.checkpoint.duration or 0.0, _seconds(x.checkpoint.duration))
+        for x in ran
+        if x.checkpoint
+    ]
+    tokens = [
+        Bar(label(x), float(x.checkpoint.total_tokens or 0), f"{x.checkpoint.total_tokens or 0:,}")
+        for x in ran
+        if x.checkpoint
+    ]
+    costs = [
+        Bar(label(x), x.checkpoint.cost or 0.0, f"${x.checkpoint.cost or 0:.4f}") for x in ran if x.checkpoint
+    ]
+    runs = [
+        (f"{x.view.number}. {run.agent_name}", run)
+        for x in ran
+        if x.checkpoint
+        for run in x.checkpoint.agents
+    ]
+    return [
+        bar_chart("Duration per phase", durations),
+        bar_chart("Tokens per phase", tokens),
+        bar_chart("Cost per phase", costs),
+        bar_chart("Duration per agent", [Bar(n, r.duration or 0.0, _seconds(r.duration)) for n, r in runs]),
+        bar_chart("Tokens per agent", [Bar(n, float(r.tokens or 0), f"{r.tokens or 0:,}") for n, r in runs]),
+        bar_chart("Cost per agent", [Bar(n, r.cost or 0.0, f"${r.cost or 0:.4f}") for n, r in runs]),
+    ]
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} s"
+
+
+def session_version(manager: CheckpointManager, project: str, session: str) -> str:
+    """A stamp of every file of the session (names, sizes, modification times): it changes when
+    any file does, so a page can tell that it is out of date without reading the files."""
+    check_names(project, session)
+    directory = manager.session_dir(project, session)
+    if not directory.is_dir():
+        raise NotFoundError(f"session {project}/{session} does not exist", path=directory)
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in sorted(files):
+            try:
+                stat = os.stat(os.path.join(root, name))
+            except OSError:
+                continue
+            digest.update(f"{root}/{name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode("utf-8", "replace"))
+    return digest.hexdigest()[:16]
+
+
+# ------------------------------------------------------------------------- phase
+
+
+@dataclass(frozen=True)
+class EarlierAttempt:
+    """An archived attempt, with its outputs' diffs against the current attempt's."""
+
+    attempt: AttemptLine
+    outputs: dict[str, str]
+    diffs: dict[str, list[DiffLine]]
+
+
+@dataclass(frozen=True)
+class PhasePage:
+    project: str
+    session: str
+    view: PhaseView
+    session_state: str
+    checkpoint: PhaseCheckpoint | None
+    outputs: list[AgentOutput]
+    feedback: UserFeedback | None
+    feedback_text: str | None
+    """user_feedback.md exactly as it is on disk, None when there is none."""
+    version: str
+    """``feedback_version``: what the review form carries back."""
+    moves: tuple[str, ...]
+    """The lifecycle moves a reviewer may make now (``approve``, ``send back``)."""
+    current_attempt: AttemptLine | None
+    earlier: list[EarlierAttempt] = field(default_factory=list)
+
+
+def feedback_path(manager: CheckpointManager, project: str, session: str, phase: int) -> Path:
+    return manager.phase_dir(project, session, phase) / FEEDBACK_FILE
+
+
+def feedback_version(
+    manager: CheckpointManager, project: str, session: str, phase: int
+) -> tuple[str, str | None]:
+    """The version (a hash of its bytes) of the phase's user_feedback.md, and its text."""
+    try:
+        data = feedback_path(manager, project, session, phase).read_bytes()
+    except FileNotFoundError:
+        return NO_FILE, None
+    return hashlib.sha256(data).hexdigest()[:20], data.decode("utf-8", "replace")
+
+
+def phase_page(manager: CheckpointManager, project: str, session: str, phase: int) -> PhasePage:
+    """The phase page: outputs, their metadata, the review, earlier attempts with diffs."""
+    check_names(project, session)
+    state = manager.state(project, session)
+    try:
+        view = state.phase(phase)
+    except KeyError:
+        manager.phase_dir(project, session, phase)  # UnknownPhaseError names the phases there are
+        raise NotFoundError(f"phase {phase} is not a phase of {project}/{session}") from None
+    checkpoints = manager.load_checkpoints(project, session)
+    checkpoint = checkpoints.get(phase)
+    attempts = manager.load_attempts(project, session, phase) if checkpoint else []
+    outputs = []
+    if attempts:
+        for agent in attempts[-1].outputs:
+            outputs.append(manager.load_agent_output(project, session, phase, agent))
+    version, text = feedback_version(manager, project, session, phase)
+    current = attempts[-1].outputs if attempts else {}
+    earlier = [
+        EarlierAttempt(
+            _attempt_line(attempt),
+            attempt.outputs,
+            {
+                agent: unified_diff(
+                    attempt.outputs.get(agent, ""),
+                    current.get(agent, ""),
+                    f"attempt {attempt.number}/{agent}.md",
+                    f"attempt {attempts[-1].number}/{agent}.md",
+                )
+                for agent in sorted(set(attempt.outputs) | set(current))
+            },
+        )
+        for attempt in reversed(attempts[:-1])
+    ]
+    moves = tuple(t.event for t in lifecycle.moves_from(view.state, "reviewer") if t.event in REVIEW_MOVES)
+    return PhasePage(
+        project,
+        session,
+        view,
+        state.state,
+        checkpoint,
+        outputs,
+        manager.load_feedback(project, session, phase) if checkpoint else None,
+        text,
+        version,
+        moves if checkpoint else (),
+        _attempt_line(attempts[-1]) if attempts else None,
+        earlier,
+    )

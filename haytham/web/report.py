@@ -1,0 +1,25 @@
+"""``haytham report``: a session as one self-contained HTML file, to attach to a pull request
+or an e-mail.
+
+It holds the timeline, every phase's outputs rendered, the reviews and their comments, the
+earlier attempts with their diffs, and the costs, drawn with the same templates as the pages
+of ``haytham serve``. The stylesheet and the charts are inline, there is no script, and a
+Content-Security-Policy in the file itself forbids loading anything, so it renders the same
+offline and cannot run or fetch what an agent wrote.
+"""
+
+from __future__ import annotations
+
+from markupsafe import Markup
+
+from haytham.store.manager import CheckpointManager
+from haytham.web import pages
+from haytham.web.templating import render, stylesheet
+
+
+def report_html(manager: CheckpointManager, project: str, session: str) -> str:
+    """The report of ``project/session`` as the text of one HTML file."""
+    page = pages.session_page(manager, project, session)
+    phases = [pages.phase_page(manager, project, session, line.view.number) for line in page.phases]
+    css = Markup(stylesheet())  # the package's own stylesheet, inlined as it is
+    return render("report.html", standalone=True, css=css, page=page, phases=phases)

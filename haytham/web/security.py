@@ -1,0 +1,179 @@
+"""The guards of ``haytham serve``: an ASGI middleware in front of every request.
+
+- **Headers.** Every response carries a Content-Security-Policy that allows scripts only from
+  the server's own files (``script-src 'self'``, so no inline script runs, even one that
+  slipped into a page), no plugins, no framing, forms posting only to the server, plus
+  ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: same-origin`` (no address leaves
+  for another site, and a form's Origin is still sent for the CSRF check).
+- **Hosts.** The Host header must be one the server was started for (the loopback names by
+  default), so a web page elsewhere cannot reach it by DNS rebinding.
+- **Access token.** A server started with a token (any ``--host`` other than the loopback)
+  answers only a request that brings it, as ``?token=`` once (then kept in an HttpOnly
+  cookie), the way Jupyter does; the comparison takes the same time for every guess.
+- **CSRF.** Every browser gets a random cookie; every form carries the HMAC of that cookie
+  under a secret made when the server starts, and a POST whose field does not match the
+  cookie (or whose Origin is another site) is refused with 403 before any handler runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+"""The Content-Security-Policy of every served page: no inline script, nothing from elsewhere."""
+HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+TOKEN_COOKIE = "haytham_token"
+CSRF_COOKIE = "haytham_csrf"
+CSRF_FIELD = "csrf"
+
+
+def new_token() -> str:
+    """A fresh access token, as ``haytham serve`` prints it for a non-loopback host."""
+    return secrets.token_urlsafe(24)
+
+
+class Guard:
+    """The server's secrets and the checks made with them."""
+
+    def __init__(self, *, token: str | None = None, hosts: Iterable[str] = LOOPBACK_HOSTS) -> None:
+        self.token = token
+        self.hosts = frozenset(h.lower() for h in hosts)
+        self.secret = secrets.token_bytes(32)
+
+    def csrf_token(self, cookie: str) -> str:
+        """What a form of a browser with CSRF cookie ``cookie`` must carry back."""
+        return hmac.new(self.secret, cookie.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def sign(self, text: str) -> str:
+        """A signature of a notice the server puts in a URL after a form (``?said=...&sig=...``),
+        so that a link from elsewhere cannot make a page say what the server did not."""
+        return hmac.new(self.secret, b"said:" + text.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+
+    def signed(self, text: str, signature: str) -> bool:
+        return hmac.compare_digest(self.sign(text), signature)
+
+    def csrf_ok(self, cookie: str | None, field: str | None) -> bool:
+        if not cookie or not field:
+            return False
+        return hmac.compare_digest(self.csrf_token(cookie), field)
+
+    def token_ok(self, given: str | None) -> bool:
+        if self.token is None:
+            return True
+        return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
+
+    def host_ok(self, host_header: str) -> bool:
+        if "*" in self.hosts:
+            return True
+        host = host_header.lower()
+        if host.startswith("["):
+            host = host.split("]")[0] + "]"
+        else:
+            host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        return host in self.hosts or host.strip("[]") in self.hosts
+
+
+def csrf_cookie(request: Request) -> str | None:
+    return request.cookies.get(CSRF_COOKIE)
+
+
+class GuardMiddleware:
+    """Host check, access token and the security headers, for every HTTP request."""
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        new_cookies: list[str] = []
+        if not self.guard.host_ok(request.headers.get("host", "")):
+            await _plain(403, "This server does not answer for that host name.", send)
+            return
+        if self.guard.token is not None:
+            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+            given = query.get("token")
+            if given is not None and self.guard.token_ok(given):
+                new_cookies.append(f"{TOKEN_COOKIE}={given}; Path=/; HttpOnly; SameSite=Strict")
+                rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
+                path = scope.get("raw_path") or scope["path"].encode("utf-8")
+                await _redirect(path.decode("latin-1") + (f"?{rest}" if rest else ""), new_cookies, send)
+                return
+            if not self.guard.token_ok(request.cookies.get(TOKEN_COOKIE)):
+                await _plain(
+                    403,
+                    "This server needs its access token: open the address haytham serve printed "
+                    "(it ends in ?token=...).",
+                    send,
+                )
+                return
+        if request.method == "POST" and not _same_origin(request):
+            await _plain(403, "Refused: the form was sent from another site.", send)
+            return
+        if not csrf_cookie(request):
+            new_cookies.append(
+                f"{CSRF_COOKIE}={secrets.token_urlsafe(24)}; Path=/; HttpOnly; SameSite=Strict"
+            )
+            scope = dict(scope)
+            scope["haytham.csrf_cookie"] = new_cookies[-1].split(";")[0].split("=", 1)[1]
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in HEADERS.items():
+                    headers[name] = value
+                for cookie in new_cookies:
+                    headers.append("set-cookie", cookie)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def browser_csrf_cookie(request: Request) -> str:
+    """The CSRF cookie of this browser: the one it sent, or the one set on this response."""
+    return request.cookies.get(CSRF_COOKIE) or str(request.scope.get("haytham.csrf_cookie", ""))
+
+
+def _same_origin(request: Request) -> bool:
+    """Whether a POST's Origin (when the browser sent one) is this server."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return origin is None
+    return urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower()
+
+
+async def _plain(status: int, text: str, send: Send) -> None:
+    body = text.encode("utf-8")
+    headers = [(k.encode(), v.encode()) for k, v in HEADERS.items()]
+    headers += [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _redirect(location: str, cookies: list[str], send: Send) -> None:
+    headers = [(k.encode(), v.encode()) for k, v in HEADERS.items()]
+    headers += [(b"location", location.encode("latin-1")), (b"content-length", b"0")]
+    headers += [(b"set-cookie", c.encode("latin-1")) for c in cookies]
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
