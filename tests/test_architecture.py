@@ -34,6 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "feature": BELOW_FEATURES | {"feature"},
     "run": BELOW_FEATURES | {"feature", "run"},
     "git": BELOW_FEATURES | {"feature", "git"},
+    "integrations": BELOW_FEATURES | {"feature", "integrations"},
     "facade": BELOW_FEATURES | {"feature", "run", "git", "facade", "reexport"},
     "reexport": BELOW_FEATURES | {"feature", "run", "git", "facade", "reexport"},
     "cli": BELOW_FEATURES | {"feature", "run", "git", "facade", "reexport", "cli"},
@@ -62,6 +63,7 @@ def layer_of(module: str) -> str | None:
         "run": "run",
         "git": "git",
         "cli": "cli",
+        "integrations": "integrations",
         "checkpoint": "reexport",
         "project": "reexport",
     }.get(top)
