@@ -56,10 +56,13 @@ def _interrupts(values: Sequence[Any]) -> list[tuple[str | None, Any]]:
     return found
 
 
-def _as_markdown(value: Any) -> str:
-    """What the reviewer reads for one interrupt value: text as it is, data as JSON."""
+def _as_markdown(value: Any, depth: int = 0) -> str:
+    """What the reviewer reads for one interrupt value: text as it is, a dict as one ``###``
+    heading per key over its value, other data as JSON."""
     if isinstance(value, str):
         return value
+    if depth == 0 and type(value) is dict and value and all(isinstance(key, str) for key in value):
+        return "\n\n".join(f"### {key}\n\n{_as_markdown(item, 1)}" for key, item in value.items())
     if is_plain_json(value):
         return "```json\n" + json.dumps(value, indent=2, ensure_ascii=False) + "\n```"
     return "```\n" + repr(value).replace("```", "'''") + "\n```"
