@@ -41,7 +41,9 @@ P = "langgraph"
 
 
 def _example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("langgraph_review", ROOT / "examples" / "langgraph_review.py")
+    spec = importlib.util.spec_from_file_location(
+        "langgraph_review", ROOT / "examples" / "langgraph_review.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # for the type hints of its state
@@ -52,7 +54,9 @@ def _example() -> ModuleType:
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
     """Every file under ``root`` with its bytes and modification time."""
     return {
-        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
     }
 
 
@@ -79,6 +83,7 @@ def test_the_conformance_suite_reports_full_on_a_fresh_directory() -> None:
     assert sum(r["tests_passed"] for r in results.values()) >= 80
 
 
+@pytest.mark.slow
 def test_the_conformance_suite_passes_in_two_processes_sharing_one_directory(tmp_path: Path) -> None:
     script = HERE / "langgraph_conformance.py"
     children = [
@@ -145,7 +150,9 @@ def test_an_interrupt_awaits_review_and_each_answer_resumes_the_graph(tmp_path: 
     assert "### draft\n\n# Release (round 1)\n" in output
     assert resume_command(saver, config) is None  # nobody has answered yet
 
-    sent_back = run(tmp_path, "feedback", P, "notes", "1", "--reject", "--comment", "Too short", "--change", "Add dates")
+    sent_back = run(
+        tmp_path, "feedback", P, "notes", "1", "--reject", "--comment", "Too short", "--change", "Add dates"
+    )
     assert sent_back.exit_code == 0, sent_back.output
     command = resume_command(saver, config)
     assert command is not None
@@ -227,7 +234,10 @@ def test_history_update_state_and_a_fork_from_an_earlier_checkpoint(tmp_path: Pa
 
     fork_point = saver.get_tuple(forked)
     assert fork_point is not None and fork_point.parent_config is not None
-    assert fork_point.parent_config["configurable"]["checkpoint_id"] == after_a.config["configurable"]["checkpoint_id"]
+    assert (
+        fork_point.parent_config["configurable"]["checkpoint_id"]
+        == after_a.config["configurable"]["checkpoint_id"]
+    )
     assert fork_point.metadata["source"] == "update"
     assert len(list(app.get_state_history(config))) == 8  # 5 of the first run, the fork, b, c
 
@@ -282,6 +292,7 @@ def test_subgraph_namespaces_are_kept_apart(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ crashes, reads, imports
 
 
+@pytest.mark.slow
 def test_the_example_is_killed_mid_run_resumes_and_shows_its_files(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "langgraph_review.py"), str(tmp_path)],
@@ -324,8 +335,9 @@ for step in range(100000):
     config = {"configurable": {"thread_id": "crash", "checkpoint_ns": ""}}
     if parent:
         config["configurable"]["checkpoint_id"] = parent
-    parent = saver.put(config, checkpoint, {"source": "loop", "step": step}, {"text": step + 1})["configurable"]["checkpoint_id"]
-    saver.put_writes({"configurable": {**config["configurable"], "checkpoint_id": parent}}, [("n", step)], "task")
+    stored = saver.put(config, checkpoint, {"source": "loop", "step": step}, {"text": step + 1})
+    parent = stored["configurable"]["checkpoint_id"]
+    saver.put_writes(stored, [("n", step)], "task")
     if step == 5:
         open(sys.argv[2], "w").close()
 """

@@ -222,6 +222,8 @@ def parse_value(fields: Mapping[str, str], body: str, serde: Serde, where: _Wher
         if not fences or not fences[0].closed:
             raise where.error("has no closed fenced block")
         return read_fenced(fences[0].info, fence_lines(body, fences[0]))
+    if kind not in ("json", "bytes") and not kind.startswith(SERDE_PREFIX):
+        raise where.error(f"has the unknown Type {kind!r}")
     content = _only_fence(body, where)
     if kind == "json":
         try:
@@ -234,9 +236,7 @@ def parse_value(fields: Mapping[str, str], body: str, serde: Serde, where: _Wher
         raise where.error("holds base64 that does not decode") from None
     if kind == "bytes":
         return data
-    if kind.startswith(SERDE_PREFIX):
-        return serde.loads_typed((kind[len(SERDE_PREFIX) :], data))
-    raise where.error(f"has the unknown Type {kind!r}")
+    return serde.loads_typed((kind[len(SERDE_PREFIX) :], data))
 
 
 def _only_fence(body: str, where: _Where) -> str:
