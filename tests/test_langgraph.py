@@ -316,7 +316,8 @@ def test_a_graph_killed_in_a_node_resumes_from_its_last_checkpoint(tmp_path: Pat
     app = example.build_graph(saver)
     assert app.get_state(example.config()).next == ("draft",)
     for path in (saver.session_dir(example.THREAD) / "langgraph" / "root").iterdir():
-        assert not path.name.startswith(".")  # no half-written file
+        # a write the kill cut short is a hidden temporary file, never a half-written .md
+        assert path.name.endswith(".md") or (path.name.startswith(".") and path.name.endswith(".haytham-tmp"))
     paused = app.invoke(None, example.config())
     assert paused["draft"].startswith("# Release notes")
     assert app.invoke(Command(resume={"approved": True, "comments": ""}), example.config())["final"]

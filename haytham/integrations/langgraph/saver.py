@@ -273,8 +273,8 @@ class HaythamSaver(BaseCheckpointSaver[int]):
                 fs.atomic_write(target / LANGGRAPH_DIR / folder_name / name, text)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """``keep_latest``: keep only each namespace's newest checkpoint; ``delete``: delete
-        the threads. Other strategies are a ValueError."""
+        """``keep_latest``: keep only each namespace's newest checkpoint (and remove what a
+        killed writer left); ``delete``: delete the threads. Other strategies: ValueError."""
         if strategy not in ("keep_latest", "delete"):
             raise ValueError(f"unknown prune strategy {strategy!r} (expected keep_latest or delete)")
         for thread_id in thread_ids:
@@ -288,6 +288,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
                 for folder in _namespace_dirs(directory):
                     for checkpoint_id in _ids(folder)[:-1]:
                         self._remove_checkpoint(folder, checkpoint_id)
+                    fs.remove_leftovers(folder)
 
     @staticmethod
     def _remove_checkpoint(folder: Path, checkpoint_id: str) -> None:
