@@ -33,6 +33,7 @@ import langgraph_conformance
 from test_cli import run, run_json
 
 from haytham import CheckpointManager
+from haytham.errors import SessionExistsError
 from haytham.integrations.langgraph import HaythamSaver, resume_command
 
 HERE = Path(__file__).resolve().parent
@@ -388,6 +389,15 @@ def test_interrupt_writes_of_a_subgraph_do_not_open_a_second_review(tmp_path: Pa
     stored = saver.put(config, empty_checkpoint(), {"source": "loop", "step": 0}, {})
     saver.put_writes(stored, [(INTERRUPT, {"reason": "inner"})], "task")
     assert CheckpointManager(tmp_path).state(P, "ns").state == "in_progress"
+
+
+def test_a_session_of_another_workflow_is_never_written_to(tmp_path: Path) -> None:
+    CheckpointManager(tmp_path).create_session(P, "taken", "ada")
+    before = snapshot(tmp_path)
+    app = _abc(HaythamSaver(tmp_path, P))
+    with pytest.raises(SessionExistsError, match="workflow 'idea_validation', not 'langgraph'"):
+        app.invoke({"log": []}, {"configurable": {"thread_id": "taken"}})
+    assert snapshot(tmp_path) == before
 
 
 def test_haytham_never_imports_langgraph_and_the_extra_is_named_when_missing() -> None:

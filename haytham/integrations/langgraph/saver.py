@@ -37,7 +37,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import INTERRUPT
 
-from haytham.errors import SessionNotFoundError, UnsafeNameError
+from haytham.errors import SessionExistsError, SessionNotFoundError, UnsafeNameError
 from haytham.format.layout import LANGGRAPH_DIR, MANIFEST_FILE, SESSIONS_DIR
 from haytham.integrations.langgraph import files
 from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW, MODE, open_review
@@ -98,6 +98,20 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         self.project = check_name("project", project)
         self.user_id = check_user_id(user_id)
         self.review = review
+        self._checked: set[str] = set()
+        """Sessions this saver has seen to be LangGraph threads' (checked once each)."""
+
+    def _check_workflow(self, session_id: str, directory: Path) -> None:
+        """Refuse to write into a session of another workflow that has the thread's id."""
+        workflow = self.manager.load_manifest(self.project, session_id).workflow_type
+        if workflow != LANGGRAPH_WORKFLOW.name:
+            raise SessionExistsError(
+                f"session {self.project}/{session_id} already exists at {directory} with workflow "
+                f"{workflow!r}, not {LANGGRAPH_WORKFLOW.name!r}: it is not a LangGraph thread's, and was "
+                "left untouched (use another project or thread id)",
+                path=directory,
+            )
+        self._checked.add(session_id)
 
     # ------------------------------------------------------------------ places
 
@@ -122,6 +136,9 @@ class HaythamSaver(BaseCheckpointSaver[int]):
                 self.manager.create_session(
                     self.project, session_id, self.user_id, LANGGRAPH_WORKFLOW, MODE, exist_ok=True
                 )
+                self._checked.add(session_id)
+            elif session_id not in self._checked:
+                self._check_workflow(session_id, directory)
             try:
                 with self.manager.lock(self.project, session_id):
                     if (directory / MANIFEST_FILE).exists():  # not deleted since
