@@ -210,21 +210,21 @@ def _python_type(value: object) -> str:
     return name
 
 
-def parse_value(fields: Mapping[str, str], body: str, serde: Serde, where: _Where) -> Any:
+def parse_value(section: Section, serde: Serde, where: _Where) -> Any:
     """The value a section's ``Type`` field and body hold (the inverse of render_value)."""
-    kind = fields.get("Type")
+    kind = section.fields.get("Type")
     if kind is None:
         raise where.error("has no '- Type:' line")
     if kind == "text":
-        return body
-    if kind == FENCED_TEXT:
-        fences = list(iter_fences(body))
-        if not fences or not fences[0].closed:
-            raise where.error("has no closed fenced block")
-        return read_fenced(fences[0].info, fence_lines(body, fences[0]))
-    if kind not in ("json", "bytes") and not kind.startswith(SERDE_PREFIX):
+        return section.body
+    if kind != FENCED_TEXT and kind not in ("json", "bytes") and not kind.startswith(SERDE_PREFIX):
         raise where.error(f"has the unknown Type {kind!r}")
-    content = _only_fence(body, where)
+    if section.fence is None:
+        raise where.error("has no closed fenced block")
+    info, lines = section.fence
+    if kind == FENCED_TEXT:
+        return read_fenced(info, lines)
+    content = "\n".join(lines)
     if kind == "json":
         try:
             return json.loads(content)
@@ -237,13 +237,6 @@ def parse_value(fields: Mapping[str, str], body: str, serde: Serde, where: _Wher
     if kind == "bytes":
         return data
     return serde.loads_typed((kind[len(SERDE_PREFIX) :], data))
-
-
-def _only_fence(body: str, where: _Where) -> str:
-    fences = list(iter_fences(body))
-    if not fences or not fences[0].closed:
-        raise where.error("has no closed fenced block")
-    return "\n".join(fence_lines(body, fences[0]))
 
 
 # ---------------------------------------------------------------------------- sections
@@ -267,6 +260,8 @@ class Section:
     fields: dict[str, str]
     body: str
     line: int
+    fence: tuple[str, list[str]] | None = None
+    """The info and lines of the first fenced block of the body, when it has a closed one."""
 
 
 _FIELD = re.compile(r"- ([^:\n]+): (.*)")
@@ -297,12 +292,14 @@ def split_sections(text: str, path: Path | None) -> tuple[str, list[Section]]:
         if index < 0 or fences[index].end <= match.start():
             heads.append(match.start())
     sections = []
+    line, counted = 1, 0
     for number, start in enumerate(heads):
         last = number == len(heads) - 1
         stop = len(text) if last else heads[number + 1]
         chunk = text[start:stop]
         chunk = chunk[:-1] if last else chunk[:-2]  # the line break after the body, the blank line
-        line = text.count("\n", 0, start) + 1
+        line += text.count("\n", counted, start)
+        counted = start
         title, _, rest = chunk.partition("\n")
         fields: dict[str, str] = {}
         offset = 0
@@ -319,7 +316,12 @@ def split_sections(text: str, path: Path | None) -> tuple[str, list[Section]]:
             fields[found.group(1)] = found.group(2)
             offset = end + 1
         body = rest[offset + 1 :] if offset < len(rest) else ""
-        sections.append(Section(title[3:], fields, body, line))
+        body_start = start + len(chunk) - len(body)
+        index = bisect.bisect_left(starts, body_start)
+        fence = None
+        if index < len(fences) and fences[index].start < start + len(chunk) and fences[index].closed:
+            fence = (fences[index].info, fence_lines(text, fences[index]))
+        sections.append(Section(title[3:], fields, body, line, fence))
     return first[2:], sections
 
 
@@ -430,7 +432,7 @@ def parse_checkpoint(text: str, serde: Serde, path: Path | None = None) -> Store
     metadata: dict[str, Any] = {}
     for section in sections[1:]:
         where = _Where(path, section.line, f"section '## {section.title}'")
-        value = parse_value(section.fields, section.body, serde, where)
+        value = parse_value(section, serde, where)
         if section.title == "Run Metadata":
             metadata = value
         elif section.title == "Channel Versions":
@@ -492,6 +494,6 @@ def parse_writes(text: str, serde: Serde, path: Path | None = None) -> list[Stor
             task_path = _dash_or_text(section.fields["Task Path"])
         except (KeyError, ValueError):
             raise where.error("needs '- Task:', '- Index:' (a number) and '- Task Path:'") from None
-        value = parse_value(section.fields, section.body, serde, where)
+        value = parse_value(section, serde, where)
         writes.append(StoredWrite(task_id, index, read_text(section.title[7:]) or "", value, task_path))
     return writes
