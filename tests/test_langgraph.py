@@ -365,6 +365,35 @@ def test_a_saver_killed_while_writing_leaves_every_checkpoint_readable(tmp_path:
     assert run(tmp_path / "base", "validate").exit_code == 0
 
 
+_TASKS = """
+import sys
+from haytham.integrations.langgraph import HaythamSaver
+saver = HaythamSaver(sys.argv[1], "langgraph")
+config = {"configurable": {"thread_id": "shared", "checkpoint_ns": "", "checkpoint_id": sys.argv[2]}}
+for task in range(20):
+    saver.put_writes(config, [("ch", f"{sys.argv[3]}-{task}")], f"{sys.argv[3]}-{task}")
+"""
+
+
+def test_two_processes_adding_writes_to_one_checkpoint_lose_none(tmp_path: Path) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = HaythamSaver(tmp_path, P)
+    config: Any = {"configurable": {"thread_id": "shared", "checkpoint_ns": ""}}
+    stored = saver.put(config, empty_checkpoint(), {}, {})
+    checkpoint_id = stored["configurable"]["checkpoint_id"]
+    children = [
+        subprocess.Popen([sys.executable, "-c", _TASKS, str(tmp_path), checkpoint_id, name], cwd=ROOT)
+        for name in ("one", "two")
+    ]
+    assert [child.wait(timeout=300) for child in children] == [0, 0]
+    found = saver.get_tuple(stored)
+    assert found is not None and found.pending_writes is not None
+    assert sorted(value for _, _, value in found.pending_writes) == sorted(
+        f"{name}-{task}" for name in ("one", "two") for task in range(20)
+    )
+
+
 def test_reads_never_write(tmp_path: Path) -> None:
     saver = HaythamSaver(tmp_path, P)
     app = _review_graph(saver)
