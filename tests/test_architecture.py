@@ -35,6 +35,7 @@ ALLOWED: dict[str, set[str]] = {
     "run": BELOW_FEATURES | {"feature", "run"},
     "git": BELOW_FEATURES | {"feature", "git"},
     "web": BELOW_FEATURES | {"feature", "web"},
+    "integrations": BELOW_FEATURES | {"feature", "integrations"},
     "facade": BELOW_FEATURES | {"feature", "run", "git", "facade", "reexport"},
     "reexport": BELOW_FEATURES | {"feature", "run", "git", "facade", "reexport"},
     "cli": BELOW_FEATURES | {"feature", "run", "git", "web", "facade", "reexport", "cli"},
@@ -64,6 +65,7 @@ def layer_of(module: str) -> str | None:
         "git": "git",
         "web": "web",
         "cli": "cli",
+        "integrations": "integrations",
         "checkpoint": "reexport",
         "project": "reexport",
     }.get(top)

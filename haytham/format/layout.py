@@ -13,6 +13,7 @@ A tree looks like this (``docs/formats.md`` describes each file)::
                 phase_{n}_{slug}/
                     checkpoint.md  {agent}.md  user_feedback.md
                     attempts/{n}/...
+                langgraph/{namespace}/{checkpoint_id}.md      (a LangGraph thread's checkpoints)
 
 Every other module takes these names from here instead of spelling them out.
 """
@@ -71,6 +72,16 @@ REPLACED_SUFFIX = ".haytham-replaced"
 INDEX_DIR = ".haytham-cache"
 INDEX_FILE = "index.sqlite3"
 GITATTRIBUTES_FILE = ".gitattributes"
+
+LANGGRAPH_DIR = "langgraph"
+"""A LangGraph thread's checkpoints inside its session (``haytham.integrations.langgraph``):
+``langgraph/{namespace}/{checkpoint_id}.md``, pending writes in ``{checkpoint_id}.writes.md``."""
+LANGGRAPH_ROOT_NAMESPACE = "root"
+"""The folder of a LangGraph thread's root namespace (``checkpoint_ns`` ``""``)."""
+LANGGRAPH_NAMESPACE_PREFIX = "ns-"
+"""How the folder of any other namespace (a subgraph's) starts."""
+LANGGRAPH_WRITES_SUFFIX = ".writes.md"
+"""The pending writes of a checkpoint, beside it: ``{checkpoint_id}.writes.md``."""
 
 OWN_SESSION_FILES = frozenset({CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE})
 """Markdown files in a session that are not agent outputs."""

@@ -1,0 +1,499 @@
+"""LangGraph checkpoints as markdown files: names, values, and the two documents.
+
+Names. A thread is a session and a namespace a folder; ``session_id_for`` and
+``namespace_folder`` turn the ids LangGraph uses into names the store accepts, unchanged when
+they already are one (see ``docs/langgraph.md``, "Names").
+
+Values. Every channel value, metadata and pending write is written in the most readable form
+that reads back as exactly the same value:
+
+* ``text``: a string, verbatim as markdown when the document still splits the same way around
+  it; ``text, fenced`` when it cannot (CRLF, a ``## `` line, an unclosed fence): in a
+  ``verbatim`` fenced block, as haytham keeps feedback comments;
+* ``json``: plain JSON data (dicts with string keys, lists, strings, numbers, booleans, None)
+  in a fenced ``json`` block, indented, keys in their own order;
+* ``bytes``: bytes in a fenced ``base64`` block;
+* ``langgraph/{type}``: anything else through LangGraph's own serializer (``serde``), its
+  bytes in a fenced ``base64`` block, with the Python type named for the reader.
+
+Documents. ``render_checkpoint``/``parse_checkpoint`` and ``render_writes``/``parse_writes``
+are exact inverses; parsing a file haytham did not write raises ``DocumentError`` naming the
+line. The fence scanner is the store's own (``haytham.format.markdown.iter_fences``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from haytham.errors import DocumentError, UnsafeNameError
+from haytham.format.layout import (
+    FORMAT_VERSION,
+    LANGGRAPH_NAMESPACE_PREFIX,
+    LANGGRAPH_ROOT_NAMESPACE,
+    LANGGRAPH_WRITES_SUFFIX,
+)
+from haytham.format.markdown import fence_lines, iter_fences
+from haytham.format.values import read_fenced, read_text, write_fenced, write_text, write_title
+from haytham.store.names import MAX_NAME_LENGTH, check_name
+
+# ------------------------------------------------------------------------------- names
+
+ESCAPED_PREFIX = "lg_"
+"""How a session id made from a thread id that is not a safe name starts."""
+_KEPT = re.compile(r"[A-Za-z0-9-]")
+
+
+def _encode(text: str) -> str:
+    """``text`` with every UTF-8 byte outside ``A-Z a-z 0-9 -`` written ``_XX``: injective."""
+    return "".join(
+        char if _KEPT.fullmatch(char) else "".join(f"_{b:02X}" for b in char.encode("utf-8", "surrogatepass"))
+        for char in text
+    )
+
+
+def _escaped(prefix: str, text: str) -> str:
+    encoded = prefix + _encode(text)
+    if len(encoded) <= MAX_NAME_LENGTH:
+        return encoded
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+    return f"{prefix}sha256-{digest}"
+
+
+def session_id_for(thread_id: str) -> str:
+    """The session that keeps a thread: the thread id itself when it is a safe name that does
+    not start with ``lg_``; otherwise ``lg_`` and the id with each unsafe byte as ``_XX``
+    (``my thread`` is ``lg_my_20thread``), or ``lg_sha256-`` and a digest when that is too
+    long. Two thread ids never share a session (up to a SHA-256 collision)."""
+    if not isinstance(thread_id, str):
+        raise UnsafeNameError(f"thread_id must be a string, got {thread_id!r}", field="thread_id")
+    try:
+        if not thread_id.startswith(ESCAPED_PREFIX):
+            return check_name("thread_id", thread_id)
+    except UnsafeNameError:
+        pass
+    return _escaped(ESCAPED_PREFIX, thread_id)
+
+
+def namespace_folder(checkpoint_ns: str) -> str:
+    """The folder of a namespace: ``root`` for the root (``""``), else ``ns-`` and the
+    namespace with each unsafe byte as ``_XX`` (``child:1`` is ``ns-child_3A1``)."""
+    if checkpoint_ns == "":
+        return LANGGRAPH_ROOT_NAMESPACE
+    return _escaped(LANGGRAPH_NAMESPACE_PREFIX, checkpoint_ns)
+
+
+def checkpoint_file(checkpoint_id: str) -> str:
+    """``{checkpoint_id}.md``; UnsafeNameError for an id that cannot name a file."""
+    return f"{check_name('checkpoint_id', checkpoint_id)}.md"
+
+
+def writes_file(checkpoint_id: str) -> str:
+    """``{checkpoint_id}.writes.md``, the pending writes beside their checkpoint."""
+    return f"{check_name('checkpoint_id', checkpoint_id)}{LANGGRAPH_WRITES_SUFFIX}"
+
+
+def checkpoint_ids(names: Sequence[str]) -> list[str]:
+    """The checkpoint ids among a folder's file names, oldest first (ids sort by time)."""
+    return sorted(
+        name[:-3]
+        for name in names
+        if name.endswith(".md") and not name.endswith(LANGGRAPH_WRITES_SUFFIX) and not name.startswith(".")
+    )
+
+
+# ------------------------------------------------------------------------------ values
+
+
+class Serde(Protocol):
+    """The part of LangGraph's ``SerializerProtocol`` used here."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]: ...
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any: ...
+
+
+SERDE_PREFIX = "langgraph/"
+"""``Type: langgraph/msgpack``: a value LangGraph's serializer wrote (type ``msgpack``)."""
+FENCED_TEXT = "text, fenced"
+"""A string kept in a ``verbatim`` fenced block because it could not stand unfenced."""
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def is_plain_json(value: object) -> bool:
+    """Whether ``json.loads(json.dumps(value))`` gives back a value of the very same types."""
+    kind = type(value)
+    if value is None or kind is bool or kind is int:
+        return True
+    if kind is float:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    if kind is str:
+        return _is_text(value)  # type: ignore[arg-type]
+    if kind is list:
+        return all(is_plain_json(item) for item in value)  # type: ignore[attr-defined]
+    if kind is dict:
+        return all(
+            type(key) is str and _is_text(key) and is_plain_json(item)
+            for key, item in value.items()  # type: ignore[attr-defined]
+        )
+    return False
+
+
+def _fence(text: str, info: str) -> str:
+    """``text`` in a backtick fence longer than any backtick run in it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    marker = "`" * max(3, longest + 1)
+    return f"{marker}{info}\n{text}\n{marker}" if text else f"{marker}{info}\n{marker}"
+
+
+def _base64(data: bytes) -> str:
+    encoded = base64.b64encode(data).decode("ascii")
+    return "\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76))
+
+
+_SPLIT = re.compile(r"^## ", re.M)
+
+
+def _safe_verbatim(text: str) -> bool:
+    """Whether ``text`` can stand unfenced in a section and read back the same: no CR, every
+    fence it opens closes inside it, and no line outside them starts a section (``## ``)."""
+    if "\r" in text or "\ufeff" in text:
+        return False
+    fences = list(iter_fences(text))
+    if any(not f.closed for f in fences):
+        return False
+    starts = [f.start for f in fences]
+    for match in _SPLIT.finditer(text):
+        index = bisect.bisect_right(starts, match.start()) - 1
+        if index < 0 or fences[index].end <= match.start():
+            return False
+    return True
+
+
+def render_value(value: Any, serde: Serde) -> tuple[list[tuple[str, str]], str]:
+    """The fields (``Type``, maybe ``Python Type``) and body that hold ``value``."""
+    if type(value) is str and _is_text(value):
+        if _safe_verbatim(value):
+            return [("Type", "text")], value
+        return [("Type", FENCED_TEXT)], write_fenced(value)
+    if is_plain_json(value):
+        return [("Type", "json")], _fence(json.dumps(value, indent=2, ensure_ascii=False), "json")
+    if type(value) is bytes:
+        return [("Type", "bytes")], _fence(_base64(value), "base64")
+    kind, data = serde.dumps_typed(value)
+    fields = [("Type", SERDE_PREFIX + kind), ("Python Type", _python_type(value))]
+    return fields, _fence(_base64(data), "base64")
+
+
+def _python_type(value: object) -> str:
+    kind = type(value)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    if isinstance(value, (list, tuple)) and value:
+        inner = sorted({type(item).__qualname__ for item in value})
+        name += f" of {', '.join(inner)}"
+    return name
+
+
+def parse_value(section: Section, serde: Serde, where: _Where) -> Any:
+    """The value a section's ``Type`` field and body hold (the inverse of render_value)."""
+    kind = section.fields.get("Type")
+    if kind is None:
+        raise where.error("has no '- Type:' line")
+    if kind == "text":
+        return section.body
+    if kind != FENCED_TEXT and kind not in ("json", "bytes") and not kind.startswith(SERDE_PREFIX):
+        raise where.error(f"has the unknown Type {kind!r}")
+    if section.fence is None:
+        raise where.error("has no closed fenced block")
+    info, lines = section.fence
+    if kind == FENCED_TEXT:
+        return read_fenced(info, lines)
+    content = "\n".join(lines)
+    if kind == "json":
+        try:
+            return json.loads(content)
+        except ValueError as error:
+            raise where.error(f"holds JSON that does not parse: {error}") from None
+    try:
+        data = base64.b64decode("".join(content.split()), validate=True)
+    except (binascii.Error, ValueError):
+        raise where.error("holds base64 that does not decode") from None
+    if kind == "bytes":
+        return data
+    return serde.loads_typed((kind[len(SERDE_PREFIX) :], data))
+
+
+# ---------------------------------------------------------------------------- sections
+
+
+@dataclass(frozen=True)
+class _Where:
+    path: Path | None
+    line: int | None
+    what: str
+
+    def error(self, message: str) -> DocumentError:
+        return DocumentError(f"{self.what} {message}", path=self.path, line=self.line)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One ``## `` section: its title, its ``- Label: value`` lines, the rest verbatim."""
+
+    title: str
+    fields: dict[str, str]
+    body: str
+    line: int
+    fence: tuple[str, list[str]] | None = None
+    """The info and lines of the first fenced block of the body, when it has a closed one."""
+
+
+_FIELD = re.compile(r"- ([^:\n]+): (.*)")
+
+
+def render_section(title: str, fields: Sequence[tuple[str, str]], body: str | None = None) -> str:
+    """``## title``, a line per field, then (after a blank line) the body and a line break."""
+    lines = [f"## {title}\n", *(f"- {label}: {value}\n" for label, value in fields)]
+    if body is not None:
+        lines.append(f"\n{body}\n")
+    return "".join(lines)
+
+
+def render_document(title: str, sections: Sequence[str]) -> str:
+    return f"# {title}\n\n" + "\n".join(sections)
+
+
+def split_sections(text: str, path: Path | None) -> tuple[str, list[Section]]:
+    """The title line and the sections of a document written by ``render_document``."""
+    first, _, _ = text.partition("\n")
+    if not first.startswith("# "):
+        raise DocumentError("the first line is not a '# ' title", path=path, line=1)
+    fences = list(iter_fences(text))
+    starts = [f.start for f in fences]
+    heads = []
+    for match in _SPLIT.finditer(text):
+        index = bisect.bisect_right(starts, match.start()) - 1
+        if index < 0 or fences[index].end <= match.start():
+            heads.append(match.start())
+    sections = []
+    line, counted = 1, 0
+    for number, start in enumerate(heads):
+        last = number == len(heads) - 1
+        stop = len(text) if last else heads[number + 1]
+        chunk = text[start:stop]
+        chunk = chunk[:-1] if last else chunk[:-2]  # the line break after the body, the blank line
+        line += text.count("\n", counted, start)
+        counted = start
+        title, _, rest = chunk.partition("\n")
+        fields: dict[str, str] = {}
+        offset = 0
+        while offset < len(rest) and rest[offset] != "\n":
+            end = rest.find("\n", offset)
+            end = len(rest) if end < 0 else end
+            found = _FIELD.fullmatch(rest[offset:end])
+            if found is None:
+                raise DocumentError(
+                    f"{rest[offset:end]!r} is not a '- Label: value' line",
+                    path=path,
+                    line=line + 1 + rest.count("\n", 0, offset),
+                )
+            fields[found.group(1)] = found.group(2)
+            offset = end + 1
+        body = rest[offset + 1 :] if offset < len(rest) else ""
+        body_start = start + len(chunk) - len(body)
+        index = bisect.bisect_left(starts, body_start)
+        fence = None
+        if index < len(fences) and fences[index].start < start + len(chunk) and fences[index].closed:
+            fence = (fences[index].info, fence_lines(text, fences[index]))
+        sections.append(Section(title[3:], fields, body, line, fence))
+    return first[2:], sections
+
+
+# --------------------------------------------------------------------------- documents
+
+
+@dataclass(frozen=True)
+class StoredCheckpoint:
+    """What one checkpoint file holds."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint: dict[str, Any]
+    """LangGraph's ``Checkpoint``, ``channel_values`` included."""
+    metadata: dict[str, Any]
+    parent_id: str | None
+
+
+@dataclass(frozen=True)
+class StoredWrite:
+    """One pending write: the task that made it, its index, channel, value and task path."""
+
+    task_id: str
+    index: int
+    channel: str
+    value: Any
+    task_path: str = ""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.task_id, self.index)
+
+
+_KNOWN_KEYS = ("v", "id", "ts", "channel_values", "channel_versions", "versions_seen")
+
+
+def _text_or_dash(value: str) -> str:
+    """A one-line field: ``-`` for the empty string (the root namespace, no task path)."""
+    return "-" if value == "" else write_text(value)
+
+
+def _dash_or_text(raw: str) -> str:
+    return read_text(raw) or ""
+
+
+def render_checkpoint(stored: StoredCheckpoint, serde: Serde) -> str:
+    """The markdown of one checkpoint: a summary for people, then every value exactly."""
+    checkpoint, metadata = stored.checkpoint, stored.metadata
+    step = metadata.get("step")
+    source = metadata.get("source")
+    summary = [
+        ("Thread", write_text(stored.thread_id)),
+        ("Namespace", _text_or_dash(stored.checkpoint_ns)),
+        ("Checkpoint", write_text(checkpoint["id"])),
+        ("Parent", write_text(stored.parent_id)),
+        ("Step", str(step) if type(step) is int else "-"),
+        ("Source", write_text(source) if isinstance(source, str) else "-"),
+        ("Created", write_text(checkpoint.get("ts"))),
+        ("LangGraph Version", str(checkpoint.get("v", "-"))),
+        ("Format", str(FORMAT_VERSION)),
+    ]
+    sections = [render_section("Metadata", summary)]
+
+    def value_section(title: str, value: Any) -> None:
+        fields, body = render_value(value, serde)
+        sections.append(render_section(title, fields, body))
+
+    value_section("Run Metadata", metadata)
+    value_section("Channel Versions", _sorted(checkpoint.get("channel_versions", {})))
+    seen = checkpoint.get("versions_seen", {})
+    value_section("Versions Seen", {node: _sorted(seen[node]) for node in sorted(seen)})
+    other = {k: v for k, v in checkpoint.items() if k not in _KNOWN_KEYS}
+    if other:
+        value_section("Other Fields", other)
+    values = checkpoint.get("channel_values", {})
+    for name in sorted(values):
+        value_section(f"Channel: {write_title(name)}", values[name])
+    return render_document(f"LangGraph Checkpoint: {write_title(checkpoint['id'])}", sections)
+
+
+def _sorted(mapping: Mapping[str, Any]) -> Any:
+    """A mapping with its keys in order, so that two checkpoints' versions diff line by line."""
+    if type(mapping) is not dict:
+        return mapping
+    return {key: mapping[key] for key in sorted(mapping)}
+
+
+def parse_checkpoint(text: str, serde: Serde, path: Path | None = None) -> StoredCheckpoint:
+    """The inverse of render_checkpoint."""
+    _, sections = split_sections(text, path)
+    if not sections or sections[0].title != "Metadata":
+        raise DocumentError("the first section is not '## Metadata'", path=path, line=1)
+    summary = sections[0].fields
+    for label in ("Thread", "Namespace", "Checkpoint", "Parent", "Created", "LangGraph Version"):
+        if label not in summary:
+            raise DocumentError(f"'- {label}:' is missing", path=path, line=sections[0].line, field=label)
+    thread_id = read_text(summary["Thread"]) or ""
+    checkpoint_id = read_text(summary["Checkpoint"]) or ""
+    version = summary["LangGraph Version"]
+    checkpoint: dict[str, Any] = {
+        "v": int(version) if version.lstrip("-").isdigit() else version,
+        "id": checkpoint_id,
+        "ts": read_text(summary["Created"]),
+        "channel_values": {},
+        "channel_versions": {},
+        "versions_seen": {},
+    }
+    metadata: dict[str, Any] = {}
+    for section in sections[1:]:
+        where = _Where(path, section.line, f"section '## {section.title}'")
+        value = parse_value(section, serde, where)
+        if section.title == "Run Metadata":
+            metadata = value
+        elif section.title == "Channel Versions":
+            checkpoint["channel_versions"] = value
+        elif section.title == "Versions Seen":
+            checkpoint["versions_seen"] = value
+        elif section.title == "Other Fields":
+            checkpoint.update(value)
+        elif section.title.startswith("Channel: "):
+            checkpoint["channel_values"][read_text(section.title[9:]) or ""] = value
+        else:
+            raise where.error("is not a section of a checkpoint")
+    return StoredCheckpoint(
+        thread_id,
+        _dash_or_text(summary["Namespace"]),
+        checkpoint,
+        metadata,
+        read_text(summary["Parent"]),
+    )
+
+
+def render_writes(
+    thread_id: str, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[StoredWrite], serde: Serde
+) -> str:
+    """The markdown of a checkpoint's pending writes, in LangGraph's replay order."""
+    sections = [
+        render_section(
+            "Metadata",
+            [
+                ("Thread", write_text(thread_id)),
+                ("Namespace", _text_or_dash(checkpoint_ns)),
+                ("Checkpoint", write_text(checkpoint_id)),
+                ("Format", str(FORMAT_VERSION)),
+            ],
+        )
+    ]
+    for write in sorted(writes, key=lambda w: (w.task_path, w.task_id, w.index)):
+        fields, body = render_value(write.value, serde)
+        head = [
+            ("Task", write_text(write.task_id)),
+            ("Index", str(write.index)),
+            ("Task Path", _text_or_dash(write.task_path)),
+        ]
+        sections.append(render_section(f"Write: {write_title(write.channel)}", head + fields, body))
+    return render_document(f"LangGraph Pending Writes: {write_title(checkpoint_id)}", sections)
+
+
+def parse_writes(text: str, serde: Serde, path: Path | None = None) -> list[StoredWrite]:
+    """The inverse of render_writes: the writes in the order they were written."""
+    _, sections = split_sections(text, path)
+    writes = []
+    for section in sections[1:]:
+        where = _Where(path, section.line, f"section '## {section.title}'")
+        if not section.title.startswith("Write: "):
+            raise where.error("is not a pending write")
+        try:
+            task_id = read_text(section.fields["Task"]) or ""
+            index = int(section.fields["Index"])
+            task_path = _dash_or_text(section.fields["Task Path"])
+        except (KeyError, ValueError):
+            raise where.error("needs '- Task:', '- Index:' (a number) and '- Task Path:'") from None
+        value = parse_value(section, serde, where)
+        writes.append(StoredWrite(task_id, index, read_text(section.title[7:]) or "", value, task_path))
+    return writes

@@ -1,0 +1,470 @@
+"""``HaythamSaver``: a LangGraph checkpointer that keeps each thread as a haytham session.
+
+A thread is a session of the saver's project (``files.session_id_for``), created on its first
+checkpoint with the one-phase ``langgraph`` workflow (``review.LANGGRAPH_WORKFLOW``). Each
+checkpoint is one markdown file, ``langgraph/{namespace}/{checkpoint_id}.md``, holding every
+channel value (so any checkpoint reads alone, and a diff of two shows what changed); its
+pending writes are beside it in ``{checkpoint_id}.writes.md``. ``docs/langgraph.md`` shows
+the files.
+
+Writes go through the store: atomic, durable, and under the session's OS lock (the lock
+every haytham save takes), so several processes can share one directory. Reads take no lock
+and never write: every file is replaced whole, so a reader sees a checkpoint or not at all.
+The async methods run the same code in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import INTERRUPT
+
+from haytham.errors import SessionExistsError, SessionNotFoundError, UnsafeNameError
+from haytham.format.layout import LANGGRAPH_DIR, MANIFEST_FILE, SESSIONS_DIR
+from haytham.integrations.langgraph import files
+from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW, MODE, open_review
+from haytham.retention import REMOVING_SUFFIX
+from haytham.store import fs
+from haytham.store.manager import CheckpointManager
+from haytham.store.names import check_name, check_user_id
+
+_Paths = list[Path]
+_Writes = list[files.StoredWrite]
+_Copies = list[tuple[str, str, str]]
+
+
+def _subfolders(directory: Path) -> _Paths:
+    """The folders in ``directory`` by name, hidden ones (a deletion under way) left out."""
+    try:
+        names = sorted(os.listdir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [directory / n for n in names if not n.startswith(".")]
+
+
+def _namespace_dirs(thread_dir: Path) -> _Paths:
+    """A thread's namespace folders (``langgraph/root``, ``langgraph/ns-...``)."""
+    return _subfolders(thread_dir / LANGGRAPH_DIR)
+
+
+def _ids(folder: Path) -> list[str]:
+    """The checkpoint ids of a namespace folder, oldest first."""
+    try:
+        return files.checkpoint_ids(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+class HaythamSaver(BaseCheckpointSaver[int]):
+    """A ``BaseCheckpointSaver`` whose threads are haytham sessions of ``project``.
+
+    ``HaythamSaver("projects", "langgraph")`` keeps thread ``t1`` in
+    ``projects/langgraph/sessions/t1/``. ``review=True`` (the default) turns each
+    ``interrupt()`` of the root graph into a phase awaiting review (``review.open_review``);
+    ``resume_command`` reads the reviewer's answer back. ``serde`` is LangGraph's serializer
+    for values that are neither text nor plain JSON (JsonPlusSerializer by default).
+    """
+
+    def __init__(
+        self,
+        base_dir: str | os.PathLike[str] = "projects",
+        project: str = "langgraph",
+        *,
+        user_id: str = "langgraph",
+        review: bool = True,
+        lock_timeout: float = fs.DEFAULT_LOCK_TIMEOUT,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        self.manager = CheckpointManager(base_dir, lock_timeout=lock_timeout, workflows=[LANGGRAPH_WORKFLOW])
+        self.project = check_name("project", project)
+        self.user_id = check_user_id(user_id)
+        self.review = review
+        self._checked: set[str] = set()
+        """Sessions this saver has seen to be LangGraph threads' (checked once each)."""
+
+    def _check_workflow(self, session_id: str, directory: Path) -> None:
+        """Refuse to write into a session of another workflow that has the thread's id."""
+        workflow = self.manager.load_manifest(self.project, session_id).workflow_type
+        if workflow != LANGGRAPH_WORKFLOW.name:
+            raise SessionExistsError(
+                f"session {self.project}/{session_id} already exists at {directory} with workflow "
+                f"{workflow!r}, not {LANGGRAPH_WORKFLOW.name!r}: it is not a LangGraph thread's, and was "
+                "left untouched (use another project or thread id)",
+                path=directory,
+            )
+        self._checked.add(session_id)
+
+    # ------------------------------------------------------------------ places
+
+    def session_id(self, thread_id: str) -> str:
+        """The id of the session that keeps ``thread_id`` (``files.session_id_for``)."""
+        return files.session_id_for(str(thread_id))
+
+    def session_dir(self, thread_id: str) -> Path:
+        return self.manager.session_dir(self.project, self.session_id(thread_id))
+
+    def _namespace_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
+        return self.session_dir(thread_id) / LANGGRAPH_DIR / files.namespace_folder(checkpoint_ns)
+
+    @contextlib.contextmanager
+    def _locked_session(self, thread_id: str) -> Iterator[Path]:
+        """Hold the lock of the thread's session, creating the session first if needed."""
+        session_id = self.session_id(thread_id)
+        directory = self.manager.session_dir(self.project, session_id)
+        entered = False
+        for _ in range(100):
+            if not (directory / MANIFEST_FILE).exists():
+                self.manager.create_session(
+                    self.project, session_id, self.user_id, LANGGRAPH_WORKFLOW, MODE, exist_ok=True
+                )
+                self._checked.add(session_id)
+            elif session_id not in self._checked:
+                self._check_workflow(session_id, directory)
+            try:
+                with self.manager.lock(self.project, session_id):
+                    if (directory / MANIFEST_FILE).exists():  # not deleted since
+                        entered = True
+                        yield directory
+                        return
+            except FileNotFoundError:
+                if entered:
+                    raise
+                continue  # the folder went away (delete_thread) while we waited for its lock
+        raise SessionNotFoundError(  # pragma: no cover - a delete_thread in a tight loop
+            f"the session of thread {thread_id!r} kept being deleted while saving to it", path=directory
+        )
+
+    # ------------------------------------------------------------------ writing
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Write the checkpoint's file; return the config that names it."""
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        checkpoint_ns = configurable.get("checkpoint_ns", "")
+        stored = files.StoredCheckpoint(
+            thread_id,
+            checkpoint_ns,
+            dict(checkpoint),
+            dict(get_serializable_checkpoint_metadata(config, metadata)),
+            configurable.get("checkpoint_id"),
+        )
+        name = files.checkpoint_file(checkpoint["id"])
+        text = files.render_checkpoint(stored, self.serde)
+        with self._locked_session(thread_id):
+            directory = self._namespace_dir(thread_id, checkpoint_ns)
+            fs.make_dirs(directory)
+            fs.atomic_write(directory / name, text)
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Add a task's writes to the checkpoint's pending writes (a repeat changes nothing)."""
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        checkpoint_ns = configurable.get("checkpoint_ns", "")
+        checkpoint_id = configurable["checkpoint_id"]
+        name = files.writes_file(checkpoint_id)
+        with self._locked_session(thread_id):
+            directory = self._namespace_dir(thread_id, checkpoint_ns)
+            path = directory / name
+            kept = {w.key: w for w in self._read_writes(path)}
+            for index, (channel, value) in enumerate(writes):
+                key = (task_id, WRITES_IDX_MAP.get(channel, index))
+                if key[1] >= 0 and key in kept:
+                    continue
+                kept[key] = files.StoredWrite(task_id, key[1], channel, value, task_path)
+            text = files.render_writes(
+                thread_id, checkpoint_ns, checkpoint_id, list(kept.values()), self.serde
+            )
+            fs.make_dirs(directory)
+            fs.atomic_write(path, text)
+        interrupts = [value for channel, value in writes if channel == INTERRUPT]
+        if self.review and interrupts and checkpoint_ns == "":
+            open_review(self, thread_id, checkpoint_id, interrupts)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Remove the thread's session, its checkpoints and its review files."""
+        session_id = self.session_id(thread_id)
+        directory = self.manager.session_dir(self.project, session_id)
+        if not directory.is_dir():
+            return
+        hidden = directory.parent / f".{directory.name}{REMOVING_SUFFIX}"
+        with self.manager.lock(self.project, session_id):
+            if not directory.is_dir():
+                return
+            if hidden.exists():
+                shutil.rmtree(hidden)
+            (directory / MANIFEST_FILE).unlink(missing_ok=True)  # no longer listed as a session
+            os.rename(directory, hidden)
+            fs.fsync_dir(directory.parent)
+        shutil.rmtree(hidden, ignore_errors=True)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Remove every checkpoint (and its writes) whose metadata names one of ``run_ids``."""
+        wanted = set(run_ids)
+        if not wanted:
+            return
+        for thread_dir in self._thread_dirs():
+            doomed = [
+                (folder, checkpoint_id)
+                for folder in _namespace_dirs(thread_dir)
+                for checkpoint_id in _ids(folder)
+                if (stored := self._read_checkpoint(folder, checkpoint_id)) is not None
+                and stored.metadata.get("run_id") in wanted
+            ]
+            if doomed:
+                with self.manager.lock(self.project, thread_dir.name):
+                    for folder, checkpoint_id in doomed:
+                        self._remove_checkpoint(folder, checkpoint_id)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and pending write of a thread into another thread."""
+        source = self.session_dir(source_thread_id) / LANGGRAPH_DIR
+        copies: _Copies = []  # (namespace folder, file name, text)
+        for folder in _namespace_dirs(self.session_dir(source_thread_id)):
+            for checkpoint_id in _ids(folder):
+                stored = self._read_checkpoint(folder, checkpoint_id)
+                if stored is None:
+                    continue
+                moved = files.StoredCheckpoint(
+                    str(target_thread_id),
+                    stored.checkpoint_ns,
+                    stored.checkpoint,
+                    stored.metadata,
+                    stored.parent_id,
+                )
+                copies.append(
+                    (
+                        folder.name,
+                        files.checkpoint_file(checkpoint_id),
+                        files.render_checkpoint(moved, self.serde),
+                    )
+                )
+                writes = self._read_writes(folder / files.writes_file(checkpoint_id))
+                if writes:
+                    text = files.render_writes(
+                        str(target_thread_id), stored.checkpoint_ns, checkpoint_id, writes, self.serde
+                    )
+                    copies.append((folder.name, files.writes_file(checkpoint_id), text))
+        if not copies or not source.is_dir():
+            return
+        with self._locked_session(str(target_thread_id)) as target:
+            for folder_name, name, text in copies:
+                fs.make_dirs(target / LANGGRAPH_DIR / folder_name)
+                fs.atomic_write(target / LANGGRAPH_DIR / folder_name / name, text)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``keep_latest``: keep only each namespace's newest checkpoint (and remove what a
+        killed writer left); ``delete``: delete the threads. Other strategies: ValueError."""
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"unknown prune strategy {strategy!r} (expected keep_latest or delete)")
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+                continue
+            directory = self.session_dir(thread_id)
+            if not directory.is_dir():
+                continue
+            with self.manager.lock(self.project, directory.name):
+                for folder in _namespace_dirs(directory):
+                    for checkpoint_id in _ids(folder)[:-1]:
+                        self._remove_checkpoint(folder, checkpoint_id)
+                    fs.remove_leftovers(folder)
+
+    @staticmethod
+    def _remove_checkpoint(folder: Path, checkpoint_id: str) -> None:
+        (folder / files.writes_file(checkpoint_id)).unlink(missing_ok=True)
+        (folder / files.checkpoint_file(checkpoint_id)).unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ reading
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint the config names, or the thread's newest in its namespace."""
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        checkpoint_ns = configurable.get("checkpoint_ns", "")
+        try:
+            folder = self._namespace_dir(thread_id, checkpoint_ns)
+        except UnsafeNameError:
+            return None
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is None:
+            ids = _ids(folder)
+            if not ids:
+                return None
+            checkpoint_id = ids[-1]
+        return self._tuple(folder, checkpoint_id)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first, of one thread (or all of the project's), one namespace
+        (or all), matching every key of ``filter`` in their metadata, older than ``before``."""
+        configurable = config["configurable"] if config else {}
+        thread_id = configurable.get("thread_id")
+        checkpoint_ns = configurable.get("checkpoint_ns")
+        only_id = configurable.get("checkpoint_id")
+        before_id = get_checkpoint_id(before) if before else None
+        if limit is not None and limit <= 0:
+            return
+        if thread_id is not None:
+            try:
+                thread_dirs = [self.session_dir(str(thread_id))]
+            except UnsafeNameError:
+                return
+        else:
+            thread_dirs = self._thread_dirs()
+        for thread_dir in thread_dirs:
+            if checkpoint_ns is not None:
+                folders = [thread_dir / LANGGRAPH_DIR / files.namespace_folder(checkpoint_ns)]
+            else:
+                folders = _namespace_dirs(thread_dir)
+            for folder in folders:
+                for checkpoint_id in reversed(_ids(folder)):
+                    if only_id and checkpoint_id != only_id:
+                        continue
+                    if before_id and checkpoint_id >= before_id:
+                        continue
+                    found = self._tuple(folder, checkpoint_id)
+                    if found is None:
+                        continue
+                    if filter and not all(found.metadata.get(k) == v for k, v in filter.items()):
+                        continue
+                    yield found
+                    if limit is not None:
+                        limit -= 1
+                        if limit <= 0:
+                            return
+
+    def _thread_dirs(self) -> _Paths:
+        """The project's session folders that hold LangGraph checkpoints."""
+        sessions = self.manager.project_dir(self.project) / SESSIONS_DIR
+        return [d for d in _subfolders(sessions) if (d / LANGGRAPH_DIR).is_dir()]
+
+    def _read_checkpoint(self, folder: Path, checkpoint_id: str) -> files.StoredCheckpoint | None:
+        try:
+            path = folder / files.checkpoint_file(checkpoint_id)
+            data = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError, UnsafeNameError):
+            return None
+        return files.parse_checkpoint(data.decode("utf-8"), self.serde, path)
+
+    def _read_writes(self, path: Path) -> _Writes:
+        try:
+            data = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return files.parse_writes(data.decode("utf-8"), self.serde, path)
+
+    def _tuple(self, folder: Path, checkpoint_id: str) -> CheckpointTuple | None:
+        stored = self._read_checkpoint(folder, checkpoint_id)
+        if stored is None:
+            return None
+        writes = self._read_writes(folder / files.writes_file(checkpoint_id))
+
+        def config_of(checkpoint_id: str) -> RunnableConfig:
+            return {
+                "configurable": {
+                    "thread_id": stored.thread_id,
+                    "checkpoint_ns": stored.checkpoint_ns,
+                    "checkpoint_id": checkpoint_id,
+                }
+            }
+
+        return CheckpointTuple(
+            config=config_of(checkpoint_id),
+            checkpoint=stored.checkpoint,  # type: ignore[arg-type]
+            metadata=stored.metadata,  # type: ignore[arg-type]
+            parent_config=config_of(stored.parent_id) if stored.parent_id else None,
+            pending_writes=[(w.task_id, w.channel, w.value) for w in writes],
+        )
+
+    # ------------------------------------------------------------------ async
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        found = await asyncio.to_thread(
+            lambda: [*self.list(config, filter=filter, before=before, limit=limit)]
+        )
+        for item in found:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)

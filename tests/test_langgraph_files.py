@@ -1,0 +1,205 @@
+"""The markdown of LangGraph checkpoints: every value comes back exactly, in the most readable
+form that allows it, and every thread id and namespace gets a name of its own.
+
+Skipped only where LangGraph is not installed and CI is not set (in CI it must run).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+try:
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+except ImportError:  # pragma: no cover - CI installs the extra
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("LangGraph is not installed: pip install 'haytham[langgraph]'", allow_module_level=True)
+
+from haytham.errors import DocumentError
+from haytham.integrations.langgraph import HaythamSaver
+from haytham.integrations.langgraph import files as lgfiles
+from haytham.store.names import check_name
+
+SERDE = JsonPlusSerializer()
+PROPERTY = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+# ------------------------------------------------------------------ strategies
+
+PIECES = [
+    "```",
+    "~~~",
+    "````python",
+    "## Channel: x",
+    "## ",
+    "# Title",
+    "- Type: json",
+    "\r\n",
+    "\r",
+    "\n",
+    " ",
+    "\t",
+]
+markdown_text = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=8)), max_size=12).map("".join)
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    markdown_text,
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(markdown_text, inner, max_size=4),
+    max_leaves=12,
+)
+datetimes = st.datetimes(timezones=st.sampled_from([None, datetime.timezone.utc]))
+
+
+def _messages() -> st.SearchStrategy[Any]:
+    try:
+        from langchain_core.messages import AIMessage, HumanMessage
+    except ImportError:  # pragma: no cover - langgraph depends on langchain-core
+        return st.nothing()
+    message = st.builds(HumanMessage, content=markdown_text) | st.builds(AIMessage, content=markdown_text)
+    return st.lists(message, max_size=3)
+
+
+channel_values = st.one_of(markdown_text, json_values, st.binary(max_size=64), datetimes, _messages())
+channel_names = st.one_of(
+    st.sampled_from(["messages", "branch:to:draft", "__start__", "", "-", '"q"']), markdown_text
+)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, and of the same types all the way down (True is not 1, a list not a tuple)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+# ------------------------------------------------------------------ round trips
+
+
+@PROPERTY
+@given(values=st.dictionaries(channel_names, channel_values, max_size=5), metadata=json_values)
+def test_every_channel_value_comes_back_exactly(values: dict[str, Any], metadata: Any) -> None:
+    checkpoint: dict[str, Any] = dict(empty_checkpoint())
+    checkpoint["channel_values"] = values
+    checkpoint["channel_versions"] = {name: 1 for name in values}
+    stored = lgfiles.StoredCheckpoint("t", "child:1", checkpoint, {"step": 1, "extra": metadata}, "parent")
+    text = lgfiles.render_checkpoint(stored, SERDE)
+    back = lgfiles.parse_checkpoint(text, SERDE)
+    assert back.checkpoint["channel_values"].keys() == values.keys()
+    for name, value in values.items():
+        assert _same(back.checkpoint["channel_values"][name], value), name
+    assert _same(back.metadata, stored.metadata)
+    assert (back.thread_id, back.checkpoint_ns, back.parent_id) == ("t", "child:1", "parent")
+    assert lgfiles.render_checkpoint(back, SERDE) == text
+
+
+@PROPERTY
+@given(writes=st.lists(st.tuples(channel_names, channel_values, markdown_text), max_size=4))
+def test_pending_writes_come_back_exactly(writes: list[tuple[str, Any, str]]) -> None:
+    stored = [
+        lgfiles.StoredWrite("task", i, channel, value, path)
+        for i, (channel, value, path) in enumerate(writes)
+    ]
+    text = lgfiles.render_writes("t", "", "c1", stored, SERDE)
+    back = lgfiles.parse_writes(text, SERDE)
+    expected = sorted(stored, key=lambda w: (w.task_path, w.task_id, w.index))
+    assert [(w.task_id, w.index, w.channel, w.task_path) for w in back] == [
+        (w.task_id, w.index, w.channel, w.task_path) for w in expected
+    ]
+    assert all(_same(a.value, b.value) for a, b in zip(back, expected, strict=True))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=channel_values)
+def test_values_come_back_exactly_through_the_saver(tmp_path: Path, value: Any) -> None:
+    saver = HaythamSaver(tmp_path, "langgraph")
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"v": value}
+    checkpoint["channel_versions"] = {"v": 1}
+    stored = saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, {}, {"v": 1})
+    saver.put_writes(stored, [("w", value)], "task")
+    found = saver.get_tuple(stored)
+    assert found is not None
+    assert _same(found.checkpoint["channel_values"]["v"], value)
+    assert found.pending_writes is not None and _same(found.pending_writes[0][2], value)
+
+
+# ------------------------------------------------------------------ the forms people read
+
+
+def _section(value: Any) -> str:
+    fields, body = lgfiles.render_value(value, SERDE)
+    return lgfiles.render_section("Channel: x", fields, body)
+
+
+def test_text_is_verbatim_markdown_when_it_can_be_and_fenced_when_not() -> None:
+    report = "A report\n\n```python\nprint('## not a heading')\n```\n\n### A sub-heading\n"
+    assert _section(report) == f"## Channel: x\n- Type: text\n\n{report}\n"
+    for awkward in ["two\r\nlines", "## Heading", "an open\n```\nfence", "x\n## y"]:
+        assert "- Type: text, fenced\n\n```" in _section(awkward)
+
+
+def test_data_is_json_and_other_values_name_their_type() -> None:
+    assert (
+        _section({"a": [1, "b"]})
+        == '## Channel: x\n- Type: json\n\n```json\n{\n  "a": [\n    1,\n    "b"\n  ]\n}\n```\n'
+    )
+    assert _section(b"\x00\xff") == "## Channel: x\n- Type: bytes\n\n```base64\nAP8=\n```\n"
+    moment = _section(datetime.datetime(2024, 1, 2, tzinfo=datetime.timezone.utc))
+    assert "- Type: langgraph/msgpack\n- Python Type: datetime.datetime\n" in moment
+    assert "- Python Type: tuple of int" in _section((1, 2))
+
+
+def test_a_file_that_is_not_a_checkpoint_is_an_error_at_its_line() -> None:
+    with pytest.raises(DocumentError, match=r":4: 'not a field' is not a '- Label: value' line"):
+        lgfiles.parse_checkpoint("# LangGraph Checkpoint: x\n\n## Metadata\nnot a field\n", SERDE)
+    text = lgfiles.render_checkpoint(
+        lgfiles.StoredCheckpoint("t", "", dict(empty_checkpoint()), {}, None), SERDE
+    ).replace("- Type: json", "- Type: yaml", 1)
+    with pytest.raises(DocumentError, match="unknown Type 'yaml'"):
+        lgfiles.parse_checkpoint(text, SERDE)
+
+
+# ------------------------------------------------------------------ names
+
+
+def test_thread_ids_that_are_names_stay_as_they_are() -> None:
+    assert (
+        lgfiles.session_id_for("6f1c5a4e-0b7e-4b0e-9a55-1f2d3c4b5a69")
+        == "6f1c5a4e-0b7e-4b0e-9a55-1f2d3c4b5a69"
+    )
+    assert lgfiles.session_id_for("release-notes_1") == "release-notes_1"
+    assert lgfiles.session_id_for("my thread") == "lg_my_20thread"
+    assert lgfiles.session_id_for("lg_x") == "lg_lg_5Fx"
+    assert lgfiles.session_id_for("CON") == "lg_CON"
+    assert lgfiles.session_id_for("x" * 200).startswith("lg_sha256-")
+    assert lgfiles.namespace_folder("") == "root"
+    assert lgfiles.namespace_folder("draft:6f1c") == "ns-draft_3A6f1c"
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=st.text(max_size=120), second=st.text(max_size=120))
+def test_every_thread_id_gets_a_safe_session_id_of_its_own(first: str, second: str) -> None:
+    one, two = lgfiles.session_id_for(first), lgfiles.session_id_for(second)
+    assert check_name("session_id", one) == one
+    assert (one == two) == (first == second)
+    assert check_name("folder", lgfiles.namespace_folder(first))
+    assert (lgfiles.namespace_folder(first) == lgfiles.namespace_folder(second)) == (first == second)
