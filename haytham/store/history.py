@@ -107,6 +107,51 @@ def in_order(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
     return ordered
 
 
+def newest(entries: Iterable[HistoryEntry], head: str | None) -> HistoryEntry | None:
+    """The entry History Head should name: ``head`` itself when no entry descends from it,
+    else the newest entry that does (a writer was killed after adding it, before the
+    manifest). None when there are no entries."""
+    ordered = in_order(entries)
+    if not ordered:
+        return None
+    by_id = {e.entry_id: e for e in ordered}
+    if head is not None and head not in by_id:
+        return by_id.get(head)
+    descendants = [e for e in ordered if head is None or _descends(e, head, by_id)]
+    if not descendants:
+        return by_id[head] if head is not None else None
+    return max(descendants, key=lambda e: (e.timestamp, e.entry_id))
+
+
+def _descends(entry: HistoryEntry, ancestor: str, by_id: dict[str, HistoryEntry]) -> bool:
+    seen: set[str] = set()
+    step = entry.parent
+    while step is not None and step not in seen:
+        if step == ancestor:
+            return True
+        seen.add(step)
+        parent = by_id.get(step)
+        step = parent.parent if parent is not None else None
+    return False
+
+
+def verify(entry: HistoryEntry) -> bool:
+    """Whether the entry's id is the hash of what it records (it was not cut or changed)."""
+    again = make_entry(
+        entry.parent,
+        entry.phase_number,
+        entry.phase_name,
+        entry.attempt,
+        entry.status,
+        entry.timestamp,
+        entry.checkpoint_text,
+        entry.name,
+        entry.reason,
+        entry.feedback_text if entry.kind == "review" else None,
+    )
+    return again.entry_id == entry.entry_id
+
+
 def select(
     entries: Iterable[HistoryEntry],
     *,
