@@ -77,7 +77,10 @@ def file_name(entry: HistoryEntry) -> str:
 def read_entries(
     session_dir: Path, *, cache: ReadCache | None = None
 ) -> tuple[list[HistoryEntry], list[Issue]]:
-    """Every entry of the session in history order (parents before children), and issues."""
+    """Every entry of the session in history order (parents before children), and issues.
+
+    An entry whose id is not the hash of its content (cut short or edited by hand) is listed
+    and is also an issue: its id no longer says what it recorded."""
     directory = session_dir / HISTORY_DIR
     entries: list[HistoryEntry] = []
     issues: list[Issue] = []
@@ -87,6 +90,16 @@ def read_entries(
             issues += found
         else:
             entries.append(entry)
+        if entry is not None and not verify(entry):
+            issues.append(
+                Issue(
+                    path,
+                    None,
+                    "Entry",
+                    f"the entry's id {entry.entry_id} is not the hash of what it records: it was cut "
+                    "short or changed by hand (history entries are never edited)",
+                )
+            )
     return in_order(entries), issues
 
 

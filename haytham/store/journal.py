@@ -112,6 +112,13 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def write_new(path: Path, data: bytes, *, name_errors: bool = True) -> None:
+    """Create the file ``path`` (it must not exist) holding ``data``, fsynced; an OSError
+    becomes a DiskWriteError naming it (unless ``name_errors`` is False)."""
+    with _naming(path) if name_errors else contextlib.nullcontext():
+        _write_synced(path, data)
+
+
 def _write_synced(path: Path, data: bytes) -> None:
     """Create ``path`` (it must not exist) holding ``data``, fsynced."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
