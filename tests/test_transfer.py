@@ -170,7 +170,9 @@ def test_import_refuses_an_existing_session_unless_overwrite(
     directory = transfer.import_session(target, document, overwrite=True)
     assert not stale.exists()
     assert session_files(directory) == session_files(source.session_dir(P, S))
-    assert not [p for p in (target.base_dir / P).iterdir() if p.name.startswith(".") and p.name != ".haytham.lock"]  # no staging left
+    assert not [
+        p for p in (target.base_dir / P).iterdir() if p.name.startswith(".") and p.name != ".haytham.lock"
+    ]  # no staging left
 
 
 def _bad(change: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:

@@ -224,7 +224,7 @@ def _interrupted(folder: Path) -> list[Finding]:
 
 
 _MEANINGS = {
-    TMP_SUFFIX: ("temporary_leftover", "a file staged by a writer that was killed before it committed"),
+    TMP_SUFFIX: ("temporary_leftover", "left by a writer that was killed before its change committed"),
     STAGING_SUFFIX: ("staging_leftover", "a folder assembled by a fork, import or save that was killed"),
     REPLACED_SUFFIX: ("replaced_leftover", "a session an overwriting import was replacing when killed"),
     TRASH_SUFFIX: ("trash_leftover", "a folder that was being deleted when the process was killed"),
@@ -306,7 +306,7 @@ def restore_replaced(project_dir: Path) -> None:
     for name in _subfolders(project_dir):
         if not name.endswith(REPLACED_SUFFIX):
             continue
-        session_id = name[1:-len(REPLACED_SUFFIX)].rsplit(".", 2)[0]
+        session_id = name[1 : -len(REPLACED_SUFFIX)].rsplit(".", 2)[0]
         target = project_dir / SESSIONS_DIR / session_id
         if session_id and not os.path.lexists(target) and (project_dir / name / MANIFEST_FILE).is_file():
             os.rename(project_dir / name, target)

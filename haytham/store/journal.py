@@ -473,9 +473,8 @@ def _apply(folder: Path, steps: list[Step], *, check: bool) -> list[Conflict]:
                 conflicts.append(Conflict(target, f"exists; {staged.name} was not moved there"))
                 continue
             os.rename(staged, target)
-        elif step.kind == "rmtree":
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
+        elif step.kind == "rmtree" and target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
     return conflicts
 
 
@@ -485,9 +484,7 @@ def leftovers(folder: Path) -> list[Path]:
         names = os.listdir(folder)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    return sorted(
-        folder / n for n in names if n.startswith(".") and n.endswith((TMP_SUFFIX, STAGING_SUFFIX))
-    )
+    return sorted(folder / n for n in names if n.startswith(".") and n.endswith((TMP_SUFFIX, STAGING_SUFFIX)))
 
 
 def remove_leftovers(folder: Path) -> list[Path]:
