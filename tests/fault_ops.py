@@ -129,10 +129,10 @@ def run_import_tar(root: Path) -> None:
 
 
 def setup_import_overwrite(root: Path) -> None:
-    m = _session(root, phases=2)
+    m = _session(root, phases=1)
     (root / "aux").mkdir()
     transfer.export_session(m, P, S, root / "aux" / "export.json")
-    m.save_user_feedback(P, S, 2, True, False, comments="differs from the export", action="rejected")
+    m.save_user_feedback(P, S, 1, True, False, comments="differs from the export", action="rejected")
 
 
 def run_import_overwrite(root: Path) -> None:
