@@ -74,16 +74,25 @@ def test_no_space_at_any_write_changes_nothing_and_names_the_file(
         try:
             run(root)
         except HaythamError as error:
-            monkeypatch.setattr(os, "write", real_write)
-            assert isinstance(error, DiskWriteError) and isinstance(error, OSError)
-            assert error.errno == errno.ENOSPC
-            assert isinstance(error.__cause__, OSError) and error.__cause__.errno == errno.ENOSPC
-            assert error.path is not None and str(error.path) in str(error)
-            assert "No space left on device" in str(error)
-            assert everything(fault_ops.base(root)) == before, f"{operation}: write {failed_at + 1} left a change"
-            failed_at += 1
-            continue
+            failure: HaythamError | None = error
+        else:
+            failure = None
         finally:
             monkeypatch.setattr(os, "write", real_write)
-        break
+        if failure is None:
+            break
+        failed_at += 1
+        check_failure(failure)
+        assert everything(fault_ops.base(root)) == before, f"{operation}: write {failed_at} left a change"
     assert failed_at >= 2, f"{operation} wrote fewer files than expected"
+
+
+def check_failure(error: HaythamError) -> None:
+    """The error a user sees: typed, an OSError still, naming the file, keeping its cause."""
+    assert isinstance(error, DiskWriteError)
+    assert isinstance(error, OSError)
+    assert error.errno == errno.ENOSPC
+    assert isinstance(error.__cause__, OSError)
+    assert error.__cause__.errno == errno.ENOSPC
+    assert error.path is not None
+    assert str(error) == f"cannot write {error.path}: No space left on device"
