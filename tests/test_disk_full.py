@@ -33,6 +33,9 @@ OPERATIONS = (
     "complete_session",
     "archive_project",
     "change_workflow",
+    "fork",
+    "import",
+    "import_overwrite",
 )
 
 

@@ -164,20 +164,20 @@ def write_session_dir(
 
 def _stage(staging: Path, files: Mapping[str, bytes], directories: Iterable[str]) -> None:
     """Write the session's files into the new folder ``staging``, every one fsynced."""
-    staging.mkdir()
+    journal.make_folder(staging)
     made = {staging}
     for directory in sorted(directories):
         for folder in reversed([staging / directory, *(staging / directory).parents]):
             if folder not in made and staging in folder.parents:
-                folder.mkdir(exist_ok=True)
+                journal.make_folder(folder)
                 made.add(folder)
     for relative, data in sorted(files.items()):
         path = staging / relative
         for folder in reversed([path.parent, *path.parent.parents]):
             if folder not in made and staging in folder.parents and not folder.exists():
-                folder.mkdir()
+                journal.make_folder(folder)
                 made.add(folder)
-        journal.write_new(path, data, name_errors=False)
+        journal.write_new(path, data)
     for folder in sorted(made, key=lambda p: len(p.parts), reverse=True):
         journal.fsync_dir(folder)
 

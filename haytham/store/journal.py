@@ -1,13 +1,13 @@
 """One mechanism for every change of more than one file: stage, commit a record, apply, forget.
 
-A ``Change`` collects the steps of one operation (write a file, remove a file, move a staged
-folder into place, rename a folder, remove a folder haytham owns). Nothing a reader looks at
-changes while it is being built:
+A ``Change`` collects the steps of one operation (write a file, remove a file, make a
+folder, move a staged folder into place, rename a folder, remove a folder haytham owns).
+Nothing a reader looks at changes while it is being built:
 
 1. Every new file's content is staged as a hidden temporary file beside its target
    (``.{name}.{pid}.{hex}.haytham-tmp``) and fsynced; a file whose folder does not exist yet
-   goes into a hidden staging folder (``.{folder}.{pid}.{hex}.haytham-staging``) that is
-   moved into place whole. The folders holding staged entries are fsynced.
+   is staged in the nearest folder that does, and the folder is made by a ``mkdir`` step
+   after the commit point, so no reader ever sees a new folder (an attempt) half filled.
 2. The record ``.haytham-journal`` is written into the change's folder (the session folder,
    or the project folder for project-level and folder-level operations) and fsynced with
    its folder. That is the commit point: before it the operation has not happened (the
@@ -29,6 +29,7 @@ no record: the rename itself is the commit point.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -48,7 +49,7 @@ before the commit point. On Linux's journaling file systems (ext4, xfs, btrfs) t
 a newly created file also makes its name durable, so this is off: an operation costs one
 fsync per staged file, one for the record and one per touched folder. Set it for a file
 system without that guarantee."""
-StepKind = Literal["replace", "remove", "move", "rename", "rmtree"]
+StepKind = Literal["replace", "remove", "mkdir", "move", "rename", "rmtree"]
 ABSENT = "absent"
 
 
@@ -118,11 +119,19 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_new(path: Path, data: bytes, *, name_errors: bool = True) -> None:
+def write_new(path: Path, data: bytes) -> None:
     """Create the file ``path`` (it must not exist) holding ``data``, fsynced; an OSError
-    becomes a DiskWriteError naming it (unless ``name_errors`` is False)."""
-    with _naming(path) if name_errors else contextlib.nullcontext():
+    becomes a DiskWriteError naming it."""
+    with _naming(path):
         _write_synced(path, data)
+
+
+def make_folder(path: Path) -> None:
+    """Create the folder ``path`` (an existing folder is fine); an OSError becomes a
+    DiskWriteError naming it."""
+    with _naming(path):
+        if not path.is_dir():
+            os.mkdir(path)
 
 
 def _write_synced(path: Path, data: bytes) -> None:
@@ -167,8 +176,8 @@ class Change:
         self.operation = operation
         self.steps: list[Step] = []
         self._staged: list[Path] = []
-        self._staging_dirs: dict[Path, Path] = {}
-        """A target folder that does not exist yet -> the staging folder that becomes it."""
+        self._new_folders: dict[Path, Path] = {}
+        """A target folder that does not exist yet -> the existing folder its files stage in."""
         self._sync_before: set[Path] = set()
         self._touched: set[Path] = set()
         self._targets: set[Path] = set()
@@ -198,41 +207,37 @@ class Change:
         self._targets.add(path)
 
     def _stage_folder(self, target: Path) -> Path:
-        """Where files for the folder ``target`` are staged: itself, or a staging folder."""
-        if target in self._staging_dirs:
-            return self._staging_dirs[target]
+        """Where a file for the folder ``target`` is staged: the folder itself, or, when it
+        does not exist yet, its nearest existing ancestor (the folders are made by ``mkdir``
+        steps after the commit point, so no reader ever sees a new folder half filled or a
+        file of a new folder before the operation happened)."""
+        if target in self._new_folders:
+            return self._new_folders[target]
         if target.is_dir():
             return target
-        parent = self._stage_folder(target.parent)
-        inside = parent != target.parent  # a folder inside a staging folder has its own name
-        staging = parent / (target.name if inside else _hidden_name(target.name, STAGING_SUFFIX))
-        with _naming(staging):
-            staging.mkdir()
-        if not inside:
-            self._staged.append(staging)
-        self._staging_dirs[target] = staging
-        self._sync_before.add(parent)
-        if not inside:  # the outermost new folder moves into place
-            self.steps.append(Step("move", self._relative(target), self._relative(staging)))
-            self._touched.add(target.parent)
-        return staging
+        if target == self.folder or self.folder not in target.parents:
+            raise ValueError(f"{target} is outside the change's folder {self.folder}")
+        existing = self._stage_folder(target.parent)
+        self._new_folders[target] = existing
+        self._touched.add(target.parent)
+        self.steps.append(Step("mkdir", self._relative(target)))
+        return existing
 
     def write(self, path: Path, data: str | bytes, *, mtime_ns: int | None = None) -> None:
         """Stage ``data`` (UTF-8 when text) to replace the file at ``path``; fsynced now."""
         content = data.encode("utf-8") if isinstance(data, str) else data
+        if path.is_dir() and not path.is_symlink():
+            error = DiskWriteError(f"cannot write {path}: it is a folder, not a file", path=path)
+            error.errno = errno.EISDIR
+            raise error
         self._claim(path)
         folder = self._stage_folder(path.parent)
-        if folder != path.parent:  # inside a new folder: it arrives with the folder
-            with _naming(path):
-                _write_synced(folder / path.name, content)
-            self._sync_before.add(folder)
-            return
         staged = folder / _hidden_name(path.name, TMP_SUFFIX)
         self._staged.append(staged)
         with _naming(path):
             _write_synced(staged, content)
         self._sync_before.add(folder)
-        self._touched.add(folder)
+        self._touched.update({folder, path.parent})
         self.steps.append(
             Step(
                 "replace",
@@ -284,8 +289,8 @@ class Change:
         recovery rolls them forward."""
         if self.committed:
             return self.conflicts
-        self.committed = True
         if not self.steps:
+            self.committed = True
             return []
         record = self.folder / JOURNAL_FILE
         single = len(self.steps) == 1 and self.steps[0].kind in ("move", "rename")
@@ -310,7 +315,13 @@ class Change:
             self.discard()
             raise
         # Committed: from here on a failure leaves the record for recovery to finish.
-        self.conflicts = _apply(self.folder, self.steps, check=False)
+        self.committed = True
+        try:
+            self.conflicts = _apply(self.folder, self.steps, check=False)
+        except BaseException:
+            if single:  # the one rename did not happen: nothing was committed
+                self.committed = False
+            raise
         with _naming(self.folder):
             for folder in sorted(self._touched, key=str):
                 if folder.is_dir():
@@ -462,6 +473,9 @@ def _apply(folder: Path, steps: list[Step], *, check: bool) -> list[Conflict]:
             os.replace(staged, target)
             if step.mtime_ns is not None:
                 os.utime(target, ns=(step.mtime_ns, step.mtime_ns))
+        elif step.kind == "mkdir":
+            if not os.path.isdir(target):
+                os.mkdir(target)
         elif step.kind == "remove":
             now = file_digest(target)
             if now == ABSENT:
