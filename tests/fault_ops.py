@@ -83,6 +83,15 @@ def run_review(root: Path) -> None:
     )
 
 
+def setup_update_feedback(root: Path) -> None:
+    _session(root, phases=1)
+    manager(root).update_feedback(P, S, 1, reviewed=False, approved=False, action="pending")
+
+
+def run_update_feedback(root: Path) -> None:
+    manager(root).update_feedback(P, S, 1, reviewed=True, approved=True, action="approved")
+
+
 def setup_start_attempt(root: Path) -> None:
     _session(root, phases=1)
     manager(root).save_user_feedback(P, S, 1, True, False, comments="redo", action="rejected")
@@ -217,6 +226,7 @@ Operation = tuple[Callable[[Path], None], Callable[[Path], None]]
 OPERATIONS: dict[str, Operation] = {
     "save_checkpoint": (setup_save_checkpoint, run_save_checkpoint),
     "review": (setup_review, run_review),
+    "update_feedback": (setup_update_feedback, run_update_feedback),
     "start_attempt": (setup_start_attempt, run_start_attempt),
     "archive_from": (setup_archive_from, run_archive_from),
     "fork": (setup_fork, run_fork),
