@@ -7,8 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from haytham import CheckpointManager, ProjectManager
+from haytham.cli.main import cli
 from haytham.format.layout import JOURNAL_FILE
 from haytham.store import fs as _storage
 from haytham.store import journal
@@ -243,3 +245,29 @@ def test_the_gitignore_names_every_trace_and_an_older_one_learns_them(tmp_path: 
     (custom / ".gitignore").write_text("mine\n")
     _storage.ensure_gitignore(custom)
     assert (custom / ".gitignore").read_text() == "mine\n"  # a person's file is theirs
+
+
+def test_haytham_doctor_without_a_session_covers_the_project_and_the_base(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    manager = CheckpointManager(base)
+    manager.create_session(P, S, "u", execution_mode="mvp")
+    trash = base / ".gone.1.ab.haytham-trash"
+    trash.mkdir()
+    staging = base / P / f".{S}.1.ab.haytham-staging"
+    staging.mkdir()
+
+    def doctor(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(cli, ["doctor", *args, "--base-dir", str(base)])
+        return result.exit_code, result.output
+
+    code, output = doctor()
+    assert code == 1
+    assert f"{trash}: trash_leftover: a folder that was being deleted when the process was killed" in output
+    assert f"{staging}: staging_leftover: a folder assembled by a fork, import or save" in output
+    code, output = doctor(P)
+    assert code == 1 and str(staging) in output and str(trash) not in output
+    code, output = doctor("--fix")
+    assert code == 0 and "Fixed all 2 findings" in output
+    assert not trash.exists() and not staging.exists()
+    code, output = doctor()
+    assert code == 0 and f"OK: {base} is consistent" in output
