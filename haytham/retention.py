@@ -8,8 +8,9 @@ that is in progress, unless the policy says ``include_in_progress``.
 
 Every removal happens under the session's lock. A session is first renamed to a hidden
 ``.{name}.removing`` in the same folder (one atomic step, so no reader ever sees half of it)
-and its manifest unlinked, then deleted; a leftover of a cleanup that was killed half-way is
-finished by the next real run.
+and its manifest unlinked, then deleted. The rename is the removal's commit point (see
+docs/architecture.md, "Multi-file changes"): a leftover of a cleanup that was killed half-way
+is finished by the next real run or by ``haytham doctor --fix``, and is never listed.
 """
 
 from __future__ import annotations

@@ -449,12 +449,13 @@ class CheckpointManager:
         name: str | None = None,
         reason: str | None = None,
         *,
-        reviews: Mapping[int, _progress.Review | None] | None = None,
         stage_manifest: bool = True,
     ) -> SessionManifest:
         """Stage a checkpoint, its history entry and the manifest (the caller holds the lock).
 
-        Returns the manifest as it will be; the session's History Head moves to the entry."""
+        Returns the manifest as it will be; the session's History Head moves to the entry.
+        With ``stage_manifest=False`` the caller stages the manifest itself, once, after the
+        other files of the operation (``_stage_manifest``): a batch of saves is one record."""
         change.write(path, self._render(CHECKPOINT, path, record))
         entry = history.make_entry(
             session.manifest.history_head,
@@ -471,7 +472,7 @@ class CheckpointManager:
         if not stage_manifest:
             return dataclasses.replace(session.manifest, history_head=entry.entry_id)
         return self._stage_manifest(
-            change, session, checkpoints={record.phase_number: record}, reviews=reviews, head=entry.entry_id
+            change, session, checkpoints={record.phase_number: record}, head=entry.entry_id
         )
 
     def save_agent_output(
