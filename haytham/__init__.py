@@ -11,6 +11,7 @@ Features live in their own modules: ``haytham.compare.compare``, ``haytham.trans
 from haytham.compare import AgentDiff, Comparison
 from haytham.errors import (
     AlreadyExistsError,
+    DiskWriteError,
     DocumentError,
     GitError,
     HaythamError,
@@ -63,6 +64,7 @@ __all__ = [
     "CheckpointManager",
     "Comparison",
     "CurrentPhase",
+    "DiskWriteError",
     "DocumentError",
     "Event",
     "Finding",

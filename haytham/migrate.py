@@ -11,14 +11,16 @@ so a future change of format adds one step (and a fixture in ``tests/``).
 Each step changes only the lines that need changing, and the result is checked before it is
 written: the file must read as exactly the same record as before. A file whose minimal edit
 would not read the same is written canonically instead (and the report says so); a file
-that cannot be read is reported and left as it is. Every file is written atomically
-(``store.fs.atomic_write``), on its own, keeping its modification time (which dates a hand
-review): a run killed anywhere leaves each file either old and valid or new and valid, and
-running again finishes the job. A second run finds nothing to do.
+that cannot be read is reported and left as it is. The files of a session are written as one
+operation (``store.journal``) under the session's lock, each keeping its modification time
+(which dates a hand review): a run killed anywhere leaves each session either old and valid
+or new and valid once recovered, and running again finishes the job. A second run finds
+nothing to do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -39,7 +41,8 @@ from haytham.format.layout import (
 from haytham.format.markdown import iter_unfenced_lines, parse_document
 from haytham.format.reader import decode, split_label
 from haytham.format.yamlfile import VERSION_KEY, parse_yaml, take_version
-from haytham.store.fs import atomic_write
+from haytham.store import journal
+from haytham.store.fs import DEFAULT_LOCK_TIMEOUT, atomic_write, locked
 from haytham.store.scan import kind_of, session_files
 
 FINAL_NEWLINES_LABEL = "Final Newlines"
@@ -246,28 +249,64 @@ def migrate(
     """Migrate every session file under ``root`` (a base directory, project, session or
     file) to the current format version; with ``dry_run`` write nothing.
 
-    ``on_change`` is called after each file is written (before, with ``dry_run``), in the
-    order the files are migrated.
+    The files of one session (and a project's project.yaml) are migrated together, under
+    its lock, as one operation (``haytham.store.journal``): a run killed anywhere leaves a
+    session all old or all new once recovered. ``on_change`` is called after each file is
+    written (before, with ``dry_run``), in the order the files are migrated.
     """
     changes: list[Change] = []
     skipped: list[Skipped] = []
     current = 0
+    groups: dict[Path | None, list[Path]] = {}
     for path in _files(root):
-        planned = _plan(path)
-        if planned is None:
-            current += 1
-            continue
-        if isinstance(planned, Skipped):
-            skipped.append(planned)
-            continue
-        change, data = planned
-        if not dry_run:
+        groups.setdefault(None if dry_run else _owner(path), []).append(path)
+    for owner, paths in groups.items():
+        with _holding(owner):
+            planned_files: list[tuple[Path, Change, bytes]] = []
+            for path in paths:
+                planned = _plan(path)
+                if planned is None:
+                    current += 1
+                elif isinstance(planned, Skipped):
+                    skipped.append(planned)
+                else:
+                    planned_files.append((path, *planned))
+            if not dry_run:
+                _write(owner, planned_files)
+        for _, change, _ in planned_files:
+            changes.append(change)
+            if on_change is not None:
+                on_change(change)
+    return MigrationReport(tuple(changes), tuple(skipped), current, dry_run)
+
+
+def _owner(path: Path) -> Path | None:
+    """The folder whose lock and journal a file's migration goes through: its session's, or
+    its project's for project.yaml; None for a file outside both."""
+    if path.name == PROJECT_FILE:
+        return path.parent
+    return next((p for p in path.parents if p.parent.name == SESSIONS_DIR), None)
+
+
+@contextlib.contextmanager
+def _holding(owner: Path | None) -> Iterator[None]:
+    if owner is None:
+        yield
+        return
+    with locked(owner, DEFAULT_LOCK_TIMEOUT, f"the files of {owner}"):
+        journal.recover(owner)
+        yield
+
+
+def _write(owner: Path | None, planned: list[tuple[Path, Change, bytes]]) -> None:
+    """Write the migrated files, each keeping its modification time: a hand review without a
+    time of its own was made when its file was saved (store/review_time.py), so it is data."""
+    if owner is None or len(planned) < 2:
+        for path, _, data in planned:
             times = path.stat()
             atomic_write(path, data)
-            # A hand review without a time of its own was made when its file was saved
-            # (store/review_time.py): the modification time is data, so it is kept.
             os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
-        changes.append(change)
-        if on_change is not None:
-            on_change(change)
-    return MigrationReport(tuple(changes), tuple(skipped), current, dry_run)
+        return
+    with journal.Change(owner, "migrate") as change:
+        for path, _, data in planned:
+            change.write(path, data, mtime_ns=path.stat().st_mtime_ns)

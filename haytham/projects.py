@@ -51,6 +51,7 @@ from haytham.format.layout import (
     OUTPUTS_DIR,
     PROJECT_FILE,
     SESSIONS_DIR,
+    TRASH_SUFFIX,
     USERS_DIR,
 )
 from haytham.format.reader import decode
@@ -60,6 +61,7 @@ from haytham.format.workflow import IDEA_VALIDATION
 from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, take_version
 from haytham.records import PROJECT_STATUSES
 from haytham.store import fs as _storage
+from haytham.store import journal
 from haytham.store.clock import Clock, format_timestamp, utc_now
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_name, check_path_name, check_user_id, user_dir_name
@@ -222,9 +224,11 @@ class ProjectManager:
         directory = self.project_dir(project_id)
         with self._editing(project_id) as data:
             data = {**data, "status": "archived", "last_updated": self._now()}
-            with _all_or_nothing(directory / PROJECT_FILE, directory / CHANGELOG):
-                _write_project(directory, data)
-                self._log(data, "Project archived", [("Status", "archived")], data["last_updated"])
+            with journal.Change(directory, "archive_project") as change:
+                change.write(directory / PROJECT_FILE, _project_text(data))
+                self._stage_log(
+                    change, data, "Project archived", [("Status", "archived")], data["last_updated"]
+                )
         return data
 
     def delete_project(self, project_id: str) -> None:
@@ -246,10 +250,12 @@ class ProjectManager:
                 f"project directory {directory} resolves outside {self.base_dir}; refusing to delete it",
                 field="project_id",
             )
-        trash = self.base_dir / f".{project_id}.{secrets.token_hex(4)}{_storage.TMP_SUFFIX}"
+        trash = self.base_dir / f".{project_id}.{secrets.token_hex(4)}{TRASH_SUFFIX}"
         with self._lock(directory, project_id):
-            os.rename(directory, trash)  # others see the whole project or none of it
-        shutil.rmtree(trash)
+            os.rename(directory, trash)  # the commit point: others see the whole project or none of it
+            _storage.fsync_dir(self.base_dir)
+        # Committed: what is left of the trash is removed by doctor --fix if this is killed.
+        shutil.rmtree(trash, ignore_errors=True)
 
     # --------------------------------------------------------------- sessions
 
@@ -287,21 +293,26 @@ class ProjectManager:
         directory = self.project_dir(project_id)
         with self._editing(project_id) as data:
             self.checkpoints.load_manifest(project_id, session_id)
-            outputs = directory / "outputs"
+            outputs = directory / OUTPUTS_DIR
+            latest = outputs / LATEST_FILE
+            names = os.listdir(outputs) if outputs.is_dir() else []
+            done = _completed_version(outputs, names, session_id, requirements_content)
+            if done is not None:  # a retry of a completion that happened: no second version
+                return {"version": done[0], "path": str(outputs / done[1]), "latest_path": str(latest)}
             now = self._now()
             path = _unused_version_path(outputs, now, session_id)
-            latest = outputs / LATEST_FILE
-            with _all_or_nothing(path, latest, directory / CHANGELOG):
-                _storage.make_dirs(outputs)
-                _write_exact(path, requirements_content)
-                versions = order_versions(os.listdir(outputs))
-                version = next(number for number, name in versions if name == path.name)
-                newest = outputs / versions[-1][1]  # this one, unless a clone's clock ran ahead
-                _write_exact(
+            versions = order_versions([*names, path.name])
+            version = next(number for number, name in versions if name == path.name)
+            newest = outputs / versions[-1][1]  # this one, unless a clone's clock ran ahead
+            fields = [("Session", session_id), ("File", f"outputs/{path.name}")]
+            with journal.Change(directory, "complete_session") as change:
+                change.write(path, requirements_content)
+                change.write(
                     latest, requirements_content if newest == path else newest.read_bytes().decode("utf-8")
                 )
-                fields = [("Session", session_id), ("File", f"outputs/{path.name}")]
-                self._log(data, "Session completed", fields + extra, now)
+                self._stage_log(change, data, "Session completed", fields + extra, now)
+            if path.read_bytes() != requirements_content.encode("utf-8"):
+                raise DocumentError("reads back different from what was written", path=path)
         return {"version": version, "path": str(path), "latest_path": str(latest)}
 
     def list_requirements(self, project_id: str) -> list[dict[str, Any]]:
@@ -370,7 +381,9 @@ class ProjectManager:
     def _editing(self, project_id: str) -> Iterator[dict[str, Any]]:
         """Hold the project's lock and yield its data, read again once the lock is held."""
         self._read_project(project_id)  # first, so a missing project gets no lock file
-        with self._lock(self.project_dir(project_id), project_id):
+        directory = self.project_dir(project_id)
+        with self._lock(directory, project_id):
+            journal.recover(directory)  # finish what a killed writer left half done
             yield self._read_project(project_id)
 
     def _log(
@@ -382,14 +395,37 @@ class ProjectManager:
     ) -> None:
         """Append one event to the changelog: read, add, rewrite atomically (lock held)."""
         path = self.project_dir(project["project_id"]) / CHANGELOG
+        _storage.make_dirs(path.parent)
+        _storage.atomic_write(path, self._logged(project, event, fields, timestamp))
+
+    def _stage_log(
+        self,
+        change: journal.Change,
+        project: Mapping[str, Any],
+        event: str,
+        fields: Sequence[tuple[str, object]],
+        timestamp: str | None = None,
+    ) -> None:
+        """Stage the changelog with one event appended, as part of ``change`` (lock held)."""
+        path = self.project_dir(project["project_id"]) / CHANGELOG
+        change.write(path, self._logged(project, event, fields, timestamp))
+
+    def _logged(
+        self,
+        project: Mapping[str, Any],
+        event: str,
+        fields: Sequence[tuple[str, object]],
+        timestamp: str | None,
+    ) -> str:
+        """The changelog's text with one more event."""
+        path = self.project_dir(project["project_id"]) / CHANGELOG
         try:
             text = decode(path.read_bytes(), path)
         except FileNotFoundError:
             text = _heading(project["project_name"])
         if not text.endswith("\n"):
             text += "\n"
-        _storage.make_dirs(path.parent)
-        _storage.atomic_write(path, text + _block(timestamp or self._now(), event, fields))
+        return text + _block(timestamp or self._now(), event, fields)
 
     def _unused_project_dir(self, name: str) -> Path:
         slug = _slug(name)
@@ -455,10 +491,11 @@ def _parse_project(text: str, path: Path, project_id: str) -> dict[str, Any]:
 
 
 def _write_project(directory: Path, data: Mapping[str, Any]) -> None:
-    _storage.atomic_write(
-        directory / PROJECT_FILE,
-        yaml.safe_dump({VERSION_KEY: FORMAT_VERSION, **data}, sort_keys=False, allow_unicode=True),
-    )
+    _storage.atomic_write(directory / PROJECT_FILE, _project_text(data))
+
+
+def _project_text(data: Mapping[str, Any]) -> str:
+    return yaml.safe_dump({VERSION_KEY: FORMAT_VERSION, **data}, sort_keys=False, allow_unicode=True)
 
 
 def _read_preferences(path: Path) -> dict[str, Any]:
@@ -533,32 +570,22 @@ def _unused_version_path(outputs: Path, timestamp: str, session_id: str) -> Path
     return path
 
 
-def _write_exact(path: Path, content: str) -> None:
-    """Write ``content`` and read it back, so a saved version is known to be byte-exact."""
-    _storage.atomic_write(path, content)
-    if path.read_bytes() != content.encode("utf-8"):
-        raise DocumentError("reads back different from what was written", path=path)
-
-
-@contextlib.contextmanager
-def _all_or_nothing(*paths: Path) -> Iterator[None]:
-    """Put ``paths`` back as they were if the block fails, so a failed call changes nothing."""
-    saved: list[tuple[Path, bytes | None]] = []
-    for path in paths:
+def _completed_version(
+    outputs: Path, names: list[str], session_id: str, content: str
+) -> tuple[int, str] | None:
+    """The newest version of ``session_id`` when it holds exactly ``content`` (the
+    completion is being retried), else None."""
+    expected = content.encode("utf-8")
+    for number, name in reversed(order_versions(names)):
+        found = _TIMED_FILE.fullmatch(name)
+        if found is None or found.group(2).split("~")[0] != session_id:
+            continue
         try:
-            saved.append((path, path.read_bytes()))
-        except FileNotFoundError:
-            saved.append((path, None))
-    try:
-        yield
-    except BaseException:
-        for path, data in saved:
-            with contextlib.suppress(OSError, UnicodeError):
-                if data is None:
-                    path.unlink(missing_ok=True)
-                else:
-                    _storage.atomic_write(path, data.decode("utf-8"))
-        raise
+            same = (outputs / name).read_bytes() == expected
+        except OSError:
+            return None
+        return (number, name) if same else None
+    return None
 
 
 # ---------------------------------------------------------------- changelog

@@ -8,8 +8,9 @@ that is in progress, unless the policy says ``include_in_progress``.
 
 Every removal happens under the session's lock. A session is first renamed to a hidden
 ``.{name}.removing`` in the same folder (one atomic step, so no reader ever sees half of it)
-and its manifest unlinked, then deleted; a leftover of a cleanup that was killed half-way is
-finished by the next real run.
+and its manifest unlinked, then deleted. The rename is the removal's commit point (see
+docs/architecture.md, "Multi-file changes"): a leftover of a cleanup that was killed half-way
+is finished by the next real run or by ``haytham doctor --fix``, and is never listed.
 """
 
 from __future__ import annotations
@@ -505,8 +506,8 @@ def _remove(manager: CheckpointManager, policy: RetentionPolicy, item: _Planned)
             target = removal.path if removal.rule == "leftover" else _hide(removal.path)
             shutil.rmtree(target)
             _remove_if_empty(removal.path.parent)
-    if hidden is not None:
-        shutil.rmtree(hidden)
+    if hidden is not None:  # committed by the rename: doctor --fix removes it if this is killed
+        shutil.rmtree(hidden, ignore_errors=True)
     return None
 
 

@@ -38,7 +38,8 @@ def test_doctor_reports_then_repairs_a_stale_manifest_and_leftovers(manager: Che
     leftover.write_text("half a file")
 
     findings = manager.check(P, S)
-    assert kinds(findings) == ["checkpoint_not_in_manifest", "temporary_leftover"]
+    # The stale manifest also names the entry before the save as History Head.
+    assert kinds(findings) == ["checkpoint_not_in_manifest", "history_head_behind", "temporary_leftover"]
     assert all(not f.fixed for f in findings)
     assert manifest.read_bytes() == stale  # a check alone changes nothing
     assert leftover.exists()
@@ -47,6 +48,7 @@ def test_doctor_reports_then_repairs_a_stale_manifest_and_leftovers(manager: Che
     assert all(f.fixed for f in repaired)
     assert not leftover.exists()
     assert manager.load_manifest(P, S).phases[0].status == "completed"
+    assert manager.load_manifest(P, S).history_head == manager.history(P, S)[-1].entry_id
     assert manager.check(P, S) == []
 
 

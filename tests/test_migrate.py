@@ -53,7 +53,12 @@ def snapshot(root: Path) -> Snapshot:
 
 
 def contents(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every file's bytes but the lock files a writer leaves (they hold no data)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != ".haytham.lock"
+    }
 
 
 def listed(changes: tuple[Change, ...], root: Path) -> list[tuple[str, str]]:

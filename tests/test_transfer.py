@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import tarfile
@@ -23,6 +24,7 @@ from haytham import (
     transfer,
 )
 from haytham.cli.history import export_command, import_command
+from haytham.errors import DiskWriteError
 from haytham.format.schema import schema_errors
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.store.copy import is_session_path, write_session_dir
@@ -170,7 +172,9 @@ def test_import_refuses_an_existing_session_unless_overwrite(
     directory = transfer.import_session(target, document, overwrite=True)
     assert not stale.exists()
     assert session_files(directory) == session_files(source.session_dir(P, S))
-    assert not [p for p in (target.base_dir / P).iterdir() if p.name.startswith(".")]  # no staging left
+    assert not [
+        p for p in (target.base_dir / P).iterdir() if p.name.startswith(".") and p.name != ".haytham.lock"
+    ]  # no staging left
 
 
 def _bad(change: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
@@ -335,8 +339,9 @@ def test_import_refuses_files_that_are_not_exports(target: CheckpointManager, tm
 
 def test_a_failed_write_leaves_no_staging_and_no_new_directories(tmp_path: Path) -> None:
     session = tmp_path / "base" / "acme" / "sessions" / "s-1"
-    with pytest.raises(NotADirectoryError):  # "a" is a file, so "a/b" cannot be written
+    with pytest.raises(DiskWriteError) as raised:  # "a" is a file, so "a/b" cannot be written
         write_session_dir(session, {"a": b"1", "a/b": b"2"})
+    assert raised.value.errno == errno.ENOTDIR and "a/b" in str(raised.value)  # names the file
     assert not (tmp_path / "base").exists()
 
 

@@ -23,7 +23,7 @@ from haytham.cli.common import (
     suggest,
 )
 from haytham.errors import Issue
-from haytham.store.doctor import Finding
+from haytham.store.doctor import Finding, check_folders
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import session_dirs, session_files
 
@@ -113,30 +113,46 @@ def _validation_units(roots: Iterable[Path]) -> list[Path]:
 
 
 @command()
-@click.argument("project")
-@click.argument("session")
+@click.argument("project", required=False)
+@click.argument("session", required=False)
 @click.option(
-    "--fix", is_flag=True, help="Repair what is safe: rebuild the manifest, remove temporary files."
+    "--fix",
+    is_flag=True,
+    help="Repair what is safe: finish interrupted operations, rebuild the manifest, remove "
+    "temporary, staging and trash leftovers.",
 )
 @base_dir_option
 @json_option
-def doctor(project: str, session: str, fix: bool, base_dir: Path, as_json: bool) -> None:
-    """Compare a session's manifest with its files; with --fix repair what is safe.
+def doctor(project: str | None, session: str | None, fix: bool, base_dir: Path, as_json: bool) -> None:
+    """Compare a session's manifest with its files and find every trace of an interrupted
+    operation; with --fix repair what is safe.
 
-    A person's content is never deleted or rewritten. Exit code 1 while findings remain
-    unfixed.
+    Without SESSION every session of PROJECT is checked, with the project's own traces
+    (an interrupted import or completion, staging folders); without PROJECT the whole base
+    directory, with deleted projects' trash. A person's content is never deleted or
+    rewritten. Exit code 1 while findings remain unfixed.
     """
-    findings: list[Finding] = CheckpointManager(base_dir).check(project, session, fix=fix)
+    manager = CheckpointManager(base_dir)
+    findings: list[Finding] = check_folders(base_dir, project, fix, manager.lock_timeout)
+    if session is not None and project is not None:
+        sessions = [(project, session)]
+    else:
+        root = base_dir / project if project is not None else base_dir
+        sessions = [(d.parent.parent.name, d.name) for d in session_dirs(root)]
+    for project_id, session_id in sessions:
+        findings += manager.check(project_id, session_id, fix=fix)
     unfixed = [f for f in findings if not f.fixed]
     if as_json:
         emit_json({"ok": not unfixed, "findings": plain(findings)})
     else:
+        what = f"{project}/{session}" if session else project or str(base_dir)
         for finding in findings:
             click.echo(str(finding))
         if not findings:
-            click.echo(f"OK: {project}/{session} is consistent")
+            click.echo(f"OK: {what} is consistent")
         elif unfixed:
-            hint = "" if fix else f"; {suggest('doctor', project, session, '--fix')} repairs the safe ones"
+            command = suggest("doctor", *(a for a in (project, session) if a is not None), "--fix")
+            hint = "" if fix else f"; {command} repairs the safe ones"
             click.echo(f"{len(unfixed)} of {len(findings)} findings need attention{hint}")
         else:
             click.echo(f"Fixed all {len(findings)} findings")

@@ -12,25 +12,24 @@ from pathlib import Path
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE
 from haytham.records import Attempt, PhaseCheckpoint
-from haytham.store import fs as _storage
+from haytham.store import journal
 from haytham.store.review_time import hand_review_time
 from haytham.store.scan import agent_files
 
 
-def archive(directory: Path, number: int) -> None:
-    """Copy the phase's checkpoint, agent outputs and feedback into ``attempts/{number}/``,
-    then remove the outputs from the phase directory.
+def stage_archive(change: journal.Change, directory: Path, number: int) -> None:
+    """Stage copying the phase's checkpoint, agent outputs and feedback into
+    ``attempts/{number}/`` and removing the outputs from the phase directory.
 
-    A file already in the archive is kept as it is, so after a crash the step can simply be
-    repeated. The caller holds the session's lock.
+    A file already in the archive is kept as it is. The caller holds the session's lock and
+    stages the rest of the operation (the new checkpoint, the feedback's removal) in ``change``.
     """
     target = directory / ATTEMPTS_DIR / str(number)
-    _storage.make_dirs(target)
     for path in [directory / CHECKPOINT_FILE, *agent_files(directory), directory / FEEDBACK_FILE]:
         if path.is_file() and not (target / path.name).exists():
-            _storage.atomic_write(target / path.name, path.read_bytes())
+            change.write(target / path.name, path.read_bytes())
     for path in agent_files(directory):
-        path.unlink()
+        change.remove(path)
 
 
 def load_all(directory: Path, current: PhaseCheckpoint | None) -> list[Attempt]:

@@ -9,7 +9,6 @@ person's stray notes. ``write_session_dir`` makes a session appear complete or n
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shutil
 from collections.abc import Iterable, Iterator, Mapping
@@ -26,6 +25,8 @@ from haytham.format.layout import (
     WORKFLOW_FILE,
 )
 from haytham.store import fs as _storage
+from haytham.store import journal
+from haytham.store.doctor import restore_replaced
 from haytham.store.names import check_name
 from haytham.store.scan import kind_of
 
@@ -114,35 +115,77 @@ def write_session_dir(
 ) -> None:
     """Make ``target`` a session directory holding exactly ``files``, all at once.
 
-    The files are written (atomically, durably) into a hidden staging directory beside the
-    project's ``sessions/`` and renamed into place: readers never see part of a session. An
-    existing ``target`` raises SessionExistsError, or with ``overwrite`` is swapped out under
-    its lock and deleted. On any failure the staging directory and the parents this call
-    made are removed.
+    Under the project's lock, the files are written into a hidden staging folder beside the
+    project's ``sessions/`` (``.{id}.{pid}.{hex}.haytham-staging``), fsynced, and renamed into
+    place: readers never see part of a session, and the rename is the commit point. An
+    existing ``target`` raises SessionExistsError, or with ``overwrite`` is replaced under
+    its own lock by one journaled operation (``haytham.store.journal``): rename it aside
+    (``.haytham-replaced``), move the staging folder in, remove the old one. A kill at any
+    point leaves the old session or the new one once recovered (the next fork or import in
+    the project, or ``doctor --fix``). On a failure before the commit point the staging
+    folder and the parents this call made are removed.
     """
     project_dir = target.parent.parent
     made = list(_missing(target.parent))
-    staging = project_dir / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}{STAGING_SUFFIX}"
+    change: journal.Change | None = None
+    staging: Path | None = None
     try:
         _storage.make_dirs(target.parent)
-        staging.mkdir()
-        for directory in sorted(directories):
-            _storage.make_dirs(staging / directory)
-        for relative, data in sorted(files.items()):
-            path = staging / relative
-            _storage.make_dirs(path.parent)
-            _storage.atomic_write(path, data)
-        _storage.fsync_dir(staging)
-        if overwrite and target.exists():
-            _swap(staging, target, lock_timeout, what)
-        else:
-            _move_into_place(staging, target, what)
+        with _storage.locked(project_dir, lock_timeout, f"project {project_dir.name}"):
+            journal.recover(project_dir)
+            restore_replaced(project_dir)
+            journal.remove_leftovers(project_dir)  # no record: what killed writers staged
+            staging = project_dir / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}{STAGING_SUFFIX}"
+            _stage(staging, files, directories)
+            change = journal.Change(project_dir, "replace session" if overwrite else "add session")
+            if overwrite and target.exists():
+                with _storage.locked(target, lock_timeout, what):
+                    old = staging.with_name(staging.name.replace(STAGING_SUFFIX, REPLACED_SUFFIX))
+                    change.rename(target, old)
+                    change.move_into_place(staging, target)
+                    change.remove_tree(old)
+                    change.commit()  # the old lock file goes with the old folder: waiters retry
+            else:
+                if target.exists():
+                    raise _exists(target, what)
+                change.move_into_place(staging, target)
+                if change.commit():
+                    raise _exists(target, what)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None and (change is None or not change.committed or change.conflicts):
+            shutil.rmtree(staging, ignore_errors=True)
         for parent in reversed(made):
             with contextlib.suppress(OSError):
+                if parent == project_dir:  # made by this call: its lock file goes with it
+                    (parent / _storage.LOCK_NAME).unlink(missing_ok=True)
                 parent.rmdir()
         raise
+
+
+def _stage(staging: Path, files: Mapping[str, bytes], directories: Iterable[str]) -> None:
+    """Write the session's files into the new folder ``staging``, every one fsynced."""
+    journal.make_folder(staging)
+    made = {staging}
+    for directory in sorted(directories):
+        for folder in reversed([staging / directory, *(staging / directory).parents]):
+            if folder not in made and staging in folder.parents:
+                journal.make_folder(folder)
+                made.add(folder)
+    for relative, data in sorted(files.items()):
+        path = staging / relative
+        for folder in reversed([path.parent, *path.parent.parents]):
+            if folder not in made and staging in folder.parents and not folder.exists():
+                journal.make_folder(folder)
+                made.add(folder)
+        journal.write_new(path, data)
+    for folder in sorted(made, key=lambda p: len(p.parts), reverse=True):
+        journal.fsync_dir(folder)
+
+
+def _exists(target: Path, what: str) -> SessionExistsError:
+    return SessionExistsError(
+        f"{what} appeared at {target} while it was being written; it was left untouched", path=target
+    )
 
 
 def _missing(directory: Path) -> Iterator[Path]:
@@ -152,39 +195,6 @@ def _missing(directory: Path) -> Iterator[Path]:
         missing.append(directory)
         directory = directory.parent
     return reversed(missing)
-
-
-def _move_into_place(staging: Path, target: Path, what: str) -> None:
-    try:
-        os.rename(staging, target)
-    except OSError as error:
-        if error.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.EISDIR, errno.ENOTDIR):
-            raise SessionExistsError(
-                f"{what} appeared at {target} while it was being written; it was left untouched",
-                path=target,
-            ) from None
-        raise
-    _storage.fsync_dir(target.parent)
-
-
-def _swap(staging: Path, target: Path, lock_timeout: float, what: str) -> None:
-    """Replace the session at ``target`` with ``staging`` while holding its lock.
-
-    The old lock file is unlinked before the lock is released, so a saver that was waiting
-    for it finds the lock gone and locks the new session instead.
-    """
-    old = staging.with_name(staging.name.replace(STAGING_SUFFIX, REPLACED_SUFFIX))
-    with _storage.locked(target, lock_timeout, what):
-        os.rename(target, old)
-        try:
-            os.rename(staging, target)
-        except BaseException:
-            os.rename(old, target)
-            raise
-        _storage.fsync_dir(target.parent)
-        _storage.fsync_dir(old.parent)
-        (old / _storage.LOCK_NAME).unlink(missing_ok=True)
-    shutil.rmtree(old)
 
 
 __all__ = ["is_session_directory", "is_session_path", "read_session_files", "write_session_dir"]

@@ -1,20 +1,42 @@
-"""The doctor: compare a session's manifest with the files on disk, and repair what is safe.
+"""The doctor: compare a session's manifest with the files on disk, find every trace of an
+interrupted operation, and repair what is safe.
 
 Findings are data, so a CLI can list them and a runner can decide; ``fix=True`` only
-rebuilds the manifest from the phase files and removes temporary leftovers. It never
-deletes or rewrites a person's content.
+finishes interrupted operations (``haytham.store.journal``), rebuilds the manifest from the
+phase files, moves History Head to the newest entry and removes what killed writers left
+(temporary files, staging, replaced and trash folders). It never deletes or rewrites a
+person's content. ``check_folders`` does the same for a project's or the base directory's
+own traces.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from haytham.errors import Issue
 from haytham.format import CHECKPOINT, MANIFEST
-from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, PHASE_DIR_PREFIX
+from haytham.format.layout import (
+    ATTEMPTS_DIR,
+    CHECKPOINT_FILE,
+    FEEDBACK_FILE,
+    HISTORY_DIR,
+    LOCK_FILE,
+    MANIFEST_FILE,
+    OUTPUTS_DIR,
+    PHASE_DIR_PREFIX,
+    REPLACED_SUFFIX,
+    SESSIONS_DIR,
+    STAGING_SUFFIX,
+    TMP_SUFFIX,
+    TRASH_SUFFIX,
+)
 from haytham.store import fs as _storage
+from haytham.store import history, journal
 from haytham.store import progress as _progress
 
 if TYPE_CHECKING:
@@ -29,9 +51,24 @@ FindingKind = Literal[
     "temporary_leftover",
     "invalid_file",
     "stale_phase",
+    "interrupted_operation",
+    "staging_leftover",
+    "replaced_leftover",
+    "trash_leftover",
+    "history_head_behind",
 ]
 FIXABLE: frozenset[str] = frozenset(
-    {"checkpoint_not_in_manifest", "row_without_checkpoint", "manifest_out_of_date", "temporary_leftover"}
+    {
+        "checkpoint_not_in_manifest",
+        "row_without_checkpoint",
+        "manifest_out_of_date",
+        "temporary_leftover",
+        "interrupted_operation",
+        "staging_leftover",
+        "replaced_leftover",
+        "trash_leftover",
+        "history_head_behind",
+    }
 )
 """Kinds that ``fix=True`` repairs; the others need a person's decision."""
 
@@ -55,7 +92,11 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
     """The findings for one session; with ``fix`` the safe ones are repaired under the lock."""
     directory = manager.session_dir(project_id, session_id)
     manifest_path = directory / MANIFEST_FILE
-    findings = [
+    if fix and journal.pending(directory) is not None:
+        with manager.lock(project_id, session_id):  # taking the lock finishes the operation
+            pass
+    findings = _interrupted(directory)
+    findings += [
         Finding("invalid_file", issue.path or manifest_path, _describe(issue))
         for issue in manager.validate_session(project_id, session_id)
         if not _is_disagreement(issue.path, manifest_path, issue.field) and issue.field != "Built From"
@@ -133,13 +174,164 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
                     f"{path.name} is not a phase of the session's {manifest.execution_mode!r} mode",
                 )
             )
-    for folder in [directory, *(directory / d for d in sorted(expected))]:
-        for leftover in _storage.temporary_leftovers(folder):
-            findings.append(Finding("temporary_leftover", leftover, "left by a writer that was killed"))
+    for folder in written_folders(directory):
+        findings += _leftovers(folder)
+    findings += _head_findings(directory, manifest.history_head, manager)
     if fix and any(f.kind in FIXABLE for f in findings):
         manager.repair(project_id, session_id)
         findings = [replace(f, fixed=f.kind in FIXABLE) for f in findings]
     return findings
+
+
+def written_folders(session_dir: Path) -> list[Path]:
+    """Every folder of a session that haytham writes into: the session folder, ``history/``,
+    each phase folder, its ``attempts/`` and each ``attempts/{n}/`` (no symlinks followed)."""
+    folders = [session_dir]
+    for name in _subfolders(session_dir):
+        if name == HISTORY_DIR or name.startswith(PHASE_DIR_PREFIX):
+            folders.append(session_dir / name)
+        if name.startswith(PHASE_DIR_PREFIX) and ATTEMPTS_DIR in _subfolders(session_dir / name):
+            attempts = session_dir / name / ATTEMPTS_DIR
+            folders.append(attempts)
+            folders += [attempts / n for n in _subfolders(attempts) if n.isdigit()]
+    return folders
+
+
+def _subfolders(directory: Path) -> list[str]:
+    try:
+        with os.scandir(directory) as entries:
+            return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def _interrupted(folder: Path) -> list[Finding]:
+    found = journal.pending(folder)
+    if found is None:
+        return []
+    if found.operation is None:
+        message = (
+            "an operation was killed while writing its record, before its commit point: nothing "
+            "of it happened; --fix removes the record and what it staged"
+        )
+    else:
+        message = (
+            f"{found.operation} was killed after its commit point with {len(found.steps)} steps "
+            "to finish; --fix (or the next save) rolls it forward, keeping any file edited by "
+            "hand since"
+        )
+    return [Finding("interrupted_operation", found.record, message)]
+
+
+_MEANINGS = {
+    TMP_SUFFIX: ("temporary_leftover", "left by a writer that was killed before its change committed"),
+    STAGING_SUFFIX: ("staging_leftover", "a folder assembled by a fork, import or save that was killed"),
+    REPLACED_SUFFIX: ("replaced_leftover", "a session an overwriting import was replacing when killed"),
+    TRASH_SUFFIX: ("trash_leftover", "a folder that was being deleted when the process was killed"),
+    ".removing": ("trash_leftover", "a session or attempt a cleanup was removing when killed"),
+}
+
+
+def _leftovers(folder: Path) -> list[Finding]:
+    """Hidden names a killed writer left directly in ``folder``, each with its meaning."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    findings = []
+    for name in names:
+        if not name.startswith(".") or name == LOCK_FILE:
+            continue
+        for suffix, (kind, meaning) in _MEANINGS.items():
+            if name.endswith(suffix):
+                findings.append(Finding(kind, folder / name, meaning))  # type: ignore[arg-type]
+                break
+    return findings
+
+
+def _head_findings(directory: Path, head: str | None, manager: CheckpointManager) -> list[Finding]:
+    """History Head must name the newest entry of its line of history."""
+    entries, _ = history.read_entries(directory, cache=manager.cache)
+    newest = history.newest(entries, head)
+    if newest is None or newest.entry_id == head:
+        return []
+    said = f"names {head}" if head else "is empty"
+    return [
+        Finding(
+            "history_head_behind",
+            directory / MANIFEST_FILE,
+            f"History Head {said}, but the newest entry is {newest.entry_id}: the manifest was not "
+            "written after its history entry (a writer was killed)",
+        )
+    ]
+
+
+def check_folders(base_dir: Path, project_id: str | None, fix: bool, lock_timeout: float) -> list[Finding]:
+    """The traces of interrupted operations outside sessions: a project's record and its
+    staging and replaced folders, tmp files in ``outputs/`` and ``history/``, retention's
+    leftovers in ``sessions/`` and deleted projects' trash in ``base_dir``. With ``fix``
+    they are finished or removed under the project's lock.
+    """
+    findings = _leftovers(base_dir) if project_id is None else []
+    projects = [project_id] if project_id is not None else _subfolders(base_dir)
+    for name in projects:
+        if name.startswith(".") or name.startswith("_"):
+            continue
+        directory = base_dir / name
+        if not directory.is_dir():
+            continue
+        found = _interrupted(directory)
+        for folder in (directory, directory / OUTPUTS_DIR, directory / HISTORY_DIR, directory / SESSIONS_DIR):
+            found += _leftovers(folder)
+        if fix and found:
+            with _storage.locked(directory, lock_timeout, f"project {name}"):
+                journal.recover(directory)
+                restore_replaced(directory)
+                for finding in found:
+                    if finding.kind != "interrupted_operation":
+                        _remove(finding.path)
+            found = [replace(f, fixed=True) for f in found]
+        findings += found
+    if fix:
+        for finding in findings:
+            if finding.path.parent == base_dir and not finding.fixed:
+                _remove(finding.path)  # a deleted project's trash: committed, anyone may remove it
+        findings = [replace(f, fixed=True) for f in findings]
+    return findings
+
+
+def restore_replaced(project_dir: Path) -> None:
+    """A session that an earlier haytham's overwriting import had moved aside, when no
+    session took its place, is moved back (the caller holds the project's lock)."""
+    for name in _subfolders(project_dir):
+        if not name.endswith(REPLACED_SUFFIX):
+            continue
+        session_id = name[1 : -len(REPLACED_SUFFIX)].rsplit(".", 2)[0]
+        target = project_dir / SESSIONS_DIR / session_id
+        if session_id and not os.path.lexists(target) and (project_dir / name / MANIFEST_FILE).is_file():
+            os.rename(project_dir / name, target)
+            journal.fsync_dir(target.parent)
+            journal.fsync_dir(project_dir)
+
+
+def remove_traces(folder: Path) -> list[Path]:
+    """Remove what killed writers left directly in ``folder`` (temporary files, staging and
+    trash folders). The caller holds the lock every writer of ``folder`` takes, and has
+    recovered its journal record, so nothing staged there is still wanted."""
+    removed = []
+    for finding in _leftovers(folder):
+        if finding.kind != "replaced_leftover":
+            _remove(finding.path)
+            removed.append(finding.path)
+    return removed
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink()
 
 
 def _is_disagreement(path: Path | None, manifest_path: Path, field: str | None) -> bool:

@@ -33,6 +33,11 @@ GITIGNORE_TEXT = (
     f"{LOCK_NAME}\n"
     f".*{TMP_SUFFIX}\n"
     f"{layout.INDEX_DIR}/\n"
+    f"{layout.JOURNAL_FILE}\n"
+    f".*{layout.STAGING_SUFFIX}\n"
+    f".*{layout.REPLACED_SUFFIX}\n"
+    f".*{layout.TRASH_SUFFIX}\n"
+    ".*.removing\n"
 )
 
 
@@ -182,7 +187,18 @@ def _timeout(timeout: float, what: str, directory: Path) -> LockTimeout:
 
 
 def ensure_gitignore(base_dir: Path) -> None:
-    """Give ``base_dir`` a .gitignore for haytham's lock and temporary files, once."""
+    """Give ``base_dir`` a .gitignore for haytham's lock, temporary files and the traces of
+    interrupted operations; a .gitignore haytham wrote earlier gets the names it lacks."""
     target = base_dir / ".gitignore"
-    if not target.exists():
+    try:
+        text = target.read_text("utf-8")
+    except FileNotFoundError:
         atomic_write(target, GITIGNORE_TEXT)
+        return
+    except (OSError, UnicodeError):
+        return
+    if text.startswith(GITIGNORE_TEXT.splitlines()[0]):  # haytham's own: add names it lacks
+        have = set(text.splitlines())
+        missing = [line for line in GITIGNORE_TEXT.splitlines() if line not in have]
+        if missing:
+            atomic_write(target, text + ("" if text.endswith("\n") else "\n") + "\n".join(missing) + "\n")

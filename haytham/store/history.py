@@ -77,7 +77,10 @@ def file_name(entry: HistoryEntry) -> str:
 def read_entries(
     session_dir: Path, *, cache: ReadCache | None = None
 ) -> tuple[list[HistoryEntry], list[Issue]]:
-    """Every entry of the session in history order (parents before children), and issues."""
+    """Every entry of the session in history order (parents before children), and issues.
+
+    An entry whose id is not the hash of its content (cut short or edited by hand) is listed
+    and is also an issue: its id no longer says what it recorded."""
     directory = session_dir / HISTORY_DIR
     entries: list[HistoryEntry] = []
     issues: list[Issue] = []
@@ -87,6 +90,16 @@ def read_entries(
             issues += found
         else:
             entries.append(entry)
+        if entry is not None and not verify(entry):
+            issues.append(
+                Issue(
+                    path,
+                    None,
+                    "Entry",
+                    f"the entry's id {entry.entry_id} is not the hash of what it records: it was cut "
+                    "short or changed by hand (history entries are never edited)",
+                )
+            )
     return in_order(entries), issues
 
 
@@ -105,6 +118,51 @@ def in_order(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
             placed.add(entry.entry_id)
         pending = [e for e in pending if e.entry_id not in placed]
     return ordered
+
+
+def newest(entries: Iterable[HistoryEntry], head: str | None) -> HistoryEntry | None:
+    """The entry History Head should name: ``head`` itself when no entry descends from it,
+    else the newest entry that does (a writer was killed after adding it, before the
+    manifest). None when there are no entries."""
+    ordered = in_order(entries)
+    if not ordered:
+        return None
+    by_id = {e.entry_id: e for e in ordered}
+    if head is not None and head not in by_id:
+        return by_id.get(head)
+    descendants = [e for e in ordered if head is None or _descends(e, head, by_id)]
+    if not descendants:
+        return by_id[head] if head is not None else None
+    return max(descendants, key=lambda e: (e.timestamp, e.entry_id))
+
+
+def _descends(entry: HistoryEntry, ancestor: str, by_id: dict[str, HistoryEntry]) -> bool:
+    seen: set[str] = set()
+    step = entry.parent
+    while step is not None and step not in seen:
+        if step == ancestor:
+            return True
+        seen.add(step)
+        parent = by_id.get(step)
+        step = parent.parent if parent is not None else None
+    return False
+
+
+def verify(entry: HistoryEntry) -> bool:
+    """Whether the entry's id is the hash of what it records (it was not cut or changed)."""
+    again = make_entry(
+        entry.parent,
+        entry.phase_number,
+        entry.phase_name,
+        entry.attempt,
+        entry.status,
+        entry.timestamp,
+        entry.checkpoint_text,
+        entry.name,
+        entry.reason,
+        entry.feedback_text if entry.kind == "review" else None,
+    )
+    return again.entry_id == entry.entry_id
 
 
 def select(

@@ -15,9 +15,10 @@ feature modules, built on its public API. The pieces it ties together live besid
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -61,7 +62,7 @@ from haytham.records import (
 )
 from haytham.store import attempts as _attempts
 from haytham.store import fs as _storage
-from haytham.store import history, lifecycle
+from haytham.store import history, journal, lifecycle
 from haytham.store import progress as _progress
 from haytham.store.arguments import (
     agent_run,
@@ -76,7 +77,7 @@ from haytham.store.arguments import (
 )
 from haytham.store.clock import Clock, format_timestamp, parse_timestamp, utc_now
 from haytham.store.copy import read_session_files, write_session_dir
-from haytham.store.doctor import Finding, check_session
+from haytham.store.doctor import Finding, check_session, remove_traces, written_folders
 from haytham.store.events import Event, EventBus
 from haytham.store.fork import files_at_entry, fork_files
 from haytham.store.names import (
@@ -340,7 +341,8 @@ class CheckpointManager:
             _storage.remove_leftovers(directory)
             _storage.remove_leftovers(session.directory)
             before_status = session.manifest.status
-            manifest = self._write_checkpoint(session, path, record, now, name, reason)
+            with journal.Change(session.directory, "save_checkpoint") as change:
+                manifest = self._stage_checkpoint(change, session, path, record, now, name, reason)
         events = [Event("checkpoint_saved", project_id, session_id, phase.number, path, {"status": status})]
         if status == "completed":
             events.append(Event("phase_completed", project_id, session_id, phase.number, path))
@@ -349,9 +351,15 @@ class CheckpointManager:
         self.events.emit(events)
         return path
 
-    def _sources(self, session: _Session, phase: PhaseDefinition) -> tuple[tuple[int, str], ...]:
-        """The outputs digest of every earlier phase of the mode that has one, now."""
-        checkpoints = self._checkpoints(session)
+    def _sources(
+        self,
+        session: _Session,
+        phase: PhaseDefinition,
+        checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
+    ) -> tuple[tuple[int, str], ...]:
+        """The outputs digest of every earlier phase of the mode that has one, now (or in
+        ``checkpoints``, the checkpoints an operation is about to write)."""
+        checkpoints = self._checkpoints(session) if checkpoints is None else checkpoints
         found = []
         for earlier in session.phases[: session.phases.index(phase)]:
             saved = checkpoints.get(earlier.number)
@@ -359,36 +367,66 @@ class CheckpointManager:
                 found.append((earlier.number, saved.outputs_digest))
         return tuple(found)
 
-    def _record_review(self, session: _Session, phase: PhaseDefinition, feedback: UserFeedback) -> None:
-        """Add a review's history entry and bring the manifest up to date (the caller holds the lock).
+    def _stage_review(
+        self, change: journal.Change, session: _Session, phase: PhaseDefinition, feedback: UserFeedback
+    ) -> None:
+        """Stage a review's history entry and the manifest brought up to date with the review
+        file being written (the caller holds the lock and stages the file itself).
 
         Only a review is recorded: a file that says it is not reviewed yet (the blank file
         the runner writes for a gated phase) decides nothing, so it adds no entry.
         """
         directory = session.phase_dir(phase.number)
         checkpoint = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+        review = {phase.number: (lifecycle.verdict(feedback), None)}
         if checkpoint is not None and feedback.reviewed:
-            now = self._now()
             entry = history.make_entry(
                 session.manifest.history_head,
                 phase.number,
                 phase.name,
                 checkpoint.retry_count + 1,
                 checkpoint.status,
-                now,
+                self._now(),
                 CHECKPOINT.render(checkpoint),
                 reason="approved" if lifecycle.verdict(feedback) == "approved" else "review",
                 feedback_text=FEEDBACK.render(feedback),
             )
-            _storage.make_dirs(session.directory / history.HISTORY_DIR)
-            path = session.directory / history.HISTORY_DIR / history.file_name(entry)
-            self._write(HISTORY_ENTRY, path, entry)
-            session = dataclasses.replace(
-                session, manifest=dataclasses.replace(session.manifest, history_head=entry.entry_id)
-            )
-            self._sync_manifest(session, head=entry.entry_id)
+            self._stage_entry(change, session, entry)
+            self._stage_manifest(change, session, reviews=review, head=entry.entry_id)
             return
-        self._sync_manifest(session)
+        self._stage_manifest(change, session, reviews=review)
+
+    def _stage_entry(self, change: journal.Change, session: _Session, entry: HistoryEntry) -> None:
+        path = session.directory / history.HISTORY_DIR / history.file_name(entry)
+        change.write(path, self._render(HISTORY_ENTRY, path, entry))
+
+    def _stage_manifest(
+        self,
+        change: journal.Change,
+        session: _Session,
+        *,
+        checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
+        reviews: Mapping[int, _progress.Review | None] | None = None,
+        head: str | None = None,
+    ) -> SessionManifest:
+        """Stage the manifest as the session's files will say it should be once ``change``
+        is applied: the checkpoints and reviews it writes (None: a review it removes) count
+        instead of the files on disk. Returns the manifest (the old one when unchanged)."""
+        found = {**self._checkpoints(session), **(checkpoints or {})}
+        read = _progress.read_reviews(session.directory, session.phases, self.cache)
+        for number, review in (reviews or {}).items():
+            if review is None:
+                read.pop(number, None)
+            else:
+                read[number] = review
+        view = lifecycle.derive(_progress.phase_facts(session.phases, found, read))
+        derived = self._derived_manifest(session, found, view, head)
+        if derived is session.manifest:
+            return session.manifest
+        updated = dataclasses.replace(derived, last_updated=self._now())
+        path = session.directory / MANIFEST_FILE
+        change.write(path, self._render(MANIFEST, path, updated))
+        return updated
 
     def _outputs_digest(self, directory: Path, runs: Sequence[Any]) -> str:
         """``lifecycle.outputs_digest`` of the agent outputs in a phase directory, as saved."""
@@ -401,17 +439,24 @@ class CheckpointManager:
                 )
         return lifecycle.outputs_digest(outputs)
 
-    def _write_checkpoint(
+    def _stage_checkpoint(
         self,
+        change: journal.Change,
         session: _Session,
         path: Path,
         record: PhaseCheckpoint,
         now: str,
         name: str | None = None,
         reason: str | None = None,
+        *,
+        stage_manifest: bool = True,
     ) -> SessionManifest:
-        """Write a checkpoint, its history entry and the manifest (the caller holds the lock)."""
-        self._write(CHECKPOINT, path, record)
+        """Stage a checkpoint, its history entry and the manifest (the caller holds the lock).
+
+        Returns the manifest as it will be; the session's History Head moves to the entry.
+        With ``stage_manifest=False`` the caller stages the manifest itself, once, after the
+        other files of the operation (``_stage_manifest``): a batch of saves is one record."""
+        change.write(path, self._render(CHECKPOINT, path, record))
         entry = history.make_entry(
             session.manifest.history_head,
             record.phase_number,
@@ -423,9 +468,12 @@ class CheckpointManager:
             name,
             reason,
         )
-        _storage.make_dirs(session.directory / history.HISTORY_DIR)
-        self._write(HISTORY_ENTRY, session.directory / history.HISTORY_DIR / history.file_name(entry), entry)
-        return self._sync_manifest(session, head=entry.entry_id)
+        self._stage_entry(change, session, entry)
+        if not stage_manifest:
+            return dataclasses.replace(session.manifest, history_head=entry.entry_id)
+        return self._stage_manifest(
+            change, session, checkpoints={record.phase_number: record}, head=entry.entry_id
+        )
 
     def save_agent_output(
         self,
@@ -552,11 +600,12 @@ class CheckpointManager:
             except (FileNotFoundError, UnicodeDecodeError):
                 kept = None
             if kept is None:
-                self._write(FEEDBACK, path, record)
+                kept = self._render(FEEDBACK, path, record)
             else:
                 FEEDBACK.check_record(record, path)
-                _storage.atomic_write(path, kept)
-            self._record_review(session, phase, record)
+            with journal.Change(session.directory, "save_user_feedback") as change:
+                change.write(path, kept)
+                self._stage_review(change, session, phase, record)
         self.events.emit(
             [
                 Event(
@@ -586,10 +635,6 @@ class CheckpointManager:
         with self._lock(session.directory, project_id, session_id):
             session = self._open(project_id, session_id)
             own_copy = session.directory / WORKFLOW_FILE
-            if BUILTIN_WORKFLOWS.get(workflow.name) != workflow:
-                _storage.atomic_write(own_copy, dump_workflow(workflow))
-            else:
-                own_copy.unlink(missing_ok=True)
             manifest = dataclasses.replace(
                 session.manifest, workflow_type=workflow.name, workflow_fingerprint=workflow.fingerprint()
             )
@@ -600,36 +645,65 @@ class CheckpointManager:
                 workflow,
                 workflow.phases_for(manifest.execution_mode),
             )
-            self._write(MANIFEST, session.directory / MANIFEST_FILE, manifest)
-            self._sync_manifest(moved)
+            derived = self._derived_manifest(moved)
+            if derived is not moved.manifest:
+                derived = dataclasses.replace(derived, last_updated=self._now())
+            with journal.Change(session.directory, "change_workflow") as change:
+                if BUILTIN_WORKFLOWS.get(workflow.name) != workflow:
+                    change.write(own_copy, dump_workflow(workflow))
+                else:
+                    change.remove(own_copy)
+                path = session.directory / MANIFEST_FILE
+                change.write(path, self._render(MANIFEST, path, derived))
 
     def start_attempt(self, project_id: str, session_id: str, phase_num: int) -> int:
         """Keep the phase's current attempt in ``attempts/{n}/`` and open attempt ``n + 1``.
 
         The checkpoint, agent outputs and feedback of attempt ``n`` (``Retry Count`` + 1) are
-        copied into ``phase_{n}_{slug}/attempts/{n}/``; then the outputs and feedback are
-        removed from the phase directory and the checkpoint is saved ``in_progress`` with
-        ``Retry Count`` ``n``. Each step can be repeated after a crash without loss. Returns
-        the new attempt number.
+        copied into ``phase_{n}_{slug}/attempts/{n}/``; the outputs and feedback are removed
+        from the phase directory and the checkpoint is saved ``in_progress`` with ``Retry
+        Count`` ``n``, with its history entry and the manifest: all in one operation
+        (``haytham.store.journal``), so a crash leaves all of it done or none. Returns the
+        new attempt number.
         """
         session = self._open(project_id, session_id)
         session.phase(phase_num)
         with self._lock(session.directory, project_id, session_id):
             session = self._open(project_id, session_id)
-            directory = session.phase_dir(phase_num)
-            current = self._load(
-                CHECKPOINT,
-                directory / CHECKPOINT_FILE,
-                PhaseNotFoundError,
-                f"phase {phase_num} has no checkpoint",
-            )
+            with journal.Change(session.directory, "start_attempt") as change:
+                numbers = self._stage_attempts(change, session, [session.phase(phase_num)], strict=True)
+        return numbers[0] + 1
+
+    def _stage_attempts(
+        self, change: journal.Change, session: _Session, phases: Sequence[PhaseDefinition], *, strict: bool
+    ) -> list[int]:
+        """Stage archiving the current attempt of each of ``phases`` (in the mode's order) and
+        opening the next, with one history entry each and the manifest once; return the
+        archived attempt numbers. ``strict``: a phase without a checkpoint is an error."""
+        checkpoints = self._checkpoints(session)
+        planned: dict[int, PhaseCheckpoint] = {}
+        reviews: dict[int, _progress.Review | None] = {}
+        numbers = []
+        for phase in phases:
+            directory = session.phase_dir(phase.number)
+            current = checkpoints.get(phase.number)
+            if current is None:
+                if strict:
+                    self._load(
+                        CHECKPOINT,
+                        directory / CHECKPOINT_FILE,
+                        PhaseNotFoundError,
+                        f"phase {phase.number} has no checkpoint",
+                    )
+                continue
             number = current.retry_count + 1
-            _attempts.archive(directory, number)
+            _attempts.stage_archive(change, directory, number)
+            started = self._now()
             fresh = dataclasses.replace(
                 current,
                 status="in_progress",
                 retry_count=number,
-                started=self._now(),
+                started=started,
                 completed=None,
                 duration=None,
                 agents=tuple(
@@ -642,34 +716,43 @@ class CheckpointManager:
                 cost=None,
                 errors=(),
                 outputs_digest=None,
-                built_from=self._sources(session, session.phase(phase_num)),
+                built_from=self._sources(session, phase, {**checkpoints, **planned}),
             )
-            self._write_checkpoint(
+            manifest = self._stage_checkpoint(
+                change,
                 session,
                 directory / CHECKPOINT_FILE,
                 fresh,
-                fresh.started or self._now(),
+                started,
                 reason=f"attempt {number + 1} after review",
+                stage_manifest=False,
             )
-            (directory / FEEDBACK_FILE).unlink(missing_ok=True)
-            _storage.fsync_dir(directory)
-            self._sync_manifest(self._open(project_id, session_id))
-        return number + 1
+            session = dataclasses.replace(session, manifest=manifest)  # the next entry's parent
+            change.remove(directory / FEEDBACK_FILE)
+            planned[phase.number] = fresh
+            reviews[phase.number] = None
+            numbers.append(number)
+        if numbers:
+            head = session.manifest.history_head
+            self._stage_manifest(change, session, checkpoints=planned, reviews=reviews, head=head)
+        return numbers
 
     def archive_from(self, project_id: str, session_id: str, from_phase: int) -> list[int]:
         """Keep phase ``from_phase`` and every later phase of the mode that has a checkpoint as
         attempts (``start_attempt``), so that the next run runs them again; return those phases.
 
+        All of them are archived in one operation: a crash leaves every one or none.
         ``PhaseRunner.rerun`` and ``haytham rerun`` call it before running the session.
         """
         session = self._open(project_id, session_id)
         start = session.phase(from_phase)
-        checkpoints = self._checkpoints(session)
-        later = session.phases[session.phases.index(start) :]
-        archived = [p.number for p in later if p.number in checkpoints]
-        for number in archived:
-            self.start_attempt(project_id, session_id, number)
-        return archived
+        with self._lock(session.directory, project_id, session_id):
+            session = self._open(project_id, session_id)
+            checkpoints = self._checkpoints(session)
+            later = [p for p in session.phases[session.phases.index(start) :] if p.number in checkpoints]
+            with journal.Change(session.directory, "archive_from") as change:
+                self._stage_attempts(change, session, later, strict=False)
+        return [p.number for p in later]
 
     def load_attempts(self, project_id: str, session_id: str, phase_num: int) -> list[Attempt]:
         """Every attempt of a phase, oldest first; the last is the one in the phase directory."""
@@ -720,9 +803,10 @@ class CheckpointManager:
                     path=path,
                 )
             if text != raw:
-                _storage.atomic_write(path, text)
                 session = self._open(project_id, session_id)
-                self._record_review(session, session.phase(phase_num), after)
+                with journal.Change(session.directory, "update_feedback") as change:
+                    change.write(path, text)
+                    self._stage_review(change, session, session.phase(phase_num), after)
         return after
 
     def history(
@@ -1062,8 +1146,9 @@ class CheckpointManager:
         return check_session(self, project_id, session_id, fix)
 
     def repair(self, project_id: str, session_id: str) -> None:
-        """Rebuild the manifest's progress from the phase checkpoints and remove temporary
-        files that killed writers left, under the session's lock.
+        """Finish an operation a killed writer left half done (its journal record), rebuild
+        the manifest's progress from the phase checkpoints and remove the temporary files and
+        staging folders that killed writers left, under the session's lock.
 
         Safe at any time: what it writes is derived from the files, and a person's content
         is never touched. ``check(fix=True)`` calls it. Reads never repair: ``load_session``
@@ -1072,9 +1157,12 @@ class CheckpointManager:
         directory = self.session_dir(project_id, session_id)
         with self._lock(directory, project_id, session_id):
             session = self._open(project_id, session_id)
-            for folder in [directory, *(directory / p.directory for p in session.phases)]:
-                _storage.remove_leftovers(folder)
-            self._sync_manifest(session)
+            for folder in written_folders(directory):
+                remove_traces(folder)
+            entries, _ = history.read_entries(directory, cache=self.cache)
+            newest = history.newest(entries, session.manifest.history_head)
+            head = newest.entry_id if newest is not None else None
+            self._sync_manifest(session, head=head if head != session.manifest.history_head else None)
 
     def lock(self, project_id: str, session_id: str) -> AbstractContextManager[None]:
         """Hold the session's OS lock, the one every save takes, for as long as the block runs.
@@ -1112,7 +1200,15 @@ class CheckpointManager:
         return load_workflow(own_copy) if own_copy.is_file() else self._workflow(manifest.workflow_type)
 
     def _lock(self, directory: Path, project_id: str, session_id: str) -> AbstractContextManager[None]:
-        return _storage.locked(directory, self.lock_timeout, f"session {project_id}/{session_id}")
+        return self._locked(directory, project_id, session_id)
+
+    @contextlib.contextmanager
+    def _locked(self, directory: Path, project_id: str, session_id: str) -> Iterator[None]:
+        """Hold the session's lock; first finish an operation a killed writer left half done
+        (``journal.recover``), so every writer starts from a whole state."""
+        with _storage.locked(directory, self.lock_timeout, f"session {project_id}/{session_id}"):
+            journal.recover(directory)
+            yield
 
     def _open(self, project_id: str, session_id: str) -> _Session:
         directory = check_below(self.base_dir, self.session_dir(project_id, session_id))
@@ -1173,6 +1269,10 @@ class CheckpointManager:
         return updated
 
     def _write(self, kind: DocumentFormat[R], path: Path, record: R) -> None:
+        _storage.atomic_write(path, self._render(kind, path, record))
+
+    def _render(self, kind: DocumentFormat[R], path: Path, record: R) -> str:
+        """The text of ``record`` for ``path``, checked against its schema first."""
         kind.check_record(record, path)
         text = kind.render(record)
         try:
@@ -1182,7 +1282,7 @@ class CheckpointManager:
                 f"text for {path.name} holds {error.object[error.start : error.end]!r}, "
                 "which UTF-8 cannot store (a lone surrogate)"
             ) from None
-        _storage.atomic_write(path, text)
+        return text
 
     def _load(self, kind: DocumentFormat[R], path: Path, missing: type[NotFoundError], what: str) -> R:
         try:

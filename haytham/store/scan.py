@@ -86,7 +86,8 @@ def _glob_session_dirs(root: Path) -> Iterator[Path]:
     patterns = ("*/sessions/*", "sessions/*")
     for pattern in patterns:
         for manifest in sorted(root.glob(f"{pattern}/{MANIFEST_FILE}")):
-            yield manifest.parent
+            if not any(part.startswith(".") for part in manifest.relative_to(root).parts):
+                yield manifest.parent  # hidden: a folder being staged, replaced or deleted
 
 
 _MISSING = (FileNotFoundError, NotADirectoryError)
@@ -110,7 +111,7 @@ def _scan_manifests(root: Path) -> list[Found]:
         return []
     result: list[Found] = []
     with os.scandir(top) as entries:
-        projects = sorted(e.name for e in entries if e.is_dir())
+        projects = sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
     for parent in [*((project, SESSIONS_DIR) for project in projects), (SESSIONS_DIR,)]:
         sessions = _scan_sessions(os.path.join(top, *parent))
         if sessions:
@@ -126,7 +127,7 @@ def _scan_sessions(directory: str) -> list[tuple[str, str, os.stat_result]]:
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
     with os.scandir(directory) as entries:
-        names = sorted(e.name for e in entries if e.is_dir())
+        names = sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
     prefix = os.path.join(directory, "")
     suffix = os.sep + MANIFEST_FILE
     sessions = []

@@ -1,0 +1,531 @@
+"""One mechanism for every change of more than one file: stage, commit a record, apply, forget.
+
+A ``Change`` collects the steps of one operation (write a file, remove a file, make a
+folder, move a staged folder into place, rename a folder, remove a folder haytham owns).
+Nothing a reader looks at changes while it is being built:
+
+1. Every new file's content is staged as a hidden temporary file beside its target
+   (``.{name}.{pid}.{hex}.haytham-tmp``) and fsynced; a file whose folder does not exist yet
+   is staged in the nearest folder that does, and the folder is made by a ``mkdir`` step
+   after the commit point, so no reader ever sees a new folder (an attempt) half filled.
+2. The record ``.haytham-journal`` is written into the change's folder (the session folder,
+   or the project folder for project-level and folder-level operations) and fsynced with
+   its folder. That is the commit point: before it the operation has not happened (the
+   staged files are leftovers, removed by the next writer or ``doctor --fix``); after it the
+   operation has happened, whatever else a kill interrupts.
+3. The steps are applied in order, every touched folder is fsynced once, and the record is
+   removed.
+
+``recover(folder)`` rolls an interrupted operation forward: the next writer runs it under
+the folder's lock before it changes anything, and so does ``doctor --fix``. It is idempotent
+and never loses a person's edit: each file step records the hash of its target before and
+after; a target that holds neither was edited by a person since, and is left as it is and
+reported (``Conflict``).
+
+An operation of exactly one atomic step (moving a staged session folder into place) needs
+no record: the rename itself is the commit point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from haytham.errors import DiskWriteError
+from haytham.format.layout import JOURNAL_FILE, STAGING_SUFFIX, TMP_SUFFIX
+
+JOURNAL_VERSION = 1
+SYNC_NEW_NAMES = False
+"""Whether to fsync the folders holding newly created names (staged files, the record)
+before the commit point. On Linux's journaling file systems (ext4, xfs, btrfs) the fsync of
+a newly created file also makes its name durable, so this is off: an operation costs one
+fsync per staged file, one for the record and one per touched folder. Set it for a file
+system without that guarantee."""
+StepKind = Literal["replace", "remove", "mkdir", "move", "rename", "rmtree"]
+ABSENT = "absent"
+
+
+@dataclass
+class Stats:
+    """What the journal did since the process started (or ``reset``): for tests and benchmarks."""
+
+    fsyncs: int = 0
+    records: int = 0
+    recovered: int = 0
+
+    def reset(self) -> None:
+        self.fsyncs = self.records = self.recovered = 0
+
+
+STATS = Stats()
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A step recovery did not apply because a person changed its target since."""
+
+    path: Path
+    message: str
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: StepKind
+    path: str
+    """The target, relative to the record's folder (``/``-separated)."""
+    staged: str | None = None
+    """The staged file or folder (``replace``, ``move``), or the source (``rename``)."""
+    before: str | None = None
+    """sha256 of the target before (``replace``, ``remove``), or ``absent``."""
+    after: str | None = None
+    """sha256 of the new content (``replace``)."""
+    mtime_ns: int | None = None
+    """A modification time to keep (``replace`` of a migrated file)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of the file at ``path``, ``absent`` when there is none (or not a file)."""
+    try:
+        return digest(path.read_bytes())
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return ABSENT
+
+
+def _fsync_fd(fd: int) -> None:
+    STATS.fsyncs += 1
+    os.fsync(fd)
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        _fsync_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Create the file ``path`` (it must not exist) holding ``data``, fsynced; an OSError
+    becomes a DiskWriteError naming it."""
+    with _naming(path):
+        _write_synced(path, data)
+
+
+def make_folder(path: Path) -> None:
+    """Create the folder ``path`` (an existing folder is fine); an OSError becomes a
+    DiskWriteError naming it."""
+    with _naming(path):
+        if not path.is_dir():
+            os.mkdir(path)
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    """Create ``path`` (it must not exist) holding ``data``, fsynced."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        _fsync_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def _hidden_name(name: str, suffix: str) -> str:
+    return f".{name}.{os.getpid()}.{os.urandom(4).hex()}{suffix}"
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Turn an OSError while changing ``path`` into a DiskWriteError that names it."""
+    try:
+        yield
+    except DiskWriteError:
+        raise
+    except OSError as error:
+        wrapped = DiskWriteError(f"cannot write {path}: {error.strerror or error}", path=path)
+        wrapped.errno = error.errno
+        raise wrapped from error
+
+
+class Change:
+    """The steps of one multi-file operation, staged and then committed all at once.
+
+    Use it as a context manager: on a normal exit it commits, on an exception it removes
+    what it staged (the store is as it was). ``folder`` holds the record; every path a step
+    touches must lie inside it. The caller holds the lock of ``folder``.
+    """
+
+    def __init__(self, folder: Path, operation: str) -> None:
+        self.folder = folder
+        self.operation = operation
+        self.steps: list[Step] = []
+        self._staged: list[Path] = []
+        self._new_folders: dict[Path, Path] = {}
+        """A target folder that does not exist yet -> the existing folder its files stage in."""
+        self._sync_before: set[Path] = set()
+        self._touched: set[Path] = set()
+        self._targets: set[Path] = set()
+        self.conflicts: list[Conflict] = []
+        self.committed = False
+
+    def __enter__(self) -> Change:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if kind is None:
+            self.commit()
+        elif not self.committed:
+            self.discard()
+
+    # ------------------------------------------------------------- planning
+
+    def _relative(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.folder).as_posix()
+        except ValueError:
+            raise ValueError(f"{path} is outside the change's folder {self.folder}") from None
+
+    def _claim(self, path: Path) -> None:
+        if path in self._targets:
+            raise ValueError(f"{path} is changed twice in one operation")
+        self._targets.add(path)
+
+    def _stage_folder(self, target: Path) -> Path:
+        """Where a file for the folder ``target`` is staged: the folder itself, or, when it
+        does not exist yet, its nearest existing ancestor (the folders are made by ``mkdir``
+        steps after the commit point, so no reader ever sees a new folder half filled or a
+        file of a new folder before the operation happened)."""
+        if target in self._new_folders:
+            return self._new_folders[target]
+        if target.is_dir():
+            return target
+        if target == self.folder or self.folder not in target.parents:
+            raise ValueError(f"{target} is outside the change's folder {self.folder}")
+        existing = self._stage_folder(target.parent)
+        self._new_folders[target] = existing
+        self._touched.add(target.parent)
+        self.steps.append(Step("mkdir", self._relative(target)))
+        return existing
+
+    def write(self, path: Path, data: str | bytes, *, mtime_ns: int | None = None) -> None:
+        """Stage ``data`` (UTF-8 when text) to replace the file at ``path``; fsynced now."""
+        content = data.encode("utf-8") if isinstance(data, str) else data
+        if path.is_dir() and not path.is_symlink():
+            error = DiskWriteError(f"cannot write {path}: it is a folder, not a file", path=path)
+            error.errno = errno.EISDIR
+            raise error
+        self._claim(path)
+        folder = self._stage_folder(path.parent)
+        staged = folder / _hidden_name(path.name, TMP_SUFFIX)
+        self._staged.append(staged)
+        with _naming(path):
+            _write_synced(staged, content)
+        self._sync_before.add(folder)
+        self._touched.update({folder, path.parent})
+        self.steps.append(
+            Step(
+                "replace",
+                self._relative(path),
+                self._relative(staged),
+                file_digest(path),
+                digest(content),
+                mtime_ns,
+            )
+        )
+
+    def remove(self, path: Path) -> None:
+        """Remove the file at ``path`` (nothing when there is none)."""
+        before = file_digest(path)
+        if before == ABSENT:
+            return
+        self._claim(path)
+        self._touched.add(path.parent)
+        self.steps.append(Step("remove", self._relative(path), before=before))
+
+    def move_into_place(self, staged: Path, target: Path) -> None:
+        """Move the complete, fsynced folder ``staged`` to ``target`` (which must not exist)."""
+        self._claim(target)
+        self._touched.update({target.parent, staged.parent})
+        self.steps.append(Step("move", self._relative(target), self._relative(staged)))
+
+    def rename(self, source: Path, target: Path) -> None:
+        """Rename the folder ``source`` to ``target``."""
+        self._claim(target)
+        self._touched.update({target.parent, source.parent})
+        self.steps.append(Step("rename", self._relative(target), self._relative(source)))
+
+    def remove_tree(self, path: Path) -> None:
+        """Remove the folder ``path`` and everything in it (a folder haytham owns)."""
+        self._touched.add(path.parent)
+        self.steps.append(Step("rmtree", self._relative(path)))
+
+    # ----------------------------------------------------------- committing
+
+    def discard(self) -> None:
+        """Remove everything staged: the operation did not happen."""
+        for path in reversed(self._staged):
+            _remove_any(path)
+        self._staged.clear()
+        self.steps.clear()
+
+    def commit(self) -> list[Conflict]:
+        """Make the staged changes durable and visible, all of them or (if killed) none until
+        recovery rolls them forward."""
+        if self.committed:
+            return self.conflicts
+        if not self.steps:
+            self.committed = True
+            return []
+        record = self.folder / JOURNAL_FILE
+        single = len(self.steps) == 1 and self.steps[0].kind in ("move", "rename")
+        try:
+            if SYNC_NEW_NAMES:
+                for folder in sorted(self._sync_before, key=str):
+                    with _naming(folder):
+                        fsync_dir(folder)
+            if not single:
+                data = encode(self.operation, self.steps)
+                with _naming(record):
+                    if os.path.lexists(record):  # an earlier operation's, already recovered
+                        os.unlink(record)
+                    _write_synced(record, data)
+                    if SYNC_NEW_NAMES:
+                        fsync_dir(self.folder)
+                STATS.records += 1
+        except BaseException:
+            with contextlib.suppress(OSError):
+                if not single and os.path.lexists(record):
+                    os.unlink(record)
+            self.discard()
+            raise
+        # Committed: from here on a failure leaves the record for recovery to finish.
+        self.committed = True
+        try:
+            self.conflicts = _apply(self.folder, self.steps, check=False)
+        except BaseException:
+            if single:  # the one rename did not happen: nothing was committed
+                self.committed = False
+            raise
+        with _naming(self.folder):
+            for folder in sorted(self._touched, key=str):
+                if folder.is_dir():
+                    fsync_dir(folder)
+            if not single:
+                os.unlink(record)
+        self._staged.clear()
+        return self.conflicts
+
+
+def _remove_any(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+# ------------------------------------------------------------------ the record
+
+
+def encode(operation: str, steps: list[Step]) -> bytes:
+    body = {"operation": operation, "steps": [s.to_json() for s in steps]}
+    text = json.dumps(body, sort_keys=True, ensure_ascii=True)
+    return (
+        json.dumps(
+            {
+                "haytham_journal": JOURNAL_VERSION,
+                **body,
+                "check": digest(text.encode("ascii")),
+            },
+            indent=1,
+            sort_keys=True,
+        )
+        + "\n"
+    ).encode("ascii")
+
+
+def decode(data: bytes) -> tuple[str, list[Step]] | None:
+    """The operation and steps of a record, or None for a record cut short or not haytham's."""
+    try:
+        loaded = json.loads(data.decode("ascii"))
+        if not isinstance(loaded, dict) or loaded.get("haytham_journal") != JOURNAL_VERSION:
+            return None
+        body = {"operation": loaded["operation"], "steps": loaded["steps"]}
+        text = json.dumps(body, sort_keys=True, ensure_ascii=True)
+        if digest(text.encode("ascii")) != loaded.get("check"):
+            return None
+        steps = [Step(**step) for step in body["steps"]]
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+        return None
+    for step in steps:
+        for relative in (step.path, step.staged):
+            if relative is not None and not _safe_relative(relative):
+                return None
+    return str(body["operation"]), steps
+
+
+def _safe_relative(relative: object) -> bool:
+    if not isinstance(relative, str) or not relative or "\\" in relative or "\0" in relative:
+        return False
+    parts = PurePosixPath(relative).parts
+    return not PurePosixPath(relative).is_absolute() and all(p not in ("", ".", "..") for p in parts)
+
+
+# ------------------------------------------------------------------- recovery
+
+
+@dataclass
+class Pending:
+    """An interrupted operation found in a folder: its record and what it would do."""
+
+    record: Path
+    operation: str | None
+    """None when the record is cut short (written before the commit point completed)."""
+    steps: list[Step] = field(default_factory=list)
+
+
+def pending(folder: Path) -> Pending | None:
+    """The record an interrupted operation left in ``folder``, if any (read only)."""
+    record = folder / JOURNAL_FILE
+    try:
+        data = record.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    found = decode(data)
+    if found is None:
+        return Pending(record, None)
+    return Pending(record, found[0], found[1])
+
+
+def recover(folder: Path) -> list[Conflict]:
+    """Finish the operation whose record is in ``folder`` (the caller holds its lock).
+
+    A complete record is rolled forward; a record cut short means the operation never
+    committed, so it is just removed (its staged files are leftovers). Returns the steps
+    left undone because a person had changed their target since.
+    """
+    found = pending(folder)
+    if found is None:
+        return []
+    conflicts: list[Conflict] = []
+    with _naming(found.record):
+        if found.operation is not None:
+            conflicts = _apply(folder, found.steps, check=True)
+            touched = {(folder / s.path).parent for s in found.steps}
+            touched |= {(folder / s.staged).parent for s in found.steps if s.staged}
+            for directory in sorted(touched, key=str):
+                if directory.is_dir():
+                    fsync_dir(directory)
+        found.record.unlink(missing_ok=True)
+        fsync_dir(folder)
+    STATS.recovered += 1
+    return conflicts
+
+
+def _applied(folder: Path, step: Step) -> bool:
+    """Whether the step is known to have been applied (its staged entry or source is gone)."""
+    if step.kind in ("replace", "move"):
+        assert step.staged is not None
+        return not os.path.lexists(folder / step.staged)
+    if step.kind == "rename":
+        assert step.staged is not None
+        return not os.path.lexists(folder / step.staged) and os.path.lexists(folder / step.path)
+    return False
+
+
+def _apply(folder: Path, steps: list[Step], *, check: bool) -> list[Conflict]:
+    """Apply ``steps`` in order; with ``check`` (recovery) resume after the last step known
+    to have been applied, and leave alone a target a person changed."""
+    start = 0
+    if check:
+        for index in range(len(steps) - 1, -1, -1):
+            if _applied(folder, steps[index]):
+                start = index + 1
+                break
+    conflicts: list[Conflict] = []
+    for step in steps[start:]:
+        target = folder / step.path
+        staged = folder / step.staged if step.staged else None
+        if step.kind == "replace":
+            assert staged is not None
+            if not os.path.lexists(staged):
+                continue
+            if check and file_digest(target) not in (step.before, step.after):
+                _remove_any(staged)
+                conflicts.append(Conflict(target, "changed by hand since; kept as it is, not replaced"))
+                continue
+            os.replace(staged, target)
+            if step.mtime_ns is not None:
+                os.utime(target, ns=(step.mtime_ns, step.mtime_ns))
+        elif step.kind == "mkdir":
+            if not os.path.isdir(target):
+                os.mkdir(target)
+        elif step.kind == "remove":
+            now = file_digest(target)
+            if now == ABSENT:
+                continue
+            if check and now != step.before:
+                conflicts.append(Conflict(target, "changed by hand since; kept, not removed"))
+                continue
+            os.unlink(target)
+        elif step.kind in ("move", "rename"):
+            assert staged is not None
+            if not os.path.lexists(staged):
+                continue
+            if os.path.lexists(target):
+                conflicts.append(Conflict(target, f"exists; {staged.name} was not moved there"))
+                continue
+            os.rename(staged, target)
+        elif step.kind == "rmtree" and target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+    return conflicts
+
+
+def leftovers(folder: Path) -> list[Path]:
+    """Staged temporary files and staging folders directly in ``folder`` (read only)."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(folder / n for n in names if n.startswith(".") and n.endswith((TMP_SUFFIX, STAGING_SUFFIX)))
+
+
+def remove_leftovers(folder: Path) -> list[Path]:
+    """Remove what ``leftovers`` finds (the caller holds the folder's lock and there is no
+    record: nothing staged there was committed)."""
+    removed = []
+    for path in leftovers(folder):
+        _remove_any(path)
+        removed.append(path)
+    return removed
+
+
+__all__ = [
+    "ABSENT",
+    "STATS",
+    "Change",
+    "Conflict",
+    "Pending",
+    "Step",
+    "file_digest",
+    "leftovers",
+    "pending",
+    "recover",
+    "remove_leftovers",
+]
