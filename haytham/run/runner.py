@@ -94,9 +94,10 @@ ReviewVerdict = Literal["awaiting", "approved", "sent_back"]
 
 
 def review_verdict(feedback: UserFeedback | None) -> ReviewVerdict:
-    """How a run reads a phase's feedback: ``lifecycle.verdict``, with no file read as awaiting."""
+    """How a run reads a phase's feedback: ``lifecycle.verdict``, with no file read as awaiting
+    and a skip read as an approval (both move the run on)."""
     found = lifecycle.verdict(feedback)
-    return "awaiting" if found == "none" else found
+    return {"none": "awaiting", "skipped": "approved"}.get(found, found)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

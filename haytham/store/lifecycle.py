@@ -30,8 +30,9 @@ SessionState = SessionStatus
 Actor = Literal["runner", "reviewer", "editor", "merge"]
 """Who changes a phase: a workflow runner, a reviewer through haytham (CLI, library, page),
 a person editing the files, or a git merge bringing another clone's files."""
-Verdict = Literal["none", "awaiting", "approved", "sent_back"]
-"""What a phase's review file says: no file, not yet reviewed, approved, or sent back."""
+Verdict = Literal["none", "awaiting", "approved", "skipped", "sent_back"]
+"""What a phase's review file says: no file, not yet reviewed, approved, skipped (moved on
+without approving, as the first implementation's ``skip_phase`` did), or sent back."""
 NextAction = Literal["run", "review", "fix", "done"]
 """What the session needs next: a runner, a reviewer, a person to fix a file, or nothing."""
 
@@ -78,7 +79,13 @@ TRANSITIONS: tuple[Transition, ...] = (
     ),
     _move("fail", "in_progress", "failed", "runner", "an agent raised; its error is saved"),
     _move("retry", "failed", "in_progress", "runner", "a resume runs the failed agents again"),
-    _move("skip", "pending", "skipped", "runner reviewer editor", "the phase is not to be run"),
+    _move(
+        "skip",
+        "pending awaiting_review completed",
+        "skipped",
+        "runner reviewer editor",
+        "the phase is not to be run, or a review skips it and moves on",
+    ),
     _move(
         "approve",
         "awaiting_review completed",
@@ -243,8 +250,8 @@ def phase_state(facts: PhaseFacts, by_number: Mapping[int, PhaseFacts]) -> Phase
         return view("stale", stale_because=changed)
     if facts.problem is not None:
         return view("awaiting_review", problem=facts.problem, waiting_since=facts.waiting_since)
-    if facts.verdict == "approved":
-        return view("approved")
+    if facts.verdict in ("approved", "skipped"):
+        return view(facts.verdict)
     if facts.review and facts.verdict == "awaiting":
         return view("awaiting_review", waiting_since=facts.waiting_since)
     return view("completed")
@@ -291,16 +298,18 @@ def session_state(first_not_done: PhaseState | None) -> SessionState:
 def verdict(feedback: UserFeedback | None) -> Verdict:
     """What a review file says: the one rule the runner, the CLI and ``derive`` share.
 
-    Not reviewed yet is ``awaiting``; reviewed and approved (or an action whose verdict in
-    ``records.ACTION_VERDICTS`` approves, such as a skip) is ``approved``; any other review
-    sends the phase back.
+    Not reviewed yet is ``awaiting``; reviewed and approved is ``approved``; an action that
+    moves the run on without approving (``records.ACTION_VERDICTS``: a skip) is ``skipped``;
+    any other review sends the phase back.
     """
     if feedback is None:
         return "none"
     if not feedback.reviewed:
         return "awaiting"
-    if feedback.approved or ACTION_VERDICTS.get(feedback.action) == "approved":
+    if feedback.approved or feedback.action == "approved":
         return "approved"
+    if ACTION_VERDICTS.get(feedback.action) == "approved":
+        return "skipped"
     return "sent_back"
 
 
