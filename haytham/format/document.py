@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from haytham.errors import DocumentError, Issue
+from haytham.errors import DocumentError, Issue, StorageError, storage_error
 from haytham.format.reader import Reader, decode
 from haytham.format.schema import certainly_valid
 from haytham.format.sections import SectionSpec
@@ -141,6 +141,8 @@ class DocumentFormat(ABC, Generic[R]):
             return self.read_data(read_file(path), path, cache=cache)
         except DocumentError as error:
             return None, [Issue(error.path, error.line, error.field, error.message)]
+        except StorageError as error:
+            return None, [Issue(path, None, None, error.brief)]
         except OSError as error:
             return None, [Issue(path, None, None, f"cannot be read: {error.strerror}")]
 
@@ -185,7 +187,17 @@ def _key(kind: DocumentFormat[Any], path: Path | None) -> _Key:
 
 def read_file(path: Path) -> bytes:
     """The bytes of the file at ``path``: what ``Path.read_bytes`` gives, with fewer layers
-    (a small file is one ``read`` and a second one that finds the end)."""
+    (a small file is one ``read`` and a second one that finds the end).
+
+    An OSError other than a missing file is a StorageError naming ``path`` in plain words
+    (``checkpoint.md`` that is a folder: "... is a folder where a file should be")."""
+    try:
+        return _read_file(path)
+    except OSError as error:
+        raise storage_error(error, path, "read") from error
+
+
+def _read_file(path: Path) -> bytes:
     fd = os.open(path, os.O_RDONLY)
     try:
         first = os.read(fd, _CHUNK)

@@ -4,6 +4,15 @@ A write goes to a hidden temporary file in the target's directory, is fsynced, r
 place with ``os.replace`` and the directory is fsynced, so a reader sees the old file or the
 new one and a save that returned survives a crash. Temporary files start with ``.`` and end
 with ``TMP_SUFFIX``: no ``*.md`` glob or listing of documents ever sees one.
+
+Every primitive turns an ``OSError`` into a ``haytham.errors.StorageError`` that names the file in plain
+words ("no space left on device while writing ...") and keeps the original as its cause.
+
+No write leaves its tree: while ``locked(directory)`` is held, or inside ``confined(root)``,
+every path a primitive writes, creates, locks or removes below that directory is checked
+component by component (``lstat``) and refused, naming the link and where it points, when a
+part is a symlink: git carries symlinks, so a pull request could plant ``history/`` pointing
+at ``/etc``. Lock files are opened with ``O_NOFOLLOW``. ``check_no_symlink`` is the one check.
 """
 
 from __future__ import annotations
@@ -11,8 +20,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
+import stat
 import time
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 try:
@@ -22,7 +34,7 @@ except ImportError:  # pragma: no cover - Windows: filelock
 
 from filelock import FileLock, Timeout
 
-from haytham.errors import LockTimeout
+from haytham.errors import LockTimeout, UnsafePathError, storage_error
 from haytham.format import layout
 
 TMP_SUFFIX = layout.TMP_SUFFIX
@@ -36,16 +48,87 @@ GITIGNORE_TEXT = (
 )
 
 
-def fsync_dir(directory: str | os.PathLike[str]) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_ROOTS: ContextVar[tuple[str, ...]] = ContextVar("haytham_confined_roots", default=())
+"""The directories (absolute, as written) below which every write is checked for symlinks."""
+
+
+@contextlib.contextmanager
+def confined(root: str | os.PathLike[str]) -> Iterator[None]:
+    """Check every path the primitives write below ``root`` for symlinks while the block runs
+    (``locked`` confines to its directory by itself)."""
+    token = _ROOTS.set((*_ROOTS.get(), os.path.abspath(root)))
     try:
-        os.fsync(fd)
+        yield
     finally:
-        os.close(fd)
+        _ROOTS.reset(token)
+
+
+def check_no_symlink(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> None:
+    """Refuse ``path`` (UnsafePathError naming the link and its target) when it, or any folder
+    between ``root`` and it, is a symlink.
+
+    Without ``root``, the outermost directory given to ``confined`` or held by ``locked`` that
+    holds ``path`` is the root; when there is none, only ``path`` itself is checked. Parts that
+    do not exist yet are fine: haytham creates them as real folders.
+    """
+    absolute = os.path.abspath(path)
+    roots = [os.path.abspath(root)] if root is not None else list(_ROOTS.get())
+    inside = [r for r in roots if absolute == r or absolute.startswith(r.rstrip(os.sep) + os.sep)]
+    start = min(inside, key=len) if inside else os.path.dirname(absolute)
+    parts = os.path.relpath(absolute, start).split(os.sep) if absolute != start else []
+    current = start
+    for part in parts:
+        current = os.path.join(current, part)
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            raise storage_error(error, current, "read") from error
+        if stat.S_ISLNK(mode):
+            raise _symlink_error(current, start)
+
+
+def _symlink_error(link: str, root: str) -> UnsafePathError:
+    try:
+        target = os.readlink(link)
+    except OSError:
+        target = "?"
+    error = UnsafePathError(
+        f"{link} is a symlink (to {target}): haytham never writes through a symlink inside "
+        f"{root}; replace it with a real file or folder",
+        field="path",
+    )
+    error.path = Path(link)
+    return error
+
+
+def fsync_dir(directory: str | os.PathLike[str]) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as error:
+        raise storage_error(error, directory, "write") from error
 
 
 def atomic_write(path: Path, text: str | bytes) -> None:
-    """Write ``text`` (as UTF-8) to ``path`` durably; the old content stays until the swap."""
+    """Write ``text`` (as UTF-8) to ``path`` durably; the old content stays until the swap.
+
+    StorageError names ``path`` when the file system refuses (no space, read-only, ...);
+    UnsafePathError when ``path`` or a folder on the way is a symlink (see the module).
+    """
+    check_no_symlink(path)
+    try:
+        _atomic_write(path, text)
+    except OSError as error:
+        raise storage_error(error, path, "write") from error
+
+
+def _atomic_write(path: Path, text: str | bytes) -> None:
     data = text.encode("utf-8") if isinstance(text, str) else text
     directory = os.path.dirname(path) or "."
     tmp = os.path.join(
@@ -70,20 +153,42 @@ def atomic_write(path: Path, text: str | bytes) -> None:
 
 
 def make_dirs(path: Path) -> None:
-    """Create ``path`` and its parents, fsyncing each parent whose entries changed."""
+    """Create ``path`` and its parents, fsyncing each parent whose entries changed.
+
+    StorageError names the folder that could not be made; UnsafePathError refuses a symlink
+    on the way (see the module)."""
+    check_no_symlink(path)
     missing: list[Path] = []
     current = path
     while not current.exists():
         missing.append(current)
         current = current.parent
+    if not current.is_dir():
+        raise storage_error(OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)), path, "create")
     for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            directory.mkdir()
+        try:
+            with contextlib.suppress(FileExistsError):
+                directory.mkdir()
+        except OSError as error:
+            raise storage_error(error, directory, "create") from error
         fsync_dir(directory.parent)
+    if missing:
+        check_no_symlink(path)  # a link planted while the folders were being made
+
+
+def remove_tree(path: Path) -> None:
+    """Remove the folder ``path`` and everything in it, never through a symlink (a symlink
+    inside is removed as a link; ``path`` or a folder on the way being one is refused)."""
+    check_no_symlink(path)
+    try:
+        shutil.rmtree(path)
+    except OSError as error:
+        raise storage_error(error, path, "remove") from error
 
 
 def temporary_leftovers(directory: Path) -> list[Path]:
     """The temporary files a killed writer left in ``directory``."""
+    check_no_symlink(directory)
     try:
         names = os.listdir(directory)
     except FileNotFoundError:
@@ -99,9 +204,12 @@ def remove_leftovers(directory: Path) -> list[Path]:
     """
     removed = []
     for leftover in temporary_leftovers(directory):
-        with contextlib.suppress(FileNotFoundError):
-            leftover.unlink()
-            removed.append(leftover)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+                removed.append(leftover)
+        except OSError as error:
+            raise storage_error(error, leftover, "remove") from error
     return removed
 
 
@@ -113,15 +221,24 @@ def locked(directory: Path, timeout: float, what: str) -> Iterator[None]:
     taken directly where the platform has it and through filelock elsewhere or on a file
     system without flock. Like filelock's, it is not reentrant: each hold is its own open
     file, so two holds in one process exclude each other too. ``timeout`` < 0 waits forever.
+
+    While held, writes below ``directory`` are checked for symlinks (see the module); the lock
+    file is never followed if it is one. StorageError names the lock file when it cannot be
+    made (a read-only tree: readers use ``read_locked``).
     """
     path = os.path.join(directory, LOCK_NAME)
-    fd = _flock(path, timeout, what, directory) if fcntl is not None else None
+    check_no_symlink(path)
+    try:
+        fd = _flock(path, timeout, what, directory) if fcntl is not None else None
+    except OSError as error:
+        raise _lock_error(error, path) from error
     if fd is None:
-        with _filelock(path, timeout, what, directory):
+        with _filelock(path, timeout, what, directory), confined(directory):
             yield
         return
     try:
-        yield
+        with confined(directory):
+            yield
     finally:
         try:
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -129,16 +246,63 @@ def locked(directory: Path, timeout: float, what: str) -> Iterator[None]:
             os.close(fd)
 
 
+@contextlib.contextmanager
+def read_locked(directory: Path, timeout: float, what: str) -> Iterator[bool]:
+    """Hold the lock of ``directory`` for a read, if it can be had without writing; yield
+    whether it is held.
+
+    A read never writes: a lock file that does not exist is not created, and one that cannot
+    be opened for writing (a read-only checkout, another user's tree) is opened read-only,
+    which ``flock`` accepts. When even that fails, or flock is unavailable, the read goes on
+    unlocked (yielding False): a tree nobody can lock is one nobody can save to through
+    haytham, and each file is replaced whole, so the caller may compare two reads instead.
+    """
+    path = os.path.join(directory, LOCK_NAME)
+    fd = None
+    if fcntl is not None and os.path.isfile(path) and not os.path.islink(path):
+        try:
+            fd = _flock(path, timeout, what, directory, create=False)
+        except OSError:
+            fd = None
+    if fd is None:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def _lock_error(error: OSError, path: str) -> Exception:
+    if error.errno == errno.ELOOP:
+        return _symlink_error(path, os.path.dirname(path))
+    return storage_error(error, path, "write")
+
+
 _CONTENTION = frozenset({errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK})
 
 
-def _flock(path: str, timeout: float, what: str, directory: Path) -> int | None:
-    """An open descriptor of ``path`` holding its flock, or None when flock is unavailable."""
+def _flock(path: str, timeout: float, what: str, directory: Path, *, create: bool = True) -> int | None:
+    """An open descriptor of ``path`` holding its flock, or None when flock is unavailable.
+
+    With ``create=False`` (a reader), the file is not made and is opened read-only when it
+    cannot be opened for writing."""
     assert fcntl is not None
     deadline = None if timeout < 0 else time.monotonic() + timeout
     pause = 0.001
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if create:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
+        else:
+            try:
+                fd = os.open(path, os.O_RDWR | _NOFOLLOW)
+            except (PermissionError, OSError) as error:
+                if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                    raise
+                fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as error:
@@ -184,5 +348,5 @@ def _timeout(timeout: float, what: str, directory: Path) -> LockTimeout:
 def ensure_gitignore(base_dir: Path) -> None:
     """Give ``base_dir`` a .gitignore for haytham's lock and temporary files, once."""
     target = base_dir / ".gitignore"
-    if not target.exists():
+    if not os.path.lexists(target):
         atomic_write(target, GITIGNORE_TEXT)
