@@ -214,7 +214,7 @@ def remove_leftovers(directory: Path) -> list[Path]:
 
 
 @contextlib.contextmanager
-def locked(directory: Path, timeout: float, what: str) -> Iterator[None]:
+def locked(directory: Path, timeout: float, what: str, *, root: Path | None = None) -> Iterator[None]:
     """Hold the OS lock of ``directory`` (released by the kernel if the holder dies).
 
     The lock is ``flock`` on ``directory/.haytham.lock`` (the file stays; it holds no data),
@@ -224,10 +224,11 @@ def locked(directory: Path, timeout: float, what: str) -> Iterator[None]:
 
     While held, writes below ``directory`` are checked for symlinks (see the module); the lock
     file is never followed if it is one. StorageError names the lock file when it cannot be
-    made (a read-only tree: readers use ``read_locked``).
+    made (a read-only tree: readers use ``read_locked``). With ``root`` (the base directory),
+    ``directory`` itself is checked too, from ``root`` down.
     """
     path = os.path.join(directory, LOCK_NAME)
-    check_no_symlink(path)
+    check_no_symlink(path, root)
     try:
         fd = _flock(path, timeout, what, directory) if fcntl is not None else None
     except OSError as error:
