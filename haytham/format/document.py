@@ -176,6 +176,8 @@ class DocumentFormat(ABC, Generic[R]):
 
 
 _CHUNK = 1 << 16
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+"""The largest markdown file haytham reads: a larger one is a DocumentError, never read."""
 _Key = tuple[type, type, str | None]
 """A read's cache key: the kind, and the path's type and text."""
 
@@ -203,6 +205,13 @@ def _read_file(path: Path) -> bytes:
         first = os.read(fd, _CHUNK)
         if len(first) < _CHUNK and not os.read(fd, 1):
             return first
+        size = os.fstat(fd).st_size
+        if size > MAX_DOCUMENT_BYTES:
+            raise DocumentError(
+                f"is {size:,} bytes long: haytham reads session files of at most {MAX_DOCUMENT_BYTES:,} "
+                "bytes (docs/formats.md, Limits)",
+                path=path,
+            )
         os.lseek(fd, 0, os.SEEK_SET)
         with open(fd, "rb", buffering=0, closefd=False) as handle:
             return handle.readall()

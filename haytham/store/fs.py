@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
+from typing import IO
 
 try:
     import fcntl
@@ -131,9 +132,7 @@ def atomic_write(path: Path, text: str | bytes) -> None:
 def _atomic_write(path: Path, text: str | bytes) -> None:
     data = text.encode("utf-8") if isinstance(text, str) else text
     directory = os.path.dirname(path) or "."
-    tmp = os.path.join(
-        directory, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}"
-    )
+    tmp = _tmp_name(directory, path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:
@@ -150,6 +149,40 @@ def _atomic_write(path: Path, text: str | bytes) -> None:
             os.unlink(tmp)
         raise
     fsync_dir(directory)
+
+
+@contextlib.contextmanager
+def atomic_stream(path: Path) -> Iterator[IO[bytes]]:
+    """A binary file to write ``path`` through, piece by piece, with ``atomic_write``'s promise:
+    the content appears at ``path`` whole (fsynced, replaced, directory fsynced) when the block
+    ends, and not at all if it raises. For large outputs (an export archive) that should not
+    be held in memory twice."""
+    check_no_symlink(path)
+    directory = os.path.dirname(path) or "."
+    tmp = _tmp_name(directory, path)
+    try:
+        handle = open(tmp, "xb")  # noqa: SIM115 - closed below, before the replace
+    except OSError as error:
+        raise storage_error(error, path, "write") from error
+    try:
+        with handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException as error:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if isinstance(error, OSError):
+            raise storage_error(error, path, "write") from error
+        raise
+    fsync_dir(directory)
+
+
+def _tmp_name(directory: str, path: str | os.PathLike[str]) -> str:
+    return os.path.join(
+        directory, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}"
+    )
 
 
 def make_dirs(path: Path) -> None:
