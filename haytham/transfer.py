@@ -19,7 +19,6 @@ above ``MAX_EXPORT_BYTES`` before it is read. Exports are written as streams too
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import io
 import json
@@ -180,18 +179,15 @@ def _snapshot(
 ) -> tuple[dict[str, bytes], list[str]]:
     """The session's files and directories as one consistent snapshot, without writing.
 
-    A session haytham saves has a lock file: it is read under that lock (none on a read-only
-    tree). Reads never create one, so a session without it (a legacy session, a git
-    checkout) is read until two reads agree: a save in between shows as a difference.
+    A session haytham saves has a lock file: it is read under that lock, taken without
+    writing (``fs.read_locked``: a read-only checkout works). Reads never create one, so a
+    session without it (a legacy session, a git checkout) or whose lock cannot be had is read
+    until two reads agree: a save in between shows as a difference.
     """
     directory = check_inside(manager.base_dir, manager.session_dir(project_id, session_id))
     manager.load_manifest(project_id, session_id)  # a missing session is a NotFoundError
-    if (directory / _storage.LOCK_NAME).is_file():
-        with contextlib.ExitStack() as stack:
-            with contextlib.suppress(PermissionError):  # nobody writes to a tree we cannot lock
-                stack.enter_context(
-                    _storage.locked(directory, manager.lock_timeout, f"session {project_id}/{session_id}")
-                )
+    with _storage.read_locked(directory, manager.lock_timeout, f"session {project_id}/{session_id}") as held:
+        if held:
             return read_session_files(directory)
     found = read_session_files(directory)
     while (again := read_session_files(directory)) != found:
