@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from haytham.errors import DocumentError, Issue, StorageError, storage_error
 from haytham.format.reader import Reader, decode
 from haytham.format.schema import certainly_valid
-from haytham.format.sections import SectionSpec
+from haytham.format.sections import SectionSpec, keep_added, misnamed
 from haytham.format.version import read_version
 
 R = TypeVar("R")
@@ -55,6 +55,9 @@ class DocumentFormat(ABC, Generic[R]):
     """Record attribute to the label written in the file."""
     version_section: ClassVar[SectionSpec]
     """The section whose ``- Format: N`` line gives the file's format version."""
+    sections: ClassVar[tuple[SectionSpec, ...]] = ()
+    """The kind's sections, for what a person adds: a rewrite keeps the others
+    (``render_over``), and one named close to a missing section is a warning (``_read``)."""
 
     @abstractmethod
     def _collect(self, reader: Reader) -> dict[str, Any]:
@@ -115,6 +118,13 @@ class DocumentFormat(ABC, Generic[R]):
         reader = self._reader(text, path, fast=fast)
         data = self._collect(reader)
         read_version(reader, self.version_section)
+        for section, meant in misnamed(reader.document, self.sections):
+            reader.warn(
+                section.line,
+                None,
+                f"unknown section '## {section.title}': did you mean '{meant.heading}'? haytham reads "
+                f"only '{meant.heading}', so what this section holds is not read (it is kept as it is)",
+            )
         reader.check_schema(self.kind, data)
         issues = sorted(reader.issues, key=lambda i: (i.line is None, i.line or 0))
         if any(issue.is_error for issue in issues):
@@ -145,6 +155,28 @@ class DocumentFormat(ABC, Generic[R]):
             return None, [Issue(path, None, None, error.brief)]
         except OSError as error:
             return None, [Issue(path, None, None, f"cannot be read: {error.strerror}")]
+
+    def render_over(self, record: R, old_text: str | None) -> str:
+        """``render(record)`` for a file that holds ``old_text`` now: the sections a person
+        added to it are kept, each after the section it followed (docs/formats.md, "Hand
+        edits"). Cheap when there are none: only a file with a heading haytham does not
+        write is parsed."""
+        text = self.render(record)
+        if old_text is None or not self.sections or not _has_other_headings(old_text, text):
+            return text
+        old = self._reader(old_text, None).document
+        new = self._reader(text, None).document
+        return keep_added(old, old_text, new, text, self.sections)
+
+    def render_at(self, record: R, path: Path) -> str:
+        """``render_over`` the file at ``path`` as it is now (none, or not UTF-8: ``render``)."""
+        if not self.sections:
+            return self.render(record)
+        try:
+            old_text = read_file(path).decode("utf-8")
+        except (OSError, UnicodeDecodeError, DocumentError):
+            old_text = None
+        return self.render_over(record, old_text)
 
     def parse(self, text: str, path: Path | None = None, *, cache: ReadCache | None = None) -> R:
         """Parse ``text`` or raise DocumentError naming the file, line and field."""
@@ -217,6 +249,20 @@ def _read_file(path: Path) -> bytes:
             return handle.readall()
     finally:
         os.close(fd)
+
+
+def _has_other_headings(old_text: str, new_text: str) -> bool:
+    """Whether ``old_text`` may hold a heading that ``new_text`` lacks: a quick test of lines
+    that may say yes for a line in a fence or a rule (the parser then decides), never no
+    for a heading (an ATX ``#`` line or a setext underline)."""
+    written = {line for line in new_text.splitlines() if line.startswith("#")}
+    for line in old_text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#") and line.rstrip() not in written:
+            return True
+        if stripped and set(stripped) <= {"=", "-"}:
+            return True
+    return False
 
 
 def _record_or_raise(record: R | None, issues: list[Issue]) -> R:

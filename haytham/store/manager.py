@@ -1174,7 +1174,7 @@ class CheckpointManager:
 
     def _write(self, kind: DocumentFormat[R], path: Path, record: R) -> None:
         kind.check_record(record, path)
-        text = kind.render(record)
+        text = kind.render_at(record, path)  # a person's added sections stay (formats.md, "Hand edits")
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:
