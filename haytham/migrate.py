@@ -39,7 +39,7 @@ from haytham.format.layout import (
 from haytham.format.markdown import iter_unfenced_lines, parse_document
 from haytham.format.reader import decode, split_label
 from haytham.format.yamlfile import VERSION_KEY, parse_yaml, take_version
-from haytham.store.fs import atomic_write
+from haytham.store.fs import atomic_write, confined
 from haytham.store.scan import kind_of, session_files
 
 FINAL_NEWLINES_LABEL = "Final Newlines"
@@ -263,7 +263,8 @@ def migrate(
         change, data = planned
         if not dry_run:
             times = path.stat()
-            atomic_write(path, data)
+            with confined(root):  # never through a symlink below the migrated folder
+                atomic_write(path, data)
             # A hand review without a time of its own was made when its file was saved
             # (store/review_time.py): the modification time is data, so it is kept.
             os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))

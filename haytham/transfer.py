@@ -261,14 +261,15 @@ def import_session(
             "left untouched (pass overwrite=True to replace it)",
             path=target,
         )
-    write_session_dir(
-        target,
-        checked.files,
-        checked.directories,
-        overwrite=overwrite,
-        lock_timeout=manager.lock_timeout,
-        what=f"session {checked.project_id}/{checked.session_id}",
-    )
+    with _storage.confined(manager.base_dir):  # never through a symlink below base_dir
+        write_session_dir(
+            target,
+            checked.files,
+            checked.directories,
+            overwrite=overwrite,
+            lock_timeout=manager.lock_timeout,
+            what=f"session {checked.project_id}/{checked.session_id}",
+        )
     _storage.ensure_gitignore(manager.base_dir)
     return target
 

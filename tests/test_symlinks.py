@@ -154,3 +154,45 @@ def test_a_users_folder_pointing_outside_is_never_written_through(tmp_path: Path
     with pytest.raises(UnsafePathError, match=f"^{base / '_users'} is a symlink \\(to {outside}\\)"):
         ProjectManager(base_dir=base).update_user_preferences("grace", {"tone": "short"})
     assert tree(outside) == []
+
+
+def test_prune_never_deletes_through_an_attempts_symlink(manager: CheckpointManager, outside: Path) -> None:
+    from haytham.retention import RetentionPolicy, cleanup
+
+    sent_back(manager)
+    manager.start_attempt(P, S, 1)
+    manager.save_agent_output(P, S, 1, "writer", "second")
+    manager.save_checkpoint(P, S, 1, "completed", [{"agent_name": "writer", "status": "completed"}])
+    policy = RetentionPolicy(max_attempts_per_phase=1, include_in_progress=True)
+    assert [r.attempt for r in cleanup(manager, policy, dry_run=True).removed] == [1]
+    phase = manager.session_dir(P, S) / PHASE
+    (phase / "attempts").rename(outside / "attempts")
+    os.symlink(outside / "attempts", phase / "attempts")
+    before = tree(outside)
+    with pytest.raises(UnsafePathError, match=f"^{phase / 'attempts'} is a symlink"):
+        cleanup(manager, policy)
+    assert tree(outside) == before
+
+
+def test_the_index_folder_as_a_symlink_is_never_written_through(tmp_path: Path, outside: Path) -> None:
+    from haytham.store import index
+
+    base = tmp_path / "base"
+    base.mkdir()
+    os.symlink(outside, base / index.INDEX_DIR)
+    assert index.Index.open(base) is None
+    assert tree(outside) == []
+
+
+def test_an_import_never_writes_through_a_symlinked_project(tmp_path: Path, outside: Path) -> None:
+    from haytham import transfer
+
+    source = CheckpointManager(base_dir=tmp_path / "source")
+    source.create_session(P, S, "u")
+    archive = transfer.export_session(source, P, S, tmp_path / "s.tar.gz")
+    base = tmp_path / "base"
+    base.mkdir()
+    os.symlink(outside, base / P)
+    with pytest.raises(UnsafePathError):
+        transfer.import_session(CheckpointManager(base_dir=base), archive)
+    assert tree(outside) == []
