@@ -57,7 +57,7 @@ from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.values import write_text
 from haytham.format.workflow import IDEA_VALIDATION
-from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, take_version
+from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, read_yaml, take_version
 from haytham.records import PROJECT_STATUSES
 from haytham.store import fs as _storage
 from haytham.store.clock import Clock, format_timestamp, utc_now
@@ -467,10 +467,10 @@ def _write_project(directory: Path, data: Mapping[str, Any]) -> None:
 
 def _read_preferences(path: Path) -> dict[str, Any]:
     try:
-        data = path.read_bytes()
+        text = read_yaml(path)
     except FileNotFoundError:
         return {}
-    _, loaded = parse_yaml(decode(data, path), path)
+    _, loaded = parse_yaml(text, path)
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):

@@ -227,3 +227,15 @@ def test_an_oversized_markdown_file_is_refused_before_it_is_read(
         f"{path}: is 100,022 bytes long: haytham reads session files of at most 70,000 bytes "
         "(docs/formats.md, Limits)"
     )
+
+
+def test_a_huge_yaml_file_is_refused_by_its_size_before_it_is_read(tmp_path: Path) -> None:
+    from haytham.format.workflow import load_workflow
+
+    path = tmp_path / "workflow.yaml"
+    path.write_bytes(b"#" * (4 * MAX_YAML_CHARS + 1))
+    with pytest.raises(DocumentError) as caught:
+        load_workflow(path)
+    assert str(caught.value) == (
+        f"{path}: is 4,000,001 bytes long: haytham reads YAML files of at most 1,000,000 characters"
+    )

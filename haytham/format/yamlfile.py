@@ -8,14 +8,16 @@ themselves are fine (a workflow may reuse a list); docs/formats.md, "Limits", li
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from haytham.errors import DocumentError
+from haytham.errors import DocumentError, storage_error
 from haytham.format.layout import FORMAT_VERSION
+from haytham.format.reader import decode
 
 MAX_YAML_CHARS = 1_000_000
 """The longest YAML file haytham reads (settings, workflows and preferences are small)."""
@@ -23,6 +25,25 @@ MAX_YAML_NODES = 100_000
 """The most values a YAML file may hold once its aliases are expanded."""
 VERSION_KEY = "format"
 """The first key of each YAML file haytham writes, ``format: 1``; without it, version 0."""
+
+
+def read_yaml(path: Path) -> str:
+    """The text of the YAML file at ``path``, refused (DocumentError) by its size before it
+    is read when it is longer than ``MAX_YAML_CHARS`` bytes could hold; OSErrors other than
+    a missing file are StorageErrors naming it."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > 4 * MAX_YAML_CHARS:  # no UTF-8 text of the limit is longer
+                raise DocumentError(
+                    f"is {size:,} bytes long: haytham reads YAML files of at most "
+                    f"{MAX_YAML_CHARS:,} characters",
+                    path=path,
+                )
+            data = handle.read()
+    except OSError as error:
+        raise storage_error(error, path, "read") from error
+    return decode(data, path)
 
 
 def parse_yaml(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
