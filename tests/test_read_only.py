@@ -167,3 +167,20 @@ def test_a_write_on_a_read_only_tree_names_the_lock_file_in_plain_words(mechanis
     assert results[0]["code"] == 1
     assert results[0]["output"] == f"Error: cannot write {lock}: {reason}\n"
     assert not results[0]["traceback"]
+
+
+def test_a_read_lock_is_never_created_and_is_shared(tmp_path: Path) -> None:
+    from haytham.errors import LockTimeout
+    from haytham.store import fs
+
+    with fs.read_locked(tmp_path, 1.0, "x") as held:
+        assert held is False
+    assert not (tmp_path / fs.LOCK_NAME).exists()  # a read never writes
+    with fs.locked(tmp_path, 1.0, "x"):
+        pass
+    with fs.read_locked(tmp_path, 1.0, "x") as first, fs.read_locked(tmp_path, 0.0, "x") as second:
+        assert (first, second) == (True, True)  # readers share
+        with pytest.raises(LockTimeout), fs.locked(tmp_path, 0.0, "x"):
+            pass  # a writer waits for the readers
+    with fs.locked(tmp_path, 1.0, "x"), pytest.raises(LockTimeout), fs.read_locked(tmp_path, 0.0, "x"):
+        pass  # and a reader for the writer

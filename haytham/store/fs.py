@@ -5,8 +5,9 @@ place with ``os.replace`` and the directory is fsynced, so a reader sees the old
 new one and a save that returned survives a crash. Temporary files start with ``.`` and end
 with ``TMP_SUFFIX``: no ``*.md`` glob or listing of documents ever sees one.
 
-Every primitive turns an ``OSError`` into a ``haytham.errors.StorageError`` that names the file in plain
-words ("no space left on device while writing ...") and keeps the original as its cause.
+Every primitive turns an ``OSError`` into a ``haytham.errors.StorageError`` that names the
+file in plain words ("no space left on device while writing ...") and keeps the original as
+its cause.
 
 No write leaves its tree: while ``locked(directory)`` is held, or inside ``confined(root)``,
 every path a primitive writes, creates, locks or removes below that directory is checked
@@ -296,6 +297,8 @@ def read_locked(directory: Path, timeout: float, what: str) -> Iterator[bool]:
     if fcntl is not None and os.path.isfile(path) and not os.path.islink(path):
         try:
             fd = _flock(path, timeout, what, directory, create=False)
+        except LockTimeout:
+            raise  # a writer holds it: as for a writer, the caller is told
         except OSError:
             fd = None
     if fd is None:
@@ -322,8 +325,8 @@ _CONTENTION = frozenset({errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK})
 def _flock(path: str, timeout: float, what: str, directory: Path, *, create: bool = True) -> int | None:
     """An open descriptor of ``path`` holding its flock, or None when flock is unavailable.
 
-    With ``create=False`` (a reader), the file is not made and is opened read-only when it
-    cannot be opened for writing."""
+    With ``create=False`` (a reader), the file is not made, is opened read-only when it cannot
+    be opened for writing, and the lock is shared: readers exclude writers, not each other."""
     assert fcntl is not None
     deadline = None if timeout < 0 else time.monotonic() + timeout
     pause = 0.001
@@ -333,12 +336,12 @@ def _flock(path: str, timeout: float, what: str, directory: Path, *, create: boo
         else:
             try:
                 fd = os.open(path, os.O_RDWR | _NOFOLLOW)
-            except (PermissionError, OSError) as error:
+            except OSError as error:
                 if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                     raise
                 fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_EX if create else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except OSError as error:
             os.close(fd)
             if error.errno not in _CONTENTION:
