@@ -212,7 +212,7 @@ def _plan(path: Path) -> tuple[Change, bytes] | Skipped | None:
         except DocumentError:
             new_text, what = "", ""
         if not _reads_as(kind, new_text, record, end):
-            new_text = "" if isinstance(kind, YamlKind) else kind.render(record)
+            new_text = "" if isinstance(kind, YamlKind) else kind.render_over(record, text)
             if not _reads_as(kind, new_text, record, end):
                 return Skipped(path, f"cannot be migrated to version {end} without changing what it says")
             what = f"rewritten canonically as version {end} (a line-by-line edit would change what it says)"
