@@ -1,9 +1,11 @@
 """Hand edits are understood or explained: a section a person adds to a file haytham
-rewrites is kept across the rewrite, and one named like a section the file lacks is a
-warning with a did-you-mean, never silently ignored."""
+rewrites is kept across the rewrite, one named like a section the file lacks is a warning
+with a did-you-mean, and a manifest naming another session than its folder is an error,
+never silently ignored."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,36 @@ def test_a_section_of_a_persons_own_is_no_warning(manager: CheckpointManager) ->
     path = manager.save_user_feedback(P, S, 1, True, True, "Good.")
     path.write_text(path.read_text(encoding="utf-8") + "\n## Grace's notes\n\nlater\n", encoding="utf-8")
     assert FEEDBACK.read_path(path)[1] == []
+
+
+def test_a_manifest_naming_another_session_is_an_error_and_listed_under_its_folder(
+    manager: CheckpointManager,
+) -> None:
+    path = manager.session_dir(P, S) / "session_manifest.md"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(f"- Session ID: {S}", "- Session ID: s-renamed"), encoding="utf-8")
+    line = path.read_text(encoding="utf-8").splitlines().index("- Session ID: s-renamed") + 1
+    message = (
+        f"{path}:{line}: Session ID: is 's-renamed' but the session's folder is '{S}': haytham finds a "
+        f"session by its folders, so write '{S}' here or rename the folder to 's-renamed'"
+    )
+    assert [str(issue) for issue in manager.validate_session(P, S)] == [message]
+    base = ["--base-dir", str(manager.base_dir)]
+    validate = CliRunner().invoke(cli, ["validate", *base])
+    assert validate.exit_code == 1 and message in validate.output
+    listing = CliRunner().invoke(cli, ["list", *base, "--json"])
+    shown = json.loads(listing.stdout)
+    assert [s["session_id"] for s in shown["sessions"]] == [S]  # what haytham status takes
+    assert shown["warnings"] == [message]
+    assert CliRunner().invoke(cli, ["status", *base, P, S]).exit_code == 0
+    plain = CliRunner().invoke(cli, ["list", *base])
+    assert f"warning: {message}" in plain.stderr
+
+
+def test_a_manifest_naming_another_project_is_an_error(manager: CheckpointManager) -> None:
+    path = manager.session_dir(P, S) / "session_manifest.md"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(f"- Project ID: {P}", "- Project ID: other"), encoding="utf-8")
+    (issue,) = manager.validate_session(P, S)
+    assert (issue.field, issue.is_error) == ("Project ID", True)
+    assert issue.message.startswith(f"is 'other' but the session's folder is '{P}'")
