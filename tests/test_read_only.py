@@ -72,7 +72,9 @@ def _available(mechanism: str, base: Path) -> bool:
         return _can(
             ["unshare", "-rm", "sh", "-c", f"mount --bind -o ro {_quote(str(base))} {_quote(str(base))}"]
         )
-    return _can(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+    # nobody must be able to run this Python and import haytham (a checkout in /root cannot)
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    return _can([*nobody, sys.executable, "-c", "import haytham.cli.main"])
 
 
 def test_some_way_to_make_a_read_only_tree_exists_here(tmp_path: Path) -> None:
