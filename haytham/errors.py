@@ -156,7 +156,9 @@ _PLAIN_REASONS = {
 }
 
 
-StorageAction = Literal["read", "write", "create", "remove"]
+StorageAction = Literal["read", "write", "create", "remove", "access"]
+"""What was being done to the file; ``access`` when that is not known (an OSError met by the
+command line)."""
 
 
 def storage_error(error: OSError, path: os.PathLike[str] | str, action: StorageAction) -> OSError:
@@ -166,7 +168,10 @@ def storage_error(error: OSError, path: os.PathLike[str] | str, action: StorageA
     test for as such and whose message names the file)."""
     if isinstance(error, (HaythamError, FileNotFoundError, FileExistsError)):
         return error
-    doing = {"read": "reading", "write": "writing", "create": "creating", "remove": "removing"}[action]
+    doing = {"read": "reading", "write": "writing", "create": "creating", "remove": "removing"}.get(
+        action,
+        "writing",  # no space, no quota: met only while writing
+    )
     template = _PLAIN_REASONS.get(error.errno or 0, "cannot {do} {path}: {reason}")
     reason = (error.strerror or str(error)).lower()
     message = template.format(do=action, doing=doing, path=path, reason=reason)

@@ -149,3 +149,31 @@ def test_a_full_disk_names_the_file_being_written(tmp_path: Path) -> None:
     assert found == [f"no space left on device while writing {output}", errno.ENOSPC, "OSError"]
     assert code == 1
     assert last.startswith(f"Error: no space left on device while writing {mount / 'base'}/")
+
+
+@pytest.mark.parametrize(
+    ("error", "line"),
+    [
+        (
+            IsADirectoryError(errno.EISDIR, "Is a directory", "a/b.md"),
+            "a/b.md is a folder where a file should be",
+        ),
+        (
+            OSError(errno.EROFS, "Read-only file system", "a/b"),
+            "cannot access a/b: the file system is read-only",
+        ),
+        (
+            OSError(errno.ENOSPC, "No space left on device", "a/b"),
+            "no space left on device while writing a/b",
+        ),
+        (
+            FileNotFoundError(errno.ENOENT, "No such file or directory", "a/b"),
+            "a/b: No such file or directory",
+        ),
+        (OSError(errno.EIO, "Input/output error"), "Input/output error"),
+    ],
+)
+def test_the_cli_describes_an_os_error_from_anywhere_in_plain_words(error: OSError, line: str) -> None:
+    from haytham.cli.common import describe_error
+
+    assert describe_error(error) == line
