@@ -131,3 +131,16 @@ def test_a_manifest_naming_another_project_is_an_error(manager: CheckpointManage
     (issue,) = manager.validate_session(P, S)
     assert (issue.field, issue.is_error) == ("Project ID", True)
     assert issue.message.startswith(f"is 'other' but the session's folder is '{P}'")
+
+
+def test_a_misspelt_optional_section_of_a_checkpoint_is_kept_and_named(manager: CheckpointManager) -> None:
+    manager.save_checkpoint(P, S, 1, "in_progress", [])
+    path = manager.session_dir(P, S) / PHASE / "checkpoint.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\n## Error\n\n- the API was down\n", encoding="utf-8")
+    line = path.read_text(encoding="utf-8").splitlines().index("## Error") + 1
+    assert [str(i) for i in CHECKPOINT.read_path(path)[1]] == [
+        f"{path}:{line}: unknown section '## Error': did you mean '## Errors'? haytham reads only "
+        "'## Errors', so what this section holds is not read (it is kept as it is)"
+    ]
+    manager.save_checkpoint(P, S, 1, "completed", [])
+    assert path.read_text(encoding="utf-8").endswith("\n## Error\n\n- the API was down\n")

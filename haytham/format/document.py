@@ -58,6 +58,9 @@ class DocumentFormat(ABC, Generic[R]):
     sections: ClassVar[tuple[SectionSpec, ...]] = ()
     """The kind's sections, for what a person adds: a rewrite keeps the others
     (``render_over``), and one named close to a missing section is a warning (``_read``)."""
+    reads_near_misses: ClassVar[bool] = False
+    """Whether the reader takes a heading nearly a missing section's title for that section
+    (``Reader.near_section``), so that it is no section of the person's."""
 
     @abstractmethod
     def _collect(self, reader: Reader) -> dict[str, Any]:
@@ -118,7 +121,9 @@ class DocumentFormat(ABC, Generic[R]):
         reader = self._reader(text, path, fast=fast)
         data = self._collect(reader)
         read_version(reader, self.version_section)
-        for section, meant in misnamed(reader.document, self.sections):
+        for section, meant in misnamed(
+            reader.document, self.sections, near_misses_read=self.reads_near_misses
+        ):
             reader.warn(
                 section.line,
                 None,
@@ -166,7 +171,7 @@ class DocumentFormat(ABC, Generic[R]):
             return text
         old = self._reader(old_text, None).document
         new = self._reader(text, None).document
-        return keep_added(old, old_text, new, text, self.sections)
+        return keep_added(old, old_text, new, text, self.sections, near_misses_read=self.reads_near_misses)
 
     def render_at(self, record: R, path: Path) -> str:
         """``render_over`` the file at ``path`` as it is now (none, or not UTF-8: ``render``)."""

@@ -100,25 +100,34 @@ CLOSE_MATCH = 0.6
 """How alike (difflib's ratio) a title must be to a missing section's to be taken for it."""
 
 
-def own_sections(document: Document, specs: Sequence[SectionSpec]) -> list[Section]:
-    """The sections of ``document`` that are none of ``specs`` nor a near miss of one that
-    the reader takes for it (``Reader.near_section``): the ones a person added."""
+def own_sections(
+    document: Document, specs: Sequence[SectionSpec], *, near_misses_read: bool = False
+) -> list[Section]:
+    """The sections of ``document`` that are none of ``specs``: the ones a person added.
+
+    With ``near_misses_read`` (a kind whose reader takes ``## Reveiw Status`` for ``## Review
+    Status``, ``Reader.near_section``), a near miss of a missing section is not one of them:
+    it was read, and reported, as that section."""
     known = {normalise_label(spec.title) for spec in specs}
+    present = {normalise_label(section.title) for section in document.sections}
+    missing = [spec for spec in specs if normalise_label(spec.title) not in present]
     return [
         section
         for section in document.sections
         if normalise_label(section.title) not in known
-        and not any(_ratio(section.title, spec.title) >= NEAR_MISS for spec in specs)
+        and not (near_misses_read and any(_ratio(section.title, spec.title) >= NEAR_MISS for spec in missing))
     ]
 
 
-def misnamed(document: Document, specs: Sequence[SectionSpec]) -> list[tuple[Section, SectionSpec]]:
+def misnamed(
+    document: Document, specs: Sequence[SectionSpec], *, near_misses_read: bool = False
+) -> list[tuple[Section, SectionSpec]]:
     """Each added section whose title is close to a section of ``specs`` that ``document``
     does not have (``## Comments`` for a missing ``## User Comments``), with that section."""
     present = {normalise_label(section.title) for section in document.sections}
     missing = [spec for spec in specs if normalise_label(spec.title) not in present]
     found = []
-    for section in own_sections(document, specs) if missing else ():
+    for section in own_sections(document, specs, near_misses_read=near_misses_read) if missing else ():
         guess = _closest(section.title, missing)
         if guess is not None:
             found.append((section, guess))
@@ -126,12 +135,18 @@ def misnamed(document: Document, specs: Sequence[SectionSpec]) -> list[tuple[Sec
 
 
 def keep_added(
-    old: Document, old_text: str, new: Document, new_text: str, specs: Sequence[SectionSpec]
+    old: Document,
+    old_text: str,
+    new: Document,
+    new_text: str,
+    specs: Sequence[SectionSpec],
+    *,
+    near_misses_read: bool = False,
 ) -> str:
     """``new_text`` (haytham's rendering) with every section a person added to ``old_text``
     put back, each after the section of ``specs`` it followed in the old file (after the
     last section when that one is gone, before the first when it came first)."""
-    added = own_sections(old, specs)
+    added = own_sections(old, specs, near_misses_read=near_misses_read)
     if not added:
         return new_text
     known = {normalise_label(spec.title) for spec in specs}
