@@ -32,9 +32,8 @@ import yaml
 
 from haytham.errors import DocumentError, InvalidArgumentError, NotFoundError
 from haytham.format import layout
-from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
-from haytham.format.yamlfile import line_of, parse_yaml
+from haytham.format.yamlfile import line_of, parse_yaml, read_yaml
 from haytham.retention import RetentionPolicy, cleanup
 from haytham.store.clock import Clock
 from haytham.store.events import LOGGER
@@ -69,10 +68,9 @@ def load_config(path: str | os.PathLike[str]) -> HaythamConfig:
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        text = read_yaml(path)
     except FileNotFoundError:
         raise NotFoundError(f"configuration file {path} does not exist", path=path) from None
-    text = decode(raw, path)
     node, data = parse_yaml(text, path)
     if node is None:
         return HaythamConfig(base_dir=path.parent / DEFAULT_BASE_DIR, path=path)

@@ -8,6 +8,8 @@ a person at the exact spot to fix.
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -100,6 +102,82 @@ class SessionExistsError(AlreadyExistsError):
 
 class ProjectExistsError(AlreadyExistsError):
     """``create_project`` was called with the id of an existing project."""
+
+
+class StorageError(PathError, OSError):
+    """The file system refused a read or write (no space, read-only, permission, a folder
+    where a file should be, a symlink leading out): the message names the file in plain words.
+
+    It is an ``OSError`` with the original's ``errno``, so ``except OSError`` still catches it,
+    and the original ``OSError`` is its ``__cause__``.
+    """
+
+    brief: str = ""
+    """The message with the file called "this file", for a report that names it already."""
+
+    def __init__(
+        self, message: str, *, path: Path | None = None, cause: OSError | None = None, brief: str = ""
+    ) -> None:
+        super().__init__(message, path=path)
+        self.brief = brief or message
+        if cause is not None:
+            self.errno = cause.errno
+            self.strerror = cause.strerror
+        self.filename = None if path is None else str(path)
+
+
+class StoragePermissionError(StorageError, PermissionError):
+    """A StorageError for ``EACCES``/``EPERM``: still a ``PermissionError``."""
+
+
+class StorageIsADirectoryError(StorageError, IsADirectoryError):
+    """A StorageError for a folder where a file should be: still an ``IsADirectoryError``."""
+
+
+class StorageNotADirectoryError(StorageError, NotADirectoryError):
+    """A StorageError for a file where a folder should be: still a ``NotADirectoryError``."""
+
+
+_KINDS: dict[int, type[StorageError]] = {
+    errno.EACCES: StoragePermissionError,
+    errno.EPERM: StoragePermissionError,
+    errno.EISDIR: StorageIsADirectoryError,
+    errno.ENOTDIR: StorageNotADirectoryError,
+}
+_PLAIN_REASONS = {
+    errno.ENOSPC: "no space left on device while {doing} {path}",
+    errno.EDQUOT: "disk quota exceeded while {doing} {path}",
+    errno.EROFS: "cannot {do} {path}: the file system is read-only",
+    errno.EACCES: "cannot {do} {path}: permission denied",
+    errno.EPERM: "cannot {do} {path}: permission denied",
+    errno.EISDIR: "{path} is a folder where a file should be",
+    errno.ENOTDIR: "cannot {do} {path}: a part of the path is a file where a folder should be",
+    errno.ENAMETOOLONG: "cannot {do} {path}: the name is too long for the file system",
+}
+
+
+StorageAction = Literal["read", "write", "create", "remove", "access"]
+"""What was being done to the file; ``access`` when that is not known (an OSError met by the
+command line)."""
+
+
+def storage_error(error: OSError, path: os.PathLike[str] | str, action: StorageAction) -> OSError:
+    """The error to raise for ``error`` met while doing ``action`` to ``path``: a StorageError
+    in plain words that names the file, or ``error`` itself when it is a HaythamError already
+    or a missing or existing file (``FileNotFoundError``/``FileExistsError``, which callers
+    test for as such and whose message names the file)."""
+    if isinstance(error, (HaythamError, FileNotFoundError, FileExistsError)):
+        return error
+    doing = {"read": "reading", "write": "writing", "create": "creating", "remove": "removing"}.get(
+        action,
+        "writing",  # no space, no quota: met only while writing
+    )
+    template = _PLAIN_REASONS.get(error.errno or 0, "cannot {do} {path}: {reason}")
+    reason = (error.strerror or str(error)).lower()
+    message = template.format(do=action, doing=doing, path=path, reason=reason)
+    brief = template.format(do=action, doing=doing, path="this file", reason=reason)
+    kind = _KINDS.get(error.errno or 0, StorageError)
+    return kind(message, path=Path(path), cause=error, brief=brief)
 
 
 class LockTimeout(PathError, TimeoutError):

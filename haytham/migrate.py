@@ -42,7 +42,7 @@ from haytham.format.markdown import iter_unfenced_lines, parse_document
 from haytham.format.reader import decode, split_label
 from haytham.format.yamlfile import VERSION_KEY, parse_yaml, take_version
 from haytham.store import journal
-from haytham.store.fs import DEFAULT_LOCK_TIMEOUT, atomic_write, locked
+from haytham.store.fs import DEFAULT_LOCK_TIMEOUT, atomic_write, confined, locked
 from haytham.store.scan import kind_of, session_files
 
 FINAL_NEWLINES_LABEL = "Final Newlines"
@@ -215,7 +215,7 @@ def _plan(path: Path) -> tuple[Change, bytes] | Skipped | None:
         except DocumentError:
             new_text, what = "", ""
         if not _reads_as(kind, new_text, record, end):
-            new_text = "" if isinstance(kind, YamlKind) else kind.render(record)
+            new_text = "" if isinstance(kind, YamlKind) else kind.render_over(record, text)
             if not _reads_as(kind, new_text, record, end):
                 return Skipped(path, f"cannot be migrated to version {end} without changing what it says")
             what = f"rewritten canonically as version {end} (a line-by-line edit would change what it says)"
@@ -261,7 +261,8 @@ def migrate(
     for path in _files(root):
         groups.setdefault(None if dry_run else _owner(path), []).append(path)
     for owner, paths in groups.items():
-        with _holding(owner):
+        # confined: never write through a symlink below the migrated folder
+        with confined(root), _holding(owner):
             planned_files: list[tuple[Path, Change, bytes]] = []
             for path in paths:
                 planned = _plan(path)

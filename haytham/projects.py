@@ -58,7 +58,7 @@ from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.values import write_text
 from haytham.format.workflow import IDEA_VALIDATION
-from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, take_version
+from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, read_yaml, take_version
 from haytham.records import PROJECT_STATUSES
 from haytham.store import fs as _storage
 from haytham.store import journal
@@ -140,7 +140,8 @@ class ProjectManager:
         }
         try:
             for sub in (SESSIONS_DIR, OUTPUTS_DIR, HISTORY_DIR):
-                _storage.make_dirs(directory / sub)
+                with _storage.confined(self.base_dir):  # no symlink below base_dir is written through
+                    _storage.make_dirs(directory / sub)
             _storage.atomic_write(
                 directory / CHANGELOG, _heading(name) + _block(now, "Project created", _summary(data))
             )
@@ -343,9 +344,12 @@ class ProjectManager:
                 f"preferences must be a dict, got {type(preferences).__name__}", field="preferences"
             )
         update = _plain(preferences, "preferences")
-        _storage.make_dirs(path.parent)
+        with _storage.confined(self.base_dir):  # no symlink below base_dir is written through
+            _storage.make_dirs(path.parent)
         _storage.ensure_gitignore(self.base_dir)
-        with _storage.locked(path.parent, self.lock_timeout, f"the preferences of {user_id}"):
+        with _storage.locked(
+            path.parent, self.lock_timeout, f"the preferences of {user_id}", root=self.base_dir
+        ):
             merged = {**_read_preferences(path), **update}
             text = yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)
             _storage.atomic_write(path, text)
@@ -367,7 +371,7 @@ class ProjectManager:
         )
 
     def _lock(self, directory: Path, project_id: str) -> Any:
-        return _storage.locked(directory, self.lock_timeout, f"project {project_id}")
+        return _storage.locked(directory, self.lock_timeout, f"project {project_id}", root=self.base_dir)
 
     def _read_project(self, project_id: str) -> dict[str, Any]:
         path = self.project_dir(project_id) / PROJECT_FILE
@@ -500,10 +504,10 @@ def _project_text(data: Mapping[str, Any]) -> str:
 
 def _read_preferences(path: Path) -> dict[str, Any]:
     try:
-        data = path.read_bytes()
+        text = read_yaml(path)
     except FileNotFoundError:
         return {}
-    _, loaded = parse_yaml(decode(data, path), path)
+    _, loaded = parse_yaml(text, path)
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):

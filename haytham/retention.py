@@ -488,6 +488,7 @@ def _session_leftovers(root: Path) -> list[_Planned]:
 def _remove(manager: CheckpointManager, policy: RetentionPolicy, item: _Planned) -> str | None:
     """Carry out one planned removal; None when done, else why it was kept after all."""
     removal = item.removal
+    _storage.check_no_symlink(removal.path, manager.base_dir)  # never delete through a symlink
     if removal.rule == "leftover" and removal.kind == "session":
         shutil.rmtree(removal.path, ignore_errors=True)  # no longer a session: nothing reads it
         return None

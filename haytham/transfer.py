@@ -8,11 +8,17 @@ anything: the document against ``schemas/export.schema.json``, every path (relat
 every markdown file against its format, and that the ids agree. Only then are the files
 written into a hidden staging directory that is renamed into place, so a failed or
 interrupted import never leaves half a session behind.
+
+Inputs are bounded (docs/formats.md, "Limits"): an archive is read as a stream, member by
+member, and each member's size (at most ``MAX_FILE_BYTES``), the sum of them and of the whole
+decompressed stream (at most ``MAX_EXPORT_BYTES``) and the number of members (at most
+``MAX_MEMBERS``) are checked from the headers before any data is read, so a small ``.tar.gz``
+that expands to gigabytes is refused without using the memory. A ``.json`` export is refused
+above ``MAX_EXPORT_BYTES`` before it is read. Exports are written as streams too.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import io
 import json
@@ -24,15 +30,17 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, overload
+from typing import IO, TYPE_CHECKING, Any, cast, overload
 
 from haytham.errors import (
     DocumentError,
     InvalidArgumentError,
     SessionExistsError,
     UnsafePathError,
+    storage_error,
 )
 from haytham.format import MANIFEST
+from haytham.format.document import MAX_DOCUMENT_BYTES
 from haytham.format.layout import HISTORY_DIR, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
@@ -52,6 +60,12 @@ VERSION = 1
 """The ``version`` of the export format this module writes and reads."""
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 """The suffixes of an export written as an archive; ``.json`` is the document."""
+MAX_FILE_BYTES = MAX_DOCUMENT_BYTES
+"""The largest file an export may hold: the limit of every markdown file haytham reads."""
+MAX_EXPORT_BYTES = 256 * 1024 * 1024
+"""The largest export: a ``.json`` file, or an archive's files together once decompressed."""
+MAX_MEMBERS = 100_000
+"""The most members an archive may hold."""
 EXPECTED = "session_manifest.md, workflow.yaml, history/*.md, phase_*/*.md or phase_*/attempts/N/*.md"
 
 
@@ -87,14 +101,21 @@ def export_session(
     path = Path(target)
     if path.name.endswith(ARCHIVE_SUFFIXES):
         files, directories = _snapshot(manager, project_id, session_id)
-        _storage.atomic_write(path, _archive(project_id, session_id, files, directories))
+        with _storage.atomic_stream(path) as handle:
+            _write_archive(handle, project_id, session_id, files, directories)
         return path
     if path.suffix != ".json":
         raise InvalidArgumentError(
             f"{path} must end with .json, .tar.gz or .tgz (the form of the export)", field="target"
         )
     files, _ = _snapshot(manager, project_id, session_id)
-    _storage.atomic_write(path, dump_export(_document(files, project_id, session_id)))
+    document = _document(files, project_id, session_id)
+    with _storage.atomic_stream(path) as handle:
+        text = io.TextIOWrapper(handle, encoding="utf-8", newline="\n", write_through=False)
+        json.dump(document, text, indent=2, ensure_ascii=False)
+        text.write("\n")
+        text.flush()
+        text.detach()  # the stream stays open for atomic_stream to fsync and close
     return path
 
 
@@ -114,8 +135,10 @@ def _document(files: Mapping[str, bytes], project_id: str, session_id: str) -> d
     }
 
 
-def _archive(project_id: str, session_id: str, files: Mapping[str, bytes], directories: list[str]) -> bytes:
-    """The bytes of a deterministic ``.tar.gz`` of a session's files.
+def _write_archive(
+    handle: IO[bytes], project_id: str, session_id: str, files: Mapping[str, bytes], directories: list[str]
+) -> None:
+    """Write a deterministic ``.tar.gz`` of a session's files to ``handle``, as a stream.
 
     Members are ``{project_id}/sessions/{session_id}/...`` (so ``tar -xzf`` into a base
     directory puts the session in its place), sorted, with mtime 0, uid and gid 0 and no
@@ -131,9 +154,8 @@ def _archive(project_id: str, session_id: str, files: Mapping[str, bytes], direc
             members.setdefault(f"{prefix}/{parent}", None)
             parent = parent.parent
         members[f"{prefix}/{path}"] = data
-    buffer = io.BytesIO()
     with (
-        gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as zipped,
+        gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0) as zipped,
         tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive,
     ):
         for name in sorted(members):
@@ -150,7 +172,6 @@ def _archive(project_id: str, session_id: str, files: Mapping[str, bytes], direc
                 info.mode = 0o644
                 info.size = len(content)
                 archive.addfile(info, io.BytesIO(content))
-    return buffer.getvalue()
 
 
 def _snapshot(
@@ -158,18 +179,15 @@ def _snapshot(
 ) -> tuple[dict[str, bytes], list[str]]:
     """The session's files and directories as one consistent snapshot, without writing.
 
-    A session haytham saves has a lock file: it is read under that lock (none on a read-only
-    tree). Reads never create one, so a session without it (a legacy session, a git
-    checkout) is read until two reads agree: a save in between shows as a difference.
+    A session haytham saves has a lock file: it is read under that lock, taken without
+    writing (``fs.read_locked``: a read-only checkout works). Reads never create one, so a
+    session without it (a legacy session, a git checkout) or whose lock cannot be had is read
+    until two reads agree: a save in between shows as a difference.
     """
     directory = check_inside(manager.base_dir, manager.session_dir(project_id, session_id))
     manager.load_manifest(project_id, session_id)  # a missing session is a NotFoundError
-    if (directory / _storage.LOCK_NAME).is_file():
-        with contextlib.ExitStack() as stack:
-            with contextlib.suppress(PermissionError):  # nobody writes to a tree we cannot lock
-                stack.enter_context(
-                    _storage.locked(directory, manager.lock_timeout, f"session {project_id}/{session_id}")
-                )
+    with _storage.read_locked(directory, manager.lock_timeout, f"session {project_id}/{session_id}") as held:
+        if held:
             return read_session_files(directory)
     found = read_session_files(directory)
     while (again := read_session_files(directory)) != found:
@@ -243,20 +261,21 @@ def import_session(
             "left untouched (pass overwrite=True to replace it)",
             path=target,
         )
-    write_session_dir(
-        target,
-        checked.files,
-        checked.directories,
-        overwrite=overwrite,
-        lock_timeout=manager.lock_timeout,
-        what=f"session {checked.project_id}/{checked.session_id}",
-    )
+    with _storage.confined(manager.base_dir):  # never through a symlink below base_dir
+        write_session_dir(
+            target,
+            checked.files,
+            checked.directories,
+            overwrite=overwrite,
+            lock_timeout=manager.lock_timeout,
+            what=f"session {checked.project_id}/{checked.session_id}",
+        )
     _storage.ensure_gitignore(manager.base_dir)
     return target
 
 
 def _load_json(path: Path) -> object:
-    data = path.read_bytes()
+    data = _read_bounded(path, MAX_EXPORT_BYTES)
     try:
         return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
     except UnicodeDecodeError:
@@ -266,6 +285,30 @@ def _load_json(path: Path) -> object:
         raise DocumentError(f"is not valid JSON: {error.msg}", path=path, line=error.lineno) from None
     except DocumentError as error:
         raise DocumentError(error.message, path=path, field=error.field) from None
+
+
+def _read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of ``path``, refused (DocumentError) when it holds more than ``limit``, which
+    is checked before the file is read into memory."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                raise DocumentError(f"is {_size(size)}: an export may be at most {_size(limit)}", path=path)
+            data = handle.read(limit + 1)
+    except OSError as error:
+        raise storage_error(error, path, "read") from error
+    if len(data) > limit:
+        raise DocumentError(f"is larger than {_size(limit)}, the most an export may be", path=path)
+    return data
+
+
+def _size(count: int) -> str:
+    """A byte count for people: ``2.0 GB``, ``64 MB``, ``512 bytes``."""
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}".replace(".0 ", " ")
+    return f"{count} bytes"
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -293,11 +336,30 @@ def _read_archive(path: Path) -> tuple[str, str, dict[str, str]]:
     """The ids and files of a ``.tar.gz`` export; every member is checked before it is read."""
     files: dict[str, str] = {}
     ids: tuple[str, str] | None = None
+    total = count = 0
     try:
-        with tarfile.open(path, "r:gz") as archive:
-            members = archive.getmembers()
-            for member in members:
+        with (
+            open(path, "rb") as raw,
+            gzip.GzipFile(fileobj=raw, mode="rb") as unzipped,
+            _open_stream(_Bounded(unzipped, path)) as archive,
+        ):
+            for member in archive:  # one header at a time: nothing is read ahead
+                count += 1
+                if count > MAX_MEMBERS:
+                    raise DocumentError(f"holds more than {MAX_MEMBERS:,} members", path=path)
                 parts = _relative_parts(member.name, path)
+                total += member.size
+                if member.size > MAX_FILE_BYTES:
+                    raise DocumentError(
+                        f"member {member.name!r} is {_size(member.size)}: a file of an export may be at "
+                        f"most {_size(MAX_FILE_BYTES)}",
+                        path=path,
+                    )
+                if total > MAX_EXPORT_BYTES:
+                    raise DocumentError(
+                        f"its files come to more than {_size(MAX_EXPORT_BYTES)}, the most an export may be",
+                        path=path,
+                    )
                 if member.issym() or member.islnk():
                     kind = "a symlink" if member.issym() else "a hard link"
                     raise UnsafePathError(
@@ -340,9 +402,42 @@ def _read_archive(path: Path) -> tuple[str, str, dict[str, str]]:
                 files[relative] = _text(stream.read(), f"{path}:{relative}")
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise DocumentError(f"is not a readable .tar.gz archive ({error})", path=path) from None
+    except OSError as error:
+        raise storage_error(error, path, "read") from error
     if ids is None:
         raise DocumentError("the archive is empty", path=path)
     return ids[0], ids[1], files
+
+
+def _open_stream(stream: io.RawIOBase) -> tarfile.TarFile:
+    """A tar archive read from ``stream`` in stream mode (``r|``): headers one at a time, no seek."""
+    opener: Any = tarfile.open  # the stubs know no overload for "r|" with a file object
+    return cast(tarfile.TarFile, opener(fileobj=stream, mode="r|"))
+
+
+class _Bounded(io.RawIOBase):
+    """The decompressed stream of an archive, refused (DocumentError) once more than
+    ``MAX_EXPORT_BYTES`` and the tar headers' share have come out of it: headers of absurd
+    size (a PAX header claiming gigabytes) cannot drive memory up either."""
+
+    def __init__(self, stream: io.BufferedIOBase, path: Path) -> None:
+        self._stream = stream
+        self._path = path
+        self._left = MAX_EXPORT_BYTES + 512 * (2 * MAX_MEMBERS + 2) + tarfile.RECORDSIZE
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if size < 0 or size > self._left:
+            size = self._left + 1
+        data = self._stream.read(size)
+        self._left -= len(data)
+        if self._left < 0:
+            raise DocumentError(
+                f"expands to more than {_size(MAX_EXPORT_BYTES)}, the most an export may be", path=self._path
+            )
+        return data
 
 
 def _relative_parts(name: str, origin: Path | None) -> list[str]:

@@ -118,7 +118,10 @@ def test_hand_edits_new_and_deleted_sessions_show_at_once(
     by_id = {s.path.name: s for s in found[0]}
     assert by_id["s07"].user_id == "bob"
     assert "s08" not in by_id and "s09" not in by_id and "s99" in by_id
-    assert [str(i.path) for i in found[1]] == [str(broken)]  # type: ignore[attr-defined]
+    errors = [str(i.path) for i in found[1] if i.is_error]  # type: ignore[attr-defined]
+    assert errors == [str(broken)]
+    copied = [i for i in found[1] if not i.is_error]  # type: ignore[attr-defined]
+    assert [(str(i.path), i.field) for i in copied] == [(str(fresh / "session_manifest.md"), "Session ID")]
     assert listing(base) == found
 
 

@@ -39,7 +39,7 @@ from rich.table import Table
 from rich.text import Text
 
 from haytham.config import find_config
-from haytham.errors import HaythamError
+from haytham.errors import HaythamError, StorageError, storage_error
 from haytham.format import layout
 
 CONFIG_FILE = layout.CONFIG_FILE
@@ -51,8 +51,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def describe_error(error: BaseException) -> str:
-    """One line for an error: the library's message, or an OS error's file and reason."""
+    """One line for an error: the library's message, or an OS error's file and reason in
+    the plain words of ``haytham.errors.storage_error`` ("... is a folder where a file
+    should be"), never a traceback."""
     if isinstance(error, OSError) and not isinstance(error, HaythamError) and error.strerror:
+        if error.filename:
+            plain = storage_error(error, os.fsdecode(error.filename), "access")
+            if isinstance(plain, StorageError):
+                return str(plain)
         where = f"{error.filename}: " if error.filename else ""
         return f"{where}{error.strerror}"
     return str(error)

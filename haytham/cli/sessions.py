@@ -201,7 +201,8 @@ def list_command(
     found, unreadable = list_sessions(manager.base_dir, project_id=project, user_id=user, status=status)
     page = found[offset:] if limit is None else found[offset : offset + limit]
     first_issues = {issue.path: issue for issue in reversed(unreadable)}  # one warning a manifest
-    warnings = [str(first_issues[path]) for path in dict.fromkeys(i.path for i in unreadable)]
+    shown = [first_issues[path] for path in dict.fromkeys(i.path for i in unreadable)]
+    warnings = [str(issue) for issue in shown]
     if as_json:
         sessions = [_summary_json(s) for s in page]
         emit_json(
@@ -214,8 +215,9 @@ def list_command(
             }
         )
         return
-    for warning in warnings:
-        click.echo(f"warning: skipped a manifest that cannot be read: {warning}", err=True)
+    for issue in shown:  # an error skipped the session; a warning comes with its row
+        skipped = "skipped a manifest that cannot be read: " if issue.is_error else ""
+        click.echo(f"warning: {skipped}{issue}", err=True)
     if not page:
         click.echo(f"No sessions under {base_dir}" + (" match" if project or user or status else ""))
         return

@@ -135,6 +135,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
     kind = "agent_output"
     labels: ClassVar[Mapping[str, str]] = labels_of(SECTIONS, {"phase_name": "phase_number"})
     version_section: ClassVar[SectionSpec] = METADATA
+    sections: ClassVar[tuple[SectionSpec, ...]] = SECTIONS
 
     def _reader(self, text: str, path: Path | None, *, fast: bool = True) -> Reader:
         split = split_output(text)

@@ -85,6 +85,7 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
         SECTIONS, {"output_file": "agent_outputs", "tokens": "agent_tokens", "agent_name": "agents"}
     )
     version_section: ClassVar[SectionSpec] = METADATA
+    sections: ClassVar[tuple[SectionSpec, ...]] = SECTIONS
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
         title_name = reader.expect_title(TITLE)

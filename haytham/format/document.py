@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from haytham.errors import DocumentError, Issue
+from haytham.errors import DocumentError, Issue, StorageError, storage_error
 from haytham.format.reader import Reader, decode
 from haytham.format.schema import certainly_valid
-from haytham.format.sections import SectionSpec
+from haytham.format.sections import SectionSpec, keep_added, misnamed
 from haytham.format.version import read_version
 
 R = TypeVar("R")
@@ -55,6 +55,12 @@ class DocumentFormat(ABC, Generic[R]):
     """Record attribute to the label written in the file."""
     version_section: ClassVar[SectionSpec]
     """The section whose ``- Format: N`` line gives the file's format version."""
+    sections: ClassVar[tuple[SectionSpec, ...]] = ()
+    """The kind's sections, for what a person adds: a rewrite keeps the others
+    (``render_over``), and one named close to a missing section is a warning (``_read``)."""
+    reads_near_misses: ClassVar[bool] = False
+    """Whether the reader takes a heading nearly a missing section's title for that section
+    (``Reader.near_section``), so that it is no section of the person's."""
 
     @abstractmethod
     def _collect(self, reader: Reader) -> dict[str, Any]:
@@ -115,6 +121,15 @@ class DocumentFormat(ABC, Generic[R]):
         reader = self._reader(text, path, fast=fast)
         data = self._collect(reader)
         read_version(reader, self.version_section)
+        for section, meant in misnamed(
+            reader.document, self.sections, near_misses_read=self.reads_near_misses
+        ):
+            reader.warn(
+                section.line,
+                None,
+                f"unknown section '## {section.title}': did you mean '{meant.heading}'? haytham reads "
+                f"only '{meant.heading}', so what this section holds is not read (it is kept as it is)",
+            )
         reader.check_schema(self.kind, data)
         issues = sorted(reader.issues, key=lambda i: (i.line is None, i.line or 0))
         if any(issue.is_error for issue in issues):
@@ -141,8 +156,32 @@ class DocumentFormat(ABC, Generic[R]):
             return self.read_data(read_file(path), path, cache=cache)
         except DocumentError as error:
             return None, [Issue(error.path, error.line, error.field, error.message)]
+        except StorageError as error:
+            return None, [Issue(path, None, None, error.brief)]
         except OSError as error:
             return None, [Issue(path, None, None, f"cannot be read: {error.strerror}")]
+
+    def render_over(self, record: R, old_text: str | None) -> str:
+        """``render(record)`` for a file that holds ``old_text`` now: the sections a person
+        added to it are kept, each after the section it followed (docs/formats.md, "Hand
+        edits"). Cheap when there are none: only a file with a heading haytham does not
+        write is parsed."""
+        text = self.render(record)
+        if old_text is None or not self.sections or not _has_other_headings(old_text, text):
+            return text
+        old = self._reader(old_text, None).document
+        new = self._reader(text, None).document
+        return keep_added(old, old_text, new, text, self.sections, near_misses_read=self.reads_near_misses)
+
+    def render_at(self, record: R, path: Path) -> str:
+        """``render_over`` the file at ``path`` as it is now (none, or not UTF-8: ``render``)."""
+        if not self.sections:
+            return self.render(record)
+        try:
+            old_text = read_file(path).decode("utf-8")
+        except (OSError, UnicodeDecodeError, DocumentError):
+            old_text = None
+        return self.render_over(record, old_text)
 
     def parse(self, text: str, path: Path | None = None, *, cache: ReadCache | None = None) -> R:
         """Parse ``text`` or raise DocumentError naming the file, line and field."""
@@ -174,6 +213,8 @@ class DocumentFormat(ABC, Generic[R]):
 
 
 _CHUNK = 1 << 16
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+"""The largest markdown file haytham reads: a larger one is a DocumentError, never read."""
 _Key = tuple[type, type, str | None]
 """A read's cache key: the kind, and the path's type and text."""
 
@@ -185,17 +226,48 @@ def _key(kind: DocumentFormat[Any], path: Path | None) -> _Key:
 
 def read_file(path: Path) -> bytes:
     """The bytes of the file at ``path``: what ``Path.read_bytes`` gives, with fewer layers
-    (a small file is one ``read`` and a second one that finds the end)."""
+    (a small file is one ``read`` and a second one that finds the end).
+
+    An OSError other than a missing file is a StorageError naming ``path`` in plain words
+    (``checkpoint.md`` that is a folder: "... is a folder where a file should be")."""
+    try:
+        return _read_file(path)
+    except OSError as error:
+        raise storage_error(error, path, "read") from error
+
+
+def _read_file(path: Path) -> bytes:
     fd = os.open(path, os.O_RDONLY)
     try:
         first = os.read(fd, _CHUNK)
         if len(first) < _CHUNK and not os.read(fd, 1):
             return first
+        size = os.fstat(fd).st_size
+        if size > MAX_DOCUMENT_BYTES:
+            raise DocumentError(
+                f"is {size:,} bytes long: haytham reads session files of at most {MAX_DOCUMENT_BYTES:,} "
+                "bytes (docs/formats.md, Limits)",
+                path=path,
+            )
         os.lseek(fd, 0, os.SEEK_SET)
         with open(fd, "rb", buffering=0, closefd=False) as handle:
             return handle.readall()
     finally:
         os.close(fd)
+
+
+def _has_other_headings(old_text: str, new_text: str) -> bool:
+    """Whether ``old_text`` may hold a heading that ``new_text`` lacks: a quick test of lines
+    that may say yes for a line in a fence or a rule (the parser then decides), never no
+    for a heading (an ATX ``#`` line or a setext underline)."""
+    written = {line for line in new_text.splitlines() if line.startswith("#")}
+    for line in old_text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#") and line.rstrip() not in written:
+            return True
+        if stripped and set(stripped) <= {"=", "-"}:
+            return True
+    return False
 
 
 def _record_or_raise(record: R | None, issues: list[Issue]) -> R:

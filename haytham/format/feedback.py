@@ -66,6 +66,8 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
     kind = "feedback"
     labels: ClassVar[Mapping[str, str]] = {"phase_name": "Title", **labels_of(SECTIONS)}
     version_section: ClassVar[SectionSpec] = REVIEW_STATUS
+    sections: ClassVar[tuple[SectionSpec, ...]] = SECTIONS
+    reads_near_misses: ClassVar[bool] = True
 
     def _reader(self, text: str, path: Path | None, *, fast: bool = True) -> Reader:
         return Reader(text, path, self.labels, fast=fast, known_sections=SECTIONS)

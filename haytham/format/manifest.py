@@ -75,6 +75,7 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
     kind = "manifest"
     labels: ClassVar[Mapping[str, str]] = labels_of(SECTIONS)
     version_section: ClassVar[SectionSpec] = METADATA
+    sections: ClassVar[tuple[SectionSpec, ...]] = SECTIONS
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
         reader.expect_title(TITLE)

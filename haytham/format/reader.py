@@ -17,15 +17,12 @@ from jsonschema.exceptions import ValidationError
 from haytham.errors import DocumentError, Issue
 from haytham.format.markdown import Document, Section, iter_unfenced_lines, normalise_label, parse_document
 from haytham.format.schema import describe, schema_errors
-from haytham.format.sections import SectionSpec
+from haytham.format.sections import NEAR_MISS, SectionSpec
 
 _ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
 _CHECKBOX = re.compile(r"\[([ xX]?)\][ \t]*(.*)")
 _BOLD_LABEL = re.compile(r"(\*\*|__)([^*_:]+?)[ \t]*(:?)\1[ \t]*(:?)(.*)")
 """``**Approved:** true`` or ``**Approved**: true`` (as a code-hosting site's editor leaves it)."""
-NEAR_MISS = 0.8
-"""How alike (difflib's ratio) a label or title must be to one haytham knows to be taken for
-a typo of it: 'Aproved' is 0.93 like 'Approved', 'My Notes' nothing like any."""
 
 
 def split_label(content: str) -> tuple[str, str] | None:

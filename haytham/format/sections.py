@@ -8,10 +8,16 @@ schema error messages the label of each record attribute (``labels_of``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from haytham.format.layout import FORMAT_LABEL, FORMAT_VERSION
+from haytham.format.markdown import Document, Section, line_offsets, normalise_label
+
+NEAR_MISS = 0.8
+"""How alike (difflib's ratio) a label or title must be to one haytham knows to be taken for
+a typo of it: 'Aproved' is 0.93 like 'Approved', 'My Notes' nothing like any."""
 
 
 @dataclass(frozen=True)
@@ -80,3 +86,124 @@ def write_fields(section: SectionSpec, values: Mapping[str, str | None]) -> list
             continue
         lines.append(f"- {field.label}:{value}" if value.startswith("\n") else f"- {field.label}: {value}")
     return lines
+
+
+# ----------------------------------------------------------------- a person's sections
+#
+# A file haytham owns may hold sections a person added (``## Notes``). They are kept: a
+# rewrite puts each back after the section it followed (``keep_added``). One whose title is
+# close to a section of the kind that the file lacks is most likely that section misspelt
+# or renamed, which haytham would not read: it is reported with a did-you-mean
+# (``misnamed``), never silently ignored.
+
+CLOSE_MATCH = 0.6
+"""How alike (difflib's ratio) a title must be to a missing section's to be taken for it."""
+
+
+def own_sections(
+    document: Document, specs: Sequence[SectionSpec], *, near_misses_read: bool = False
+) -> list[Section]:
+    """The sections of ``document`` that are none of ``specs``: the ones a person added.
+
+    With ``near_misses_read`` (a kind whose reader takes ``## Reveiw Status`` for ``## Review
+    Status``, ``Reader.near_section``), a near miss of a missing section is not one of them:
+    it was read, and reported, as that section."""
+    known = {normalise_label(spec.title) for spec in specs}
+    present = {normalise_label(section.title) for section in document.sections}
+    missing = [spec for spec in specs if normalise_label(spec.title) not in present]
+    return [
+        section
+        for section in document.sections
+        if normalise_label(section.title) not in known
+        and not (near_misses_read and any(_ratio(section.title, spec.title) >= NEAR_MISS for spec in missing))
+    ]
+
+
+def misnamed(
+    document: Document, specs: Sequence[SectionSpec], *, near_misses_read: bool = False
+) -> list[tuple[Section, SectionSpec]]:
+    """Each added section whose title is close to a section of ``specs`` that ``document``
+    does not have (``## Comments`` for a missing ``## User Comments``), with that section."""
+    present = {normalise_label(section.title) for section in document.sections}
+    missing = [spec for spec in specs if normalise_label(spec.title) not in present]
+    found = []
+    for section in own_sections(document, specs, near_misses_read=near_misses_read) if missing else ():
+        guess = _closest(section.title, missing)
+        if guess is not None:
+            found.append((section, guess))
+    return found
+
+
+def keep_added(
+    old: Document,
+    old_text: str,
+    new: Document,
+    new_text: str,
+    specs: Sequence[SectionSpec],
+    *,
+    near_misses_read: bool = False,
+) -> str:
+    """``new_text`` (haytham's rendering) with every section a person added to ``old_text``
+    put back, each after the section of ``specs`` it followed in the old file (after the
+    last section when that one is gone, before the first when it came first)."""
+    added = own_sections(old, specs, near_misses_read=near_misses_read)
+    if not added:
+        return new_text
+    known = {normalise_label(spec.title) for spec in specs}
+    old_offsets = line_offsets(old_text)
+    after: dict[str | None, list[str]] = {}
+    previous: str | None = None
+    for section in old.sections:
+        title = normalise_label(section.title)
+        if section in added:
+            chunk = _chunk(old_text, old_offsets, section).replace("\r\n", "\n").rstrip("\n")
+            after.setdefault(previous, []).append(chunk + "\n")
+        elif title in known:
+            previous = title
+    new_offsets = line_offsets(new_text)
+    anchors: dict[str | None, int] = {}
+    for section in new.sections:
+        anchors[normalise_label(section.title)] = _chunk_end(new_offsets, section)
+    first = new_offsets[new.sections[0].line - 1] if new.sections else len(new_text)
+    last = _chunk_end(new_offsets, new.sections[-1]) if new.sections else len(new_text)
+    inserts: dict[int, list[str]] = {}
+    for anchor, chunks in after.items():
+        at = first if anchor is None else anchors.get(anchor, last)
+        inserts.setdefault(at, []).extend(chunks)
+    pieces, start = [], 0
+    for at in sorted(inserts):
+        before = new_text[start:at]
+        pieces.append(before if not before or before.endswith("\n\n") else before.rstrip("\n") + "\n\n")
+        pieces.append("\n".join(inserts[at]) + ("\n" if at < len(new_text) else ""))
+        start = at
+    pieces.append(new_text[start:])
+    return "".join(pieces)
+
+
+def _chunk(text: str, offsets: list[int], section: Section) -> str:
+    """The source of ``section``: its heading line(s) and its body."""
+    return text[offsets[section.line - 1] : _chunk_end(offsets, section)]
+
+
+def _chunk_end(offsets: list[int], section: Section) -> int:
+    start = offsets[section.body_line - 1] if section.body_line <= len(offsets) else offsets[-1]
+    return start + len(section.body)
+
+
+def _ratio(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, normalise_label(a), normalise_label(b)).ratio()
+
+
+def _closest(title: str, specs: Sequence[SectionSpec]) -> SectionSpec | None:
+    """The spec whose title ``title`` most resembles: alike by ``CLOSE_MATCH``, or one's
+    words all among the other's (``Comments`` and ``User Comments``)."""
+    words = set(normalise_label(title).split())
+    best: tuple[float, SectionSpec] | None = None
+    for spec in specs:
+        theirs = set(normalise_label(spec.title).split())
+        score = _ratio(title, spec.title)
+        if words and theirs and (words <= theirs or theirs <= words):
+            score = max(score, CLOSE_MATCH)
+        if score >= CLOSE_MATCH and (best is None or score > best[0]):
+            best = (score, spec)
+    return None if best is None else best[1]

@@ -20,9 +20,8 @@ import yaml
 
 from haytham.errors import DocumentError, InvalidArgumentError, UnknownPhaseError
 from haytham.format.layout import FORMAT_VERSION, PHASE_DIR_PREFIX
-from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
-from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, take_version
+from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, read_yaml, take_version
 from haytham.records import RunStyle
 
 
@@ -184,7 +183,7 @@ def load_workflow(path: str | Path) -> Workflow:
     Errors are DocumentErrors naming the file, the line and the field.
     """
     path = Path(path)
-    text = decode(path.read_bytes(), path)
+    text = read_yaml(path)
     node, data = parse_yaml(text, path)
     if not isinstance(data, dict) or node is None:
         raise DocumentError("a workflow file must be a YAML mapping", path=path, line=1)

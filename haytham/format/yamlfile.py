@@ -1,29 +1,117 @@
-"""YAML that people write (workflows, haytham.yaml): safely loaded, errors located by line."""
+"""YAML that people write (workflows, haytham.yaml): safely loaded, errors located by line.
+
+Bounded: a file longer than ``MAX_YAML_CHARS`` is refused before it is parsed, and so is one
+whose aliases (``*name``) would expand it to more than ``MAX_YAML_NODES`` values (a "billion
+laughs": a few hundred bytes that nest aliases of aliases into billions of values). Aliases
+themselves are fine (a workflow may reuse a list); docs/formats.md, "Limits", lists both.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from haytham.errors import DocumentError
+from haytham.errors import DocumentError, storage_error
 from haytham.format.layout import FORMAT_VERSION
+from haytham.format.reader import decode
 
+MAX_YAML_CHARS = 1_000_000
+"""The longest YAML file haytham reads (settings, workflows and preferences are small)."""
+MAX_YAML_NODES = 100_000
+"""The most values a YAML file may hold once its aliases are expanded."""
 VERSION_KEY = "format"
 """The first key of each YAML file haytham writes, ``format: 1``; without it, version 0."""
 
 
-def parse_yaml(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
-    """The node tree (for line numbers) and the data, loaded only with the safe loader."""
+def read_yaml(path: Path) -> str:
+    """The text of the YAML file at ``path``, refused (DocumentError) by its size before it
+    is read when it is longer than ``MAX_YAML_CHARS`` bytes could hold; OSErrors other than
+    a missing file are StorageErrors naming it."""
     try:
-        return yaml.compose(text, Loader=yaml.SafeLoader), yaml.safe_load(text)
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > 4 * MAX_YAML_CHARS:  # no UTF-8 text of the limit is longer
+                raise DocumentError(
+                    f"is {size:,} bytes long: haytham reads YAML files of at most "
+                    f"{MAX_YAML_CHARS:,} characters",
+                    path=path,
+                )
+            data = handle.read()
+    except OSError as error:
+        raise storage_error(error, path, "read") from error
+    return decode(data, path)
+
+
+def parse_yaml(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
+    """The node tree (for line numbers) and the data, loaded only with the safe loader.
+
+    DocumentError when the text is not YAML, or is larger than the limits (see the module)."""
+    if len(text) > MAX_YAML_CHARS:
+        raise DocumentError(
+            f"is {len(text):,} characters long: haytham reads YAML files of at most {MAX_YAML_CHARS:,}",
+            path=path,
+        )
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            _check_expansion(node, path)
+        return node, loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(error, "problem", None) or error
         raise DocumentError(f"is not valid YAML: {problem}", path=path, line=line) from None
+    finally:
+        loader.dispose()
+
+
+def _check_expansion(root: yaml.Node, path: Path) -> None:
+    """Refuse a node tree whose aliases expand it beyond ``MAX_YAML_NODES`` values.
+
+    An alias is the same node object as its anchor, so the expanded size of each node is
+    computed once (by identity) and the check takes time linear in the file, whatever the
+    expansion would be."""
+    sizes: dict[int, int] = {}
+    opened: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = _children(node)
+        if not children_done and children:
+            if id(node) in opened:
+                raise DocumentError(
+                    "holds a value that contains itself through an alias (*name): refused",
+                    path=path,
+                    line=int(node.start_mark.line) + 1,
+                )
+            opened.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        size = 1 + sum(sizes.get(id(child), 1) for child in children)
+        if size > MAX_YAML_NODES:
+            raise DocumentError(
+                f"expands to more than {MAX_YAML_NODES:,} values through its aliases (*name): "
+                "refused as a YAML bomb; write the values out or use fewer aliases",
+                path=path,
+                line=int(node.start_mark.line) + 1,
+            )
+        sizes[id(node)] = size
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
 
 
 def line_of(node: yaml.Node, keys: Sequence[Any]) -> int:

@@ -23,7 +23,6 @@ LAGGING = (
     "(a review saved by hand, or a merge that changed an earlier phase, shows in the manifest and "
     "in haytham list after the next write; run haytham doctor --fix to write it now)"
 )
-STATUS_LABEL = normalise_label("Status")
 _ROW_FIELDS = (
     ("status", "Status"),
     ("started", "Started"),
@@ -92,6 +91,35 @@ def disagreements(
     return issues
 
 
+def folder_disagreements(path: Path, manifest: SessionManifest) -> list[Issue]:
+    """Errors where the manifest at ``path`` (``{project}/sessions/{session}/...``) names a
+    project or session other than its folders.
+
+    Every command finds a session by its folders (``haytham status acme s1`` opens
+    ``acme/sessions/s1``), so a Session ID edited to another name would make the session
+    appear under a name nothing can open; ``haytham list`` shows it under its folders' names.
+    """
+    directory = path.parent
+    expected = (
+        ("Project ID", manifest.project_id, directory.parent.parent.name),
+        ("Session ID", manifest.session_id, directory.name),
+    )
+    wrong = [(label, found, folder) for label, found, folder in expected if found != folder]
+    if not wrong:
+        return []
+    lines = _Lines(path)
+    return [
+        Issue(
+            path,
+            lines.metadata(label),
+            label,
+            f"is {found!r} but the session's folder is {folder!r}: haytham finds a session by its "
+            f"folders, so write {folder!r} here or rename the folder to {found!r}",
+        )
+        for label, found, folder in wrong
+    ]
+
+
 def _words(state: str) -> str:
     return state.replace("_", " ")
 
@@ -131,14 +159,19 @@ class _Lines:
 
     def status(self) -> int | None:
         """The line of the Metadata section's ``- Status:`` item."""
+        return self.metadata("Status")
+
+    def metadata(self, wanted: str) -> int | None:
+        """The line of the Metadata section's ``- {wanted}:`` item."""
         section = self.document.find("Metadata")
         if section is None:
             return None
+        key = normalise_label(wanted)
         for number, line in iter_unfenced_lines(section.body, section.body_line):
             if not line.lstrip().startswith("- "):
                 continue
             label, colon, _ = line.strip().removeprefix("- ").partition(":")
-            if colon and normalise_label(label) == STATUS_LABEL:
+            if colon and normalise_label(label) == key:
                 return number
         return None
 

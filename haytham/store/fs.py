@@ -4,6 +4,16 @@ A write goes to a hidden temporary file in the target's directory, is fsynced, r
 place with ``os.replace`` and the directory is fsynced, so a reader sees the old file or the
 new one and a save that returned survives a crash. Temporary files start with ``.`` and end
 with ``TMP_SUFFIX``: no ``*.md`` glob or listing of documents ever sees one.
+
+Every primitive turns an ``OSError`` into a ``haytham.errors.StorageError`` that names the
+file in plain words ("no space left on device while writing ...") and keeps the original as
+its cause.
+
+No write leaves its tree: while ``locked(directory)`` is held, or inside ``confined(root)``,
+every path a primitive writes, creates, locks or removes below that directory is checked
+component by component (``lstat``) and refused, naming the link and where it points, when a
+part is a symlink: git carries symlinks, so a pull request could plant ``history/`` pointing
+at ``/etc``. Lock files are opened with ``O_NOFOLLOW``. ``check_no_symlink`` is the one check.
 """
 
 from __future__ import annotations
@@ -11,9 +21,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
+import stat
 import time
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
+from typing import IO
 
 try:
     import fcntl
@@ -22,7 +36,7 @@ except ImportError:  # pragma: no cover - Windows: filelock
 
 from filelock import FileLock, Timeout
 
-from haytham.errors import LockTimeout
+from haytham.errors import LockTimeout, UnsafePathError, storage_error
 from haytham.format import layout
 
 TMP_SUFFIX = layout.TMP_SUFFIX
@@ -41,21 +55,90 @@ GITIGNORE_TEXT = (
 )
 
 
-def fsync_dir(directory: str | os.PathLike[str]) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_ROOTS: ContextVar[tuple[str, ...]] = ContextVar("haytham_confined_roots", default=())
+"""The directories (absolute, as written) below which every write is checked for symlinks."""
+
+
+@contextlib.contextmanager
+def confined(root: str | os.PathLike[str]) -> Iterator[None]:
+    """Check every path the primitives write below ``root`` for symlinks while the block runs
+    (``locked`` confines to its directory by itself)."""
+    token = _ROOTS.set((*_ROOTS.get(), os.path.abspath(root)))
     try:
-        os.fsync(fd)
+        yield
     finally:
-        os.close(fd)
+        _ROOTS.reset(token)
+
+
+def check_no_symlink(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> None:
+    """Refuse ``path`` (UnsafePathError naming the link and its target) when it, or any folder
+    between ``root`` and it, is a symlink.
+
+    Without ``root``, the outermost directory given to ``confined`` or held by ``locked`` that
+    holds ``path`` is the root; when there is none, only ``path`` itself is checked. Parts that
+    do not exist yet are fine: haytham creates them as real folders.
+    """
+    absolute = os.path.abspath(path)
+    roots = [os.path.abspath(root)] if root is not None else list(_ROOTS.get())
+    inside = [r for r in roots if absolute == r or absolute.startswith(r.rstrip(os.sep) + os.sep)]
+    start = min(inside, key=len) if inside else os.path.dirname(absolute)
+    parts = os.path.relpath(absolute, start).split(os.sep) if absolute != start else []
+    current = start
+    for part in parts:
+        current = os.path.join(current, part)
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            raise storage_error(error, current, "read") from error
+        if stat.S_ISLNK(mode):
+            raise _symlink_error(current, start)
+
+
+def _symlink_error(link: str, root: str) -> UnsafePathError:
+    try:
+        target = os.readlink(link)
+    except OSError:
+        target = "?"
+    error = UnsafePathError(
+        f"{link} is a symlink (to {target}): haytham never writes through a symlink inside "
+        f"{root}; replace it with a real file or folder",
+        field="path",
+    )
+    error.path = Path(link)
+    return error
+
+
+def fsync_dir(directory: str | os.PathLike[str]) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as error:
+        raise storage_error(error, directory, "write") from error
 
 
 def atomic_write(path: Path, text: str | bytes) -> None:
-    """Write ``text`` (as UTF-8) to ``path`` durably; the old content stays until the swap."""
+    """Write ``text`` (as UTF-8) to ``path`` durably; the old content stays until the swap.
+
+    StorageError names ``path`` when the file system refuses (no space, read-only, ...);
+    UnsafePathError when ``path`` or a folder on the way is a symlink (see the module).
+    """
+    check_no_symlink(path)
+    try:
+        _atomic_write(path, text)
+    except OSError as error:
+        raise storage_error(error, path, "write") from error
+
+
+def _atomic_write(path: Path, text: str | bytes) -> None:
     data = text.encode("utf-8") if isinstance(text, str) else text
     directory = os.path.dirname(path) or "."
-    tmp = os.path.join(
-        directory, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}"
-    )
+    tmp = _tmp_name(directory, path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:
@@ -74,21 +157,77 @@ def atomic_write(path: Path, text: str | bytes) -> None:
     fsync_dir(directory)
 
 
+@contextlib.contextmanager
+def atomic_stream(path: Path) -> Iterator[IO[bytes]]:
+    """A binary file to write ``path`` through, piece by piece, with ``atomic_write``'s promise:
+    the content appears at ``path`` whole (fsynced, replaced, directory fsynced) when the block
+    ends, and not at all if it raises. For large outputs (an export archive) that should not
+    be held in memory twice."""
+    check_no_symlink(path)
+    directory = os.path.dirname(path) or "."
+    tmp = _tmp_name(directory, path)
+    try:
+        handle = open(tmp, "xb")  # noqa: SIM115 - closed below, before the replace
+    except OSError as error:
+        raise storage_error(error, path, "write") from error
+    try:
+        with handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException as error:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if isinstance(error, OSError):
+            raise storage_error(error, path, "write") from error
+        raise
+    fsync_dir(directory)
+
+
+def _tmp_name(directory: str, path: str | os.PathLike[str]) -> str:
+    return os.path.join(
+        directory, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}"
+    )
+
+
 def make_dirs(path: Path) -> None:
-    """Create ``path`` and its parents, fsyncing each parent whose entries changed."""
+    """Create ``path`` and its parents, fsyncing each parent whose entries changed.
+
+    StorageError names the folder that could not be made; UnsafePathError refuses a symlink
+    on the way (see the module)."""
+    check_no_symlink(path)
     missing: list[Path] = []
     current = path
     while not current.exists():
         missing.append(current)
         current = current.parent
+    if not current.is_dir():
+        raise storage_error(OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)), path, "create")
     for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            directory.mkdir()
+        try:
+            with contextlib.suppress(FileExistsError):
+                directory.mkdir()
+        except OSError as error:
+            raise storage_error(error, directory, "create") from error
         fsync_dir(directory.parent)
+    if missing:
+        check_no_symlink(path)  # a link planted while the folders were being made
+
+
+def remove_tree(path: Path) -> None:
+    """Remove the folder ``path`` and everything in it, never through a symlink (a symlink
+    inside is removed as a link; ``path`` or a folder on the way being one is refused)."""
+    check_no_symlink(path)
+    try:
+        shutil.rmtree(path)
+    except OSError as error:
+        raise storage_error(error, path, "remove") from error
 
 
 def temporary_leftovers(directory: Path) -> list[Path]:
     """The temporary files a killed writer left in ``directory``."""
+    check_no_symlink(directory)
     try:
         names = os.listdir(directory)
     except FileNotFoundError:
@@ -104,29 +243,42 @@ def remove_leftovers(directory: Path) -> list[Path]:
     """
     removed = []
     for leftover in temporary_leftovers(directory):
-        with contextlib.suppress(FileNotFoundError):
-            leftover.unlink()
-            removed.append(leftover)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+                removed.append(leftover)
+        except OSError as error:
+            raise storage_error(error, leftover, "remove") from error
     return removed
 
 
 @contextlib.contextmanager
-def locked(directory: Path, timeout: float, what: str) -> Iterator[None]:
+def locked(directory: Path, timeout: float, what: str, *, root: Path | None = None) -> Iterator[None]:
     """Hold the OS lock of ``directory`` (released by the kernel if the holder dies).
 
     The lock is ``flock`` on ``directory/.haytham.lock`` (the file stays; it holds no data),
     taken directly where the platform has it and through filelock elsewhere or on a file
     system without flock. Like filelock's, it is not reentrant: each hold is its own open
     file, so two holds in one process exclude each other too. ``timeout`` < 0 waits forever.
+
+    While held, writes below ``directory`` are checked for symlinks (see the module); the lock
+    file is never followed if it is one. StorageError names the lock file when it cannot be
+    made (a read-only tree: readers use ``read_locked``). With ``root`` (the base directory),
+    ``directory`` itself is checked too, from ``root`` down.
     """
     path = os.path.join(directory, LOCK_NAME)
-    fd = _flock(path, timeout, what, directory) if fcntl is not None else None
+    check_no_symlink(path, root)
+    try:
+        fd = _flock(path, timeout, what, directory) if fcntl is not None else None
+    except OSError as error:
+        raise _lock_error(error, path) from error
     if fd is None:
-        with _filelock(path, timeout, what, directory):
+        with _filelock(path, timeout, what, directory), confined(directory):
             yield
         return
     try:
-        yield
+        with confined(directory):
+            yield
     finally:
         try:
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -134,18 +286,67 @@ def locked(directory: Path, timeout: float, what: str) -> Iterator[None]:
             os.close(fd)
 
 
+@contextlib.contextmanager
+def read_locked(directory: Path, timeout: float, what: str) -> Iterator[bool]:
+    """Hold the lock of ``directory`` for a read, if it can be had without writing; yield
+    whether it is held.
+
+    A read never writes: a lock file that does not exist is not created, and one that cannot
+    be opened for writing (a read-only checkout, another user's tree) is opened read-only,
+    which ``flock`` accepts. When even that fails, or flock is unavailable, the read goes on
+    unlocked (yielding False): a tree nobody can lock is one nobody can save to through
+    haytham, and each file is replaced whole, so the caller may compare two reads instead.
+    """
+    path = os.path.join(directory, LOCK_NAME)
+    fd = None
+    if fcntl is not None and os.path.isfile(path) and not os.path.islink(path):
+        try:
+            fd = _flock(path, timeout, what, directory, create=False)
+        except LockTimeout:
+            raise  # a writer holds it: as for a writer, the caller is told
+        except OSError:
+            fd = None
+    if fd is None:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def _lock_error(error: OSError, path: str) -> Exception:
+    if error.errno == errno.ELOOP:
+        return _symlink_error(path, os.path.dirname(path))
+    return storage_error(error, path, "write")
+
+
 _CONTENTION = frozenset({errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK})
 
 
-def _flock(path: str, timeout: float, what: str, directory: Path) -> int | None:
-    """An open descriptor of ``path`` holding its flock, or None when flock is unavailable."""
+def _flock(path: str, timeout: float, what: str, directory: Path, *, create: bool = True) -> int | None:
+    """An open descriptor of ``path`` holding its flock, or None when flock is unavailable.
+
+    With ``create=False`` (a reader), the file is not made, is opened read-only when it cannot
+    be opened for writing, and the lock is shared: readers exclude writers, not each other."""
     assert fcntl is not None
     deadline = None if timeout < 0 else time.monotonic() + timeout
     pause = 0.001
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if create:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
+        else:
+            try:
+                fd = os.open(path, os.O_RDWR | _NOFOLLOW)
+            except OSError as error:
+                if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                    raise
+                fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_EX if create else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except OSError as error:
             os.close(fd)
             if error.errno not in _CONTENTION:
@@ -190,6 +391,8 @@ def ensure_gitignore(base_dir: Path) -> None:
     """Give ``base_dir`` a .gitignore for haytham's lock, temporary files and the traces of
     interrupted operations; a .gitignore haytham wrote earlier gets the names it lacks."""
     target = base_dir / ".gitignore"
+    if os.path.islink(target):  # never written through, even when it dangles
+        return
     try:
         text = target.read_text("utf-8")
     except FileNotFoundError:

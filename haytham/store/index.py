@@ -82,6 +82,8 @@ class Index:
         if not enabled():
             return None
         directory = base_dir / INDEX_DIR
+        if directory.is_symlink():
+            return None  # never written through: the index is optional, a symlink is foreign
         try:
             if not directory.is_dir():
                 if not create or not base_dir.is_dir():

@@ -1274,7 +1274,7 @@ class CheckpointManager:
     def _render(self, kind: DocumentFormat[R], path: Path, record: R) -> str:
         """The text of ``record`` for ``path``, checked against its schema first."""
         kind.check_record(record, path)
-        text = kind.render(record)
+        text = kind.render_at(record, path)  # a person's added sections stay (formats.md, "Hand edits")
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:

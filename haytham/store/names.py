@@ -182,7 +182,11 @@ def check_no_case_twin(directory: Path, name: str, kind: str) -> None:
 
 
 def check_inside(base_dir: Path, path: Path) -> Path:
-    """Return ``path`` if it resolves inside ``base_dir``; a symlink leading out is refused."""
+    """Return ``path`` if it resolves inside ``base_dir``; a symlink leading out is refused.
+
+    The check of a session or project folder before it is opened. Writes go further, in one
+    place: ``fs.check_no_symlink`` refuses any symlink at all between the folder a write is
+    confined to (a held lock's, ``fs.confined``) and the file it opens, creates or removes."""
     resolved = path.resolve()
     root = base_dir.resolve()
     if resolved != root and root not in resolved.parents:

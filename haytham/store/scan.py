@@ -6,6 +6,7 @@ accepts what a linter would: the base dir, a project, a session or a single file
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import hashlib
 import json
@@ -31,6 +32,7 @@ from haytham.format.layout import (
 )
 from haytham.records import SessionManifest
 from haytham.store import index as _index
+from haytham.store.disagreements import folder_disagreements
 from haytham.store.fs import LOCK_NAME, TMP_SUFFIX
 from haytham.store.names import check_inside
 
@@ -172,7 +174,7 @@ def list_sessions(
             if kept is not None and kept[0] == ident:
                 remembered.append((position, kept[1]))
                 continue
-        result = results[position] = _summary_data(*MANIFEST.read_path(directory / MANIFEST_FILE))
+        result = results[position] = _summary_data(directory, *MANIFEST.read_path(directory / MANIFEST_FILE))
         if index is not None and st is not None and index.settled(st.st_mtime_ns, st.st_ctime_ns):
             learnt.append((name, ident, json.dumps(result)))
     if remembered:  # one json.loads for all of them is much cheaper than one each
@@ -187,7 +189,10 @@ def list_sessions(
             continue
         if (user_id and result["user_id"] != user_id) or (status and result["status"] != status):
             continue
-        summaries.append(SessionSummary(**result, path=directory))
+        issues += [_issue(data) for data in result.get("problems", ())]
+        summaries.append(
+            SessionSummary(**{k: v for k, v in result.items() if k != "problems"}, path=directory)
+        )
     if index is not None:
         listed = {name for _, name, _ in found}
         index.store("summary", learnt, forget=set(known) - listed if root == base_dir else ())
@@ -196,13 +201,21 @@ def list_sessions(
     return summaries, issues
 
 
-def _summary_data(manifest: SessionManifest | None, found: list[Issue]) -> dict[str, Any]:
-    """What a listing needs of one manifest, as JSON data: its summary, or its issues."""
+def _summary_data(directory: Path, manifest: SessionManifest | None, found: list[Issue]) -> dict[str, Any]:
+    """What a listing needs of one manifest, as JSON data: its summary, or its issues.
+
+    The ids are the folders' names, the ones every command opens the session by; a manifest
+    that names other ids adds its disagreement as a warning (``problems``)."""
     if manifest is None:
         return {"issues": [_issue_data(issue) for issue in found]}
+    problems = [
+        dataclasses.replace(issue, severity="warning")
+        for issue in folder_disagreements(directory / MANIFEST_FILE, manifest)
+    ]
     return {
-        "project_id": manifest.project_id,
-        "session_id": manifest.session_id,
+        **({"problems": [_issue_data(issue) for issue in problems]} if problems else {}),
+        "project_id": directory.parent.parent.name,
+        "session_id": directory.name,
         "user_id": manifest.user_id,
         "workflow_type": manifest.workflow_type,
         "execution_mode": manifest.execution_mode,
@@ -218,12 +231,13 @@ def _summary_data(manifest: SessionManifest | None, found: list[Issue]) -> dict[
 
 
 def _issue_data(issue: Issue) -> list[Any]:
-    return [None if issue.path is None else os.fspath(issue.path), issue.line, issue.field, issue.message]
+    where = None if issue.path is None else os.fspath(issue.path)
+    return [where, issue.line, issue.field, issue.message, issue.severity]
 
 
 def _issue(data: list[Any]) -> Issue:
-    path, line, field, message = data
-    return Issue(None if path is None else Path(path), line, field, message)
+    path, line, field, message, *severity = data  # no severity: remembered by an older haytham
+    return Issue(None if path is None else Path(path), line, field, message, *severity)
 
 
 def kind_of(path: Path) -> DocumentFormat[object] | None:

@@ -18,7 +18,7 @@ from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.records import PhaseCheckpoint, SessionManifest
 from haytham.store import history, lifecycle
 from haytham.store import progress as _progress
-from haytham.store.disagreements import disagreements
+from haytham.store.disagreements import disagreements, folder_disagreements
 from haytham.store.scan import agent_files, kind_of
 
 WorkflowOf = Callable[[Path, SessionManifest], Workflow]
@@ -33,6 +33,7 @@ def session_issues(
     manifest, issues = MANIFEST.read_path(manifest_path, cache=cache)
     if manifest is None:
         return issues
+    issues += folder_disagreements(manifest_path, manifest)
     phases = workflow_of(directory, manifest).phases_for(manifest.execution_mode)
     checkpoints: dict[int, PhaseCheckpoint] = {}
     unreadable: set[int] = set()
