@@ -2,13 +2,16 @@
 review, and resume after a crash, a failure or a review, using only the public store API.
 
 A phase is never run twice for the same attempt: agents whose outputs are saved as
-completed are skipped on resume, and a retried phase keeps its previous attempt under
-``attempts/{n}/`` (see ``CheckpointManager.start_attempt``).
+completed are skipped on resume, a retried phase keeps its previous attempt under
+``attempts/{n}/`` (see ``CheckpointManager.start_attempt``), and a run holds the session's
+run lease (``haytham.run.lease``) from start to end, so a second runner of the same session
+is refused at once instead of running the same attempt again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import inspect
 import time
@@ -23,6 +26,7 @@ from haytham.errors import HaythamError, InvalidArgumentError, WorkflowChangedEr
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
+from haytham.run.lease import run_lease
 from haytham.store import lifecycle
 from haytham.store.manager import CheckpointManager
 
@@ -214,7 +218,19 @@ class PhaseRunner:
         needs: a pending, interrupted or failed phase runs its missing agents; a phase sent
         back (with or without a review gate) or stale (built on outputs that changed since)
         is kept as an attempt and runs again; a phase awaiting review stops the run.
+
+        The run holds the session's run lease throughout: when another process is running
+        the session, SessionBusyError names it and nothing is run.
         """
+        with self._lease(project_id, session_id):
+            return self._run(project_id, session_id)
+
+    def _lease(self, project_id: str, session_id: str) -> contextlib.AbstractContextManager[object]:
+        """The session's run lease (the session must exist: its manifest is read first)."""
+        self.manager.load_manifest(project_id, session_id)
+        return run_lease(self.manager.session_dir(project_id, session_id), f"{project_id}/{session_id}")
+
+    def _run(self, project_id: str, session_id: str) -> RunResult:
         state = self.manager.load_session(project_id, session_id)
         self._check_workflow(project_id, session_id, state)
         self._check_agents(state["execution_mode"])
@@ -251,8 +267,9 @@ class PhaseRunner:
         """Keep phase ``from_phase`` and every later phase as attempts, then run the session
         (``CheckpointManager.archive_from``, then ``run``)."""
         self._check_agents(self.manager.load_manifest(project_id, session_id).execution_mode)
-        self.manager.archive_from(project_id, session_id, from_phase)
-        return self.run(project_id, session_id)
+        with self._lease(project_id, session_id):
+            self.manager.archive_from(project_id, session_id, from_phase)
+            return self._run(project_id, session_id)
 
     def _check_agents(self, mode: str) -> None:
         """Refuse, before anything is written, a run with no callable for an agent of ``mode``."""
