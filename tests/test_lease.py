@@ -95,7 +95,7 @@ def test_three_resumes_at_once_run_the_agents_once(tmp_path: Path) -> None:
     manager = manager_for(base)
     assert [a.number for a in manager.load_attempts(PROJECT, S, 2)] == [1, 2]
     assert manager.validate_session(PROJECT, S) == []
-    assert read_holder(manager.session_dir(PROJECT, S)) is None  # released: no record left
+    assert not (manager.session_dir(PROJECT, S) / LEASE_FILE).exists()  # released: no record left
 
 
 def test_a_dead_runners_lease_is_released_by_the_os(tmp_path: Path) -> None:
@@ -122,8 +122,9 @@ def test_a_dead_runners_lease_is_released_by_the_os(tmp_path: Path) -> None:
     holder.send_signal(signal.SIGKILL)
     holder.communicate()
     assert json.loads((session / LEASE_FILE).read_text("utf-8"))["pid"] == holder.pid  # left behind
+    assert read_holder(session) is not None  # a record without a holder means nothing
     assert runner_for(manager_for(base), Agents()).run(PROJECT, S).status == "awaiting_review"
-    assert read_holder(session) is None
+    assert not (session / LEASE_FILE).exists()
 
 
 def test_the_lease_file_is_git_ignored_and_reads_never_touch_it(tmp_path: Path) -> None:
@@ -135,7 +136,12 @@ def test_the_lease_file_is_git_ignored_and_reads_never_touch_it(tmp_path: Path) 
     manager.state(PROJECT, S)
     manager.validate_session(PROJECT, S)
     assert not (manager.session_dir(PROJECT, S) / LEASE_FILE).exists()
+    with run_lease(manager.session_dir(PROJECT, S), "x"):
+        assert (manager.session_dir(PROJECT, S) / LEASE_FILE).exists()
+        manager.state(PROJECT, S)  # reads go on while a run holds the lease
+        assert manager.validate_session(PROJECT, S) == []
+        assert manager.check(PROJECT, S) == []
     runner_for(manager, Agents()).run(PROJECT, S)
-    assert (manager.session_dir(PROJECT, S) / LEASE_FILE).exists()
+    assert not (manager.session_dir(PROJECT, S) / LEASE_FILE).exists()
     assert manager.validate_session(PROJECT, S) == []
     assert manager.check(PROJECT, S) == []

@@ -4,8 +4,9 @@ A run (``PhaseRunner.run`` and ``rerun``, so ``haytham resume``, ``rerun``, ``de
 the worker loop) first takes ``flock`` on the session's ``.haytham-run.lease`` without
 waiting, then writes who holds it (host, process, user, since) into that file. A second
 run of the same session is refused at once with ``SessionBusyError`` naming the holder;
-nothing of it runs. A runner that dies holds nothing: the kernel releases the lock with
-the process, and the next run takes it over (the old record is simply overwritten).
+nothing of it runs. The runner removes the file when the run ends. A runner that dies
+holds nothing: the kernel releases the lock with the process, and the next run takes the
+file over (the dead runner's record is overwritten).
 
 The lease is separate from the store's ``.haytham.lock``, which every save takes for a
 moment: the lease is held for minutes, across many saves, by the runner alone. Reads
@@ -105,25 +106,45 @@ def run_lease(session_dir: Path, what: str) -> Iterator[LeaseHolder]:
         finally:
             lock.release()
         return
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, 0o644)
+    fd = _take(path, session_dir, what)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            if error.errno in _CONTENTION:
-                raise _busy(session_dir, what) from None
-            raise
         record = json.dumps(asdict(me), sort_keys=True).encode("utf-8") + b"\n"
         os.ftruncate(fd, 0)
         os.pwrite(fd, record, 0)
         try:
             yield me
         finally:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)  # nobody holds it now; a record left behind would mislead
+            with contextlib.suppress(OSError):  # gone while held: nobody runs, no record misleads
+                path.unlink()
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
+        os.close(fd)
+
+
+def _take(path: Path, session_dir: Path, what: str) -> int:
+    """An open descriptor of the lease file holding its flock, or SessionBusyError.
+
+    The holder removes the file when it is done; a process that opened the old file just
+    before that would lock a file no longer in place, so the lock counts only when the file
+    locked is still the one at ``path`` (otherwise try again with the new one).
+    """
+    assert fcntl is not None
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        fd = os.open(path, flags, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            os.close(fd)
+            if error.errno in _CONTENTION:
+                raise _busy(session_dir, what) from None
+            raise
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
         os.close(fd)
 
 

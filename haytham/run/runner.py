@@ -25,6 +25,7 @@ from typing import Any, Literal
 from haytham.errors import HaythamError, InvalidArgumentError, WorkflowChangedError
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
+from haytham.git.autocommit import AutoCommit
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.run.lease import run_lease
 from haytham.store import lifecycle
@@ -202,6 +203,7 @@ class PhaseRunner:
         *,
         allow_workflow_change: bool = False,
         on_output_saved: Callable[[int, str], None] | None = None,
+        autocommit: AutoCommit | None = None,
     ) -> None:
         self.manager = manager
         self.workflow = workflow
@@ -210,6 +212,9 @@ class PhaseRunner:
         self.allow_workflow_change = allow_workflow_change
         self.on_output_saved = on_output_saved
         """Called with (phase, agent) after each output is on disk (the demo's --crash-after)."""
+        self.autocommit = autocommit
+        """Commits to git as the run goes (``haytham.git.autocommit``): the manager's events
+        give a commit for each phase finished; the runner adds one for each attempt archived."""
 
     def run(self, project_id: str, session_id: str) -> RunResult:
         """Run or resume the session until it completes, fails, or a phase awaits review.
@@ -268,7 +273,9 @@ class PhaseRunner:
         (``CheckpointManager.archive_from``, then ``run``)."""
         self._check_agents(self.manager.load_manifest(project_id, session_id).execution_mode)
         with self._lease(project_id, session_id):
-            self.manager.archive_from(project_id, session_id, from_phase)
+            archived = self.manager.archive_from(project_id, session_id, from_phase)
+            if self.autocommit is not None:
+                self.autocommit.attempt_archived(project_id, session_id, archived)
             return self._run(project_id, session_id)
 
     def _check_agents(self, mode: str) -> None:
@@ -477,6 +484,8 @@ class PhaseRunner:
                     retry_count=retries + 1,
                 )
         self.manager.start_attempt(project_id, session_id, phase.number)
+        if self.autocommit is not None:
+            self.autocommit.attempt_archived(project_id, session_id, [phase.number])
         return None
 
     def _await_review(
