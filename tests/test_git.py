@@ -473,7 +473,12 @@ def test_autocommit_commits_each_checkpoint_and_only_the_session(tmp_path: Path)
         f"haytham: {P}/{S} phase 1 Concept Expansion approved (review of attempt 1)",
         *(
             f"haytham: {P}/{S} phase {n} {name} completed (attempt 1)"
-            for n, name in [(2, "Market Research"), (3, "Niche Selection"), (6, "Validation"), (7, "Final Synthesis")]
+            for n, name in [
+                (2, "Market Research"),
+                (3, "Niche Selection"),
+                (6, "Validation"),
+                (7, "Final Synthesis"),
+            ]
         ),
     ]
     assert len(auto.commits) == 6
@@ -484,7 +489,9 @@ def test_autocommit_commits_each_checkpoint_and_only_the_session(tmp_path: Path)
     ]  # haytham's projects/.gitignore is committed with the session
     committed = set(git(repo, "log", "--name-only", "--format=").stdout.split())
     session = f"projects/{P}/sessions/{S}/"
-    assert all(path.startswith(session) or path in ("tracked.txt", "projects/.gitignore") for path in committed)
+    assert all(
+        path.startswith(session) or path in ("tracked.txt", "projects/.gitignore") for path in committed
+    )
     assert f"{session}phase_1_concept/user_feedback.md" in committed  # saved between checkpoints
     assert not any(path.endswith(".haytham.lock") for path in committed)
     assert [c.commit for c in path_log(manager.session_dir(P, S))] == auto.commits[::-1]

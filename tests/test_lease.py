@@ -23,7 +23,7 @@ from haytham.run.lease import SessionBusyError, read_holder, run_lease
 from haytham.store.fs import GITIGNORE_TEXT
 
 S = "s-1"
-AGENTS_MODULE = '''
+AGENTS_MODULE = """
 import os, time
 from pathlib import Path
 
@@ -39,7 +39,7 @@ def agent(context):
             break
         time.sleep(0.01)
     return f"# {context.agent_name}\\n\\nattempt {context.attempt}\\n"
-'''
+"""
 
 
 def sent_back_session(base: Path) -> None:

@@ -123,7 +123,9 @@ class AutoCommit:
             described.append(f"phase {number} {checkpoint.phase_name} attempt {checkpoint.retry_count}")
         if not described:
             return None
-        return self.record(project_id, session_id, f"{', '.join(described)} archived; the next attempt begins")
+        return self.record(
+            project_id, session_id, f"{', '.join(described)} archived; the next attempt begins"
+        )
 
     def message(self, event: Event) -> str | None:
         """The commit message for ``event``, or None when the event is not worth a commit."""
@@ -152,7 +154,9 @@ class AutoCommit:
             approves = feedback.approved or feedback.action in ("approved", "skipped")
             verdict = "approved" if approves else "sent back"
             attempt = checkpoint.retry_count + 1
-            return f"{where} phase {event.phase} {feedback.phase_name} {verdict} (review of attempt {attempt})"
+            return (
+                f"{where} phase {event.phase} {feedback.phase_name} {verdict} (review of attempt {attempt})"
+            )
         return None
 
     def _on_event(self, event: Event) -> None:
@@ -205,7 +209,9 @@ class AutoCommit:
     def _explain(self, project_id: str, session_id: str, message: str, error: Exception) -> GitError:
         stale = diagnose_index_lock(self.root, self.started)
         said = stale or str(error)
-        return GitError(f"auto-commit of {project_id}/{session_id} ({message!r}) failed: {said}", path=self.root)
+        return GitError(
+            f"auto-commit of {project_id}/{session_id} ({message!r}) failed: {said}", path=self.root
+        )
 
 
 def diagnose_index_lock(root: Path, since: float | None = None) -> str | None:

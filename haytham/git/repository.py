@@ -163,4 +163,14 @@ def path_log(path: str | os.PathLike[str], *, limit: int | None = None) -> list[
     return commits
 
 
-__all__ = ["Commit", "GitError", "commit_path", "commit_paths", "git_executable", "knows_author", "path_log", "repo_root", "run_git"]
+__all__ = [
+    "Commit",
+    "GitError",
+    "commit_path",
+    "commit_paths",
+    "git_executable",
+    "knows_author",
+    "path_log",
+    "repo_root",
+    "run_git",
+]
