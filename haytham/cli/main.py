@@ -31,6 +31,7 @@ COMMANDS = (
     "review",
     "resume",
     "rerun",
+    "runner",
     "validate",
     "doctor",
     "migrate",
@@ -42,6 +43,7 @@ COMMANDS = (
     "prune",
     "stats",
     "log",
+    "sync",
     "git",
 )
 """Every command, in the order docs/cli.md describes them."""

@@ -147,17 +147,29 @@ class AutoCommit:
         if event.name == "feedback_saved":
             if event.data.get("action") == "pending" and not event.data.get("approved"):
                 return None  # the runner's blank review: part of the phase's own commit
-            feedback = self.manager.load_feedback(event.project_id, event.session_id, event.phase)
-            if feedback is None or not feedback.reviewed:
-                return None
-            checkpoint = self.manager.load_checkpoint(event.project_id, event.session_id, event.phase)
-            approves = feedback.approved or feedback.action in ("approved", "skipped")
-            verdict = "approved" if approves else "sent back"
-            attempt = checkpoint.retry_count + 1
-            return (
-                f"{where} phase {event.phase} {feedback.phase_name} {verdict} (review of attempt {attempt})"
-            )
+            return self.review_message(event.project_id, event.session_id, event.phase)
         return None
+
+    def review_message(self, project_id: str, session_id: str, phase: int) -> str | None:
+        """``haytham: P/S phase N NAME approved (review of attempt K)`` (or ``sent back``), or
+        None when the phase's review file says it is not reviewed yet."""
+        feedback = self.manager.load_feedback(project_id, session_id, phase)
+        if feedback is None or not feedback.reviewed:
+            return None
+        checkpoint = self.manager.load_checkpoint(project_id, session_id, phase)
+        approves = feedback.approved or feedback.action in ("approved", "skipped")
+        verdict = "approved" if approves else "sent back"
+        attempt = checkpoint.retry_count + 1
+        where = f"haytham: {project_id}/{session_id}"
+        return f"{where} phase {phase} {feedback.phase_name} {verdict} (review of attempt {attempt})"
+
+    def review_saved(self, project_id: str, session_id: str, phase: int) -> str | None:
+        """Commit a review written without the manager (a person's editor, ``haytham review``)
+        as the reviewer; None when there was nothing to commit."""
+        message = self.review_message(project_id, session_id, phase)
+        if message is None:
+            return None
+        return self._guarded(project_id, session_id, phase, message, as_reviewer=True)
 
     def _on_event(self, event: Event) -> None:
         if not self._enabled or event.project_id is None or event.session_id is None:
