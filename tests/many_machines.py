@@ -52,7 +52,8 @@ LOG = Path(os.environ["MM_CALLS"])
 
 
 def agent(context):
-    line = f"{context.session_id}|{context.phase.number}|{context.agent_name}|{context.attempt}|{os.getpid()}\\n"
+    where = f"{context.session_id}|{context.phase.number}|{context.agent_name}"
+    line = f"{where}|{context.attempt}|{os.getpid()}\\n"
     fd = os.open(LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())
@@ -64,7 +65,8 @@ def agent(context):
         time.sleep(3600)
     return f"# {context.agent_name}\\n\\nattempt {context.attempt}; comments: {context.comments or '-'}\\n"
 '''
-REVIEWER_SCRIPT = '''"""A reviewer's laptop: sync, review its share of what awaits review, until all is done."""
+REVIEWER_SCRIPT = '''"""A reviewer's laptop: sync, review its share of what awaits review, until all is done.
+"""
 import json
 import subprocess
 import sys

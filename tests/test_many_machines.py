@@ -5,18 +5,28 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from many_machines import (
+    GATED,
     PROJECT,
     clone,
+    environment,
     git,
     run_scenario,
+    seeded_origin,
     session_name,
+    start_worker,
 )
 
 from haytham.format.layout import CLAIM_FILE
+from haytham.git.claims import SessionClaimed, claim_session, read_claim
+from haytham.git.sync import DriverNotConfigured, SyncConflict, driver_configured, sync
 from haytham.store.manager import CheckpointManager
 
 
@@ -70,3 +80,146 @@ def test_two_workers_and_a_reviewer_finish_three_sessions(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_four_workers_and_two_reviewers_finish_twelve_sessions(tmp_path: Path) -> None:
     check_outcome(tmp_path, workers=4, reviewers=2, sessions=12)
+
+
+# ------------------------------------------------------------------------ claims
+
+
+def test_a_killed_workers_claim_expires_and_another_worker_takes_the_session_over(tmp_path: Path) -> None:
+    origin = seeded_origin(tmp_path, 1)
+    session = session_name(1)
+    hanging = tmp_path / "hanging"
+    env = environment(tmp_path)
+    doomed = start_worker(
+        tmp_path, origin, "worker-a", {**env, "MM_HANG": session, "MM_HANGING": str(hanging)}, claim_seconds=2
+    )
+    while not hanging.exists():  # its agent runs: its claim is on the remote
+        assert doomed.poll() is None, doomed.communicate()
+        time.sleep(0.05)
+    doomed.send_signal(signal.SIGKILL)
+    doomed.communicate()
+    claim_path = f"projects/{PROJECT}/sessions/{session}/{CLAIM_FILE}"
+    assert json.loads(git(origin, "show", f"main:{claim_path}"))["worker"] == "worker-a"
+
+    heir = start_worker(tmp_path, origin, "worker-b", env, claim_seconds=600, more=("--max", "2"))
+    reviewer = clone(origin, tmp_path / "reviewer", "reviewer")
+    reviewed = subprocess.run(
+        [sys.executable, str(tmp_path / "mm_reviewer.py"), str(reviewer), "0", "1", "1"],
+        cwd=reviewer,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert reviewed.returncode == 0, reviewed.stderr
+    out, err = heir.communicate(timeout=600)
+    assert heir.returncode == 0, err
+    report = json.loads(out)
+    assert report["takeovers"] == 1
+    assert [run[2] for run in report["runs"]] == ["awaiting_review", "completed"]
+    subjects = git(origin, "log", "--format=%s", "main")
+    assert f"haytham: {PROJECT}/{session} claimed by worker-b until " in subjects
+    assert "(took over from worker worker-a (process " in subjects  # the takeover is recorded
+
+    fresh = clone(origin, tmp_path / "fresh", "auditor")
+    manager = CheckpointManager(fresh / "projects")
+    assert manager.state(PROJECT, session).state == "completed"
+    assert manager.validate_session(PROJECT, session) == []
+    assert not (manager.session_dir(PROJECT, session) / CLAIM_FILE).exists()
+
+
+def test_two_workers_claiming_one_session_at_once_one_wins_the_other_is_told_who(tmp_path: Path) -> None:
+    origin = seeded_origin(tmp_path, 1)
+    a, b = clone(origin, tmp_path / "a", "a"), clone(origin, tmp_path / "b", "b")
+    what = f"{PROJECT}/{session_name(1)}"
+    won = claim_session(
+        a, a / "projects" / PROJECT / "sessions" / session_name(1), what, worker="a", ttl=600, remote="origin"
+    )
+    head = git(b, "rev-parse", "HEAD")
+    session_b = b / "projects" / PROJECT / "sessions" / session_name(1)
+    with pytest.raises(SessionClaimed) as lost:
+        claim_session(b, session_b, what, worker="b", ttl=600, remote="origin")
+    assert str(lost.value) == f"session {what} is claimed by {won.describe()}"
+    assert str(lost.value).endswith(f"until {won.expires}")
+    assert read_claim(session_b) == won  # b now has a's claim, and no claim commit of its own
+    assert "claimed by b" not in git(b, "log", "--format=%s")
+    assert git(b, "merge-base", "--is-ancestor", head.strip(), "HEAD", check=False) == ""
+
+
+# -------------------------------------------------------------------------- sync
+
+
+def test_a_clone_without_the_driver_refuses_to_merge_or_sets_it_up(tmp_path: Path) -> None:
+    origin = seeded_origin(tmp_path, 1)
+    other = clone(origin, tmp_path / "other", "other")
+    CheckpointManager(other / "projects", workflows=[GATED]).create_session(
+        PROJECT, "s-new", "bob", GATED, "full"
+    )
+    git(other, "add", "-A")
+    git(other, "commit", "-q", "-m", "bob's session")
+    assert sync(other, "origin").pushed
+    bare = clone(origin, tmp_path / "bare-clone", "carol", driver=False)
+    git(bare, "reset", "-q", "--hard", "HEAD~1")  # behind the remote
+    before = git(bare, "rev-parse", "HEAD")
+    assert not driver_configured(bare)
+    with pytest.raises(DriverNotConfigured, match="the haytham merge driver is not configured in "):
+        sync(bare, "origin")
+    assert git(bare, "rev-parse", "HEAD") == before  # nothing was merged
+    refused = subprocess.run(
+        [sys.executable, "-m", "haytham", "sync", "--base-dir", "projects"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: the haytham merge driver is not configured in ")
+    assert "`haytham git setup`" in refused.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "haytham", "sync", "--setup-driver", "--base-dir", "projects", "--json"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["driver_set_up"] is True
+    assert driver_configured(bare)
+    assert (bare / "projects" / PROJECT / "sessions" / "s-new").is_dir()
+
+
+def test_the_same_session_created_by_two_users_is_a_true_conflict_and_nothing_is_lost(tmp_path: Path) -> None:
+    origin = seeded_origin(tmp_path, 1)
+    a, b = clone(origin, tmp_path / "a", "ada"), clone(origin, tmp_path / "b", "bob")
+    for repo, user in ((a, "ada"), (b, "bob")):
+        CheckpointManager(repo / "projects", workflows=[GATED]).create_session(
+            PROJECT, "s-dup", user, GATED, "full"
+        )
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"{user} creates s-dup")
+    assert sync(a, "origin").pushed
+    mine = git(b, "rev-parse", "HEAD")
+    result = subprocess.run(
+        [sys.executable, "-m", "haytham", "sync", "--base-dir", "projects"],
+        cwd=b,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    manifest = f"projects/{PROJECT}/sessions/s-dup/session_manifest.md"
+    assert result.stderr.startswith("Error: sync stopped at a true conflict with origin/main in ")
+    assert f"{manifest} line " in result.stderr
+    assert "Nothing was lost: the merge was undone" in result.stderr
+    with pytest.raises(SyncConflict) as caught:
+        sync(b, "origin")
+    assert any(spot.path == manifest and spot.line is not None for spot in caught.value.spots)
+    assert git(b, "rev-parse", "HEAD") == mine  # the local commit is kept
+    assert git(b, "status", "--porcelain") == ""  # no half-merged files
+    assert git(b, "rev-parse", "-q", "--verify", "MERGE_HEAD", check=False) == ""
+    doctor = subprocess.run(
+        [sys.executable, "-m", "haytham", "doctor", PROJECT, "s-dup", "--base-dir", "projects"],
+        cwd=b,
+        capture_output=True,
+        text=True,
+    )
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert CheckpointManager(b / "projects").load_manifest(PROJECT, "s-dup").user_id == "bob"
