@@ -70,7 +70,7 @@ def commit_options(function: F) -> F:
     function = click.option(
         "--push",
         is_flag=True,
-        help="After committing, sync with the remote (fetch, merge with haytham's driver, push). "
+        help="Sync with the remote before (fetch, merge with haytham's driver) and after (push). "
         "Implies --commit.",
     )(function)
     return click.option(
@@ -93,6 +93,13 @@ class Commits:
         if commit or push:
             self.auto = AutoCommit(manager)
             manager.on("commit_failed", self._echo_failure)
+
+    def pull(self) -> None:
+        """With --push, merge the remote's latest first (``sync`` without a push), so that the
+        command works on what the other machines did."""
+        if self.auto is not None and self.push:
+            result = sync(self.auto.root, self.remote, base_dir=self.manager.base_dir, push=False)
+            click.echo(describe_sync(result), err=True)
 
     @staticmethod
     def _echo_failure(event: Event) -> None:

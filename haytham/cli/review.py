@@ -208,8 +208,9 @@ def feedback(
             "--comment and --change need --approve or --reject (without them the editor opens)"
         )
     manager = CheckpointManager(base_dir)
-    checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before a phase ran
     commits = Commits(manager, commit, push, remote)
+    commits.pull()
+    checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before a phase ran
     if not (approve or reject):
         edited = edit_feedback(manager, project, session, phase)
         report(manager, project, session, edited)
@@ -364,8 +365,7 @@ def review(
     """
     manager = CheckpointManager(base_dir)
     commits = Commits(manager, commit, push, remote)
-    if commits.auto is not None and push:
-        click.echo(describe_sync(sync(commits.auto.root, remote, base_dir=base_dir, push=False)), err=True)
+    commits.pull()  # the others' reviews first
     items, warnings = awaiting_review(manager, project, session)
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)

@@ -117,6 +117,7 @@ def demo(
         click.echo(str(event))  # click.echo flushes: the line is out before a crash_after exit
 
     commits = Commits(manager, commit, push, remote)
+    commits.pull()
     result = run_demo(
         manager, session_id, mode, review, resume=resume, crash_after=crash_after, on_event=show
     )
@@ -213,6 +214,8 @@ def _run(
 ) -> None:
     """``resume`` and ``rerun``: resolve the agents, run, say where the run stopped."""
     manager = CheckpointManager(base_dir)
+    commits = Commits(manager, *git)
+    commits.pull()
     workflow = manager.session_workflow(project, session)
     mode = manager.load_manifest(project, session).execution_mode
     if from_phase is not None:
@@ -231,7 +234,6 @@ def _run(
         if not as_json:
             click.echo(f"  saved phase {phase} {agent}")
 
-    commits = Commits(manager, *git)
     runner = PhaseRunner(manager, workflow, agents, on_output_saved=saved, autocommit=commits.auto)
     if not as_json:
         again = f" from phase {from_phase}" if from_phase is not None else ""
