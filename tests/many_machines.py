@@ -82,7 +82,7 @@ clone, share, shares, total = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[
 base = clone / "projects"
 reviews = {"approved": 0, "sent_back": 0, "failed_pushes": 0}
 while True:
-    sync(clone, "origin", push=False)
+    sync(clone, "origin")  # also pushes a review whose own push gave up
     manager = CheckpointManager(base)
     found, _ = list_sessions(base)
     states = {s.session_id: manager.state(s.project_id, s.session_id).state for s in found}
@@ -252,7 +252,15 @@ def run_scenario(tmp: Path, *, workers: int, reviewers: int, sessions: int) -> O
         )
         for n, path in enumerate(reviewer_clones)
     ]
-    reviewer_out = [p.communicate(timeout=1800) for p in reviewer_processes]
+    while any(p.poll() is None for p in reviewer_processes):
+        if any(p.poll() is not None for p in worker_processes):  # a worker died: stop everything
+            for process in (*reviewer_processes, *worker_processes):
+                if process.poll() is None:
+                    process.kill()
+            said = [p.communicate() for p in (*reviewer_processes, *worker_processes)]
+            raise AssertionError(f"a worker stopped before the end: {said}")
+        time.sleep(0.2)
+    reviewer_out = [p.communicate() for p in reviewer_processes]
     for process in worker_processes:
         process.send_signal(signal.SIGTERM)
     worker_out = [p.communicate(timeout=600) for p in worker_processes]

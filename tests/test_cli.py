@@ -229,6 +229,8 @@ CONFIGURED: dict[str, tuple[list[str], str | None, str]] = {
     "stats": (["stats"], None, "1 session: 0 in progress, 0 completed, 0 failed, 1 awaiting review"),
     "log": (["log", P, S], None, "the demo session"),
     "git setup": (["git", "setup"], ".gitattributes", "data/**/session_manifest.md merge=haytham"),
+    "sync": (["sync", "--remote", ".", "--setup-driver"], ".gitattributes", "set up the merge driver"),
+    "runner": (["runner", "--remote", ".", "--until-idle", "--setup-driver"], ".gitattributes", "stopped: 0 runs"),
 }
 
 

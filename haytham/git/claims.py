@@ -22,14 +22,15 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from haytham.errors import HaythamError
 from haytham.format.layout import CLAIM_FILE
-from haytham.git.repository import GitError, commit_paths, relative_to_root, run_git
-from haytham.git.sync import DEFAULT_ATTEMPTS, current_branch, fetch, sync
+from haytham.git.repository import commit_paths, relative_to_root, run_git
+from haytham.git.sync import DEFAULT_ATTEMPTS, PushRejected, backoff_pause, current_branch, fetch, sync
 from haytham.store import fs
 
 _FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -113,7 +114,9 @@ def claim_session(
     success the claim is on the remote, and the working tree has the remote's latest files.
     """
     branch = current_branch(root)
-    for _ in range(attempts):
+    for attempt in range(attempts):
+        if attempt:
+            time.sleep(backoff_pause(attempt))
         held = read_claim(session_dir)
         if held is not None and held.worker != worker and not held.expired():
             raise SessionClaimed(f"session {what} is claimed by {held.describe()}", held)
@@ -144,7 +147,11 @@ def claim_session(
             if held is not None and held.worker != worker and not held.expired():
                 raise SessionClaimed(f"session {what} is claimed by {held.describe()}", held)
         sync(root, remote, push=False)
-    raise GitError(f"could not push a claim of {what} to {remote} after {attempts} tries", path=root)
+    raise PushRejected(
+        f"could not push a claim of {what} to {remote} after {attempts} tries (other machines kept "
+        "pushing first); nothing was claimed",
+        path=root,
+    )
 
 
 def release_claim(

@@ -36,8 +36,15 @@ DEFAULT_ATTEMPTS = 12
 FALLBACK_IDENTITY = ("haytham", "haytham@localhost")
 """Who a merge commit is by when git knows no user in this clone (a worker host)."""
 _REJECTED = re.compile(
-    r"\[rejected\]|\[remote rejected\].*(?:lock|fast-forward)|fetch first|non-fast-forward"
+    r"\[rejected\]|fetch first|non-fast-forward|cannot lock ref|failed to update ref|"
+    r"\[remote rejected\].*(?:lock|fast-forward|update ref)"
 )
+"""What git says when another machine pushed first (or was pushing at that very moment)."""
+
+
+class PushRejected(GitError):
+    """Every push was rejected because other machines kept pushing first; nothing is lost
+    (the commits stay local) and a later sync pushes them."""
 
 
 class DriverNotConfigured(GitError):
@@ -77,6 +84,12 @@ class SyncResult:
     """How many pushes were rejected because another machine pushed first."""
     driver_set_up: bool
     """True when this sync configured the merge driver in this clone."""
+
+
+def backoff_pause(attempt: int, backoff: float = 0.05) -> float:
+    """Seconds to wait before retry ``attempt`` (1, 2, ...): ``backoff`` doubling up to 2 s,
+    times a random factor in [0.5, 1.5) so that machines rejected together spread out."""
+    return min(2.0, backoff * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.5)
 
 
 def driver_configured(root: Path) -> bool:
@@ -142,7 +155,7 @@ def sync(
     retries = 0
     for attempt in range(attempts + 1):
         if attempt:
-            pause = min(2.0, backoff * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+            pause = backoff_pause(attempt, backoff)
             if on_retry is not None:
                 on_retry(attempt, pause)
             time.sleep(pause)
@@ -158,7 +171,7 @@ def sync(
         if not _REJECTED.search(said):
             raise GitError(f"git push {remote} {branch} failed in {root}: {said.strip()}", path=root)
         retries += 1
-    raise GitError(
+    raise PushRejected(
         f"the push to {remote}/{branch} was rejected {retries} times (other machines kept pushing "
         f"first); your commits are kept in {root}: run haytham sync again",
         path=root,
@@ -257,8 +270,10 @@ __all__ = [
     "DEFAULT_REMOTE",
     "ConflictSpot",
     "DriverNotConfigured",
+    "PushRejected",
     "SyncConflict",
     "SyncResult",
+    "backoff_pause",
     "current_branch",
     "driver_configured",
     "ensure_driver",

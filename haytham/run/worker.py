@@ -27,7 +27,7 @@ from haytham.format.workflow import Workflow
 from haytham.git.autocommit import AutoCommit
 from haytham.git.claims import SessionClaimed, claim_session, claimable, default_worker, release_claim
 from haytham.git.repository import repo_root
-from haytham.git.sync import DEFAULT_REMOTE, sync
+from haytham.git.sync import DEFAULT_ATTEMPTS, DEFAULT_REMOTE, PushRejected, sync
 from haytham.run.runner import Agent, PhaseRunner, RunResult
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import list_sessions
@@ -121,7 +121,21 @@ class Worker:
                 if self._claim_and_run(project_id, session_id):
                     break
         self.report.stopped = self.stopping
+        self._final_push()
         return self.report
+
+    def _final_push(self) -> None:
+        """Before the loop ends, every commit of this worker must be on the remote: a push
+        rejected by a busy remote is tried again (a PushRejected after that is raised)."""
+        for _ in range(4):
+            try:
+                result = sync(self.root, self.remote, base_dir=self.manager.base_dir)
+            except PushRejected:
+                self.report.push_retries += DEFAULT_ATTEMPTS
+                continue
+            self.report.push_retries += result.retries
+            return
+        sync(self.root, self.remote, base_dir=self.manager.base_dir)
 
     # ----------------------------------------------------------------- one session
 
@@ -139,7 +153,7 @@ class Worker:
                 remote=self.remote,
                 identity=self.identity,
             )
-        except SessionClaimed as lost:
+        except (SessionClaimed, PushRejected) as lost:
             self.report.claims_lost += 1
             self.say(f"{self.worker}: {lost}")
             return False
@@ -201,8 +215,14 @@ class Worker:
     # ---------------------------------------------------------------------- helpers
 
     def _sync(self, *, set_up: bool) -> None:
-        result = sync(self.root, self.remote, base_dir=self.manager.base_dir, set_up_driver=set_up)
+        """Sync; a push rejected every time (a busy remote) is retried at the next turn."""
         self.report.syncs += 1
+        try:
+            result = sync(self.root, self.remote, base_dir=self.manager.base_dir, set_up_driver=set_up)
+        except PushRejected as busy:
+            self.report.push_retries += DEFAULT_ATTEMPTS
+            self.say(f"{self.worker}: {busy}")
+            return
         self.report.push_retries += result.retries
 
     def _candidates(self) -> list[tuple[str, str]]:
