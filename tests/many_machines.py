@@ -63,6 +63,11 @@ def agent(context):
     if hang and context.session_id == hang:  # the worker to be killed: hold the claim forever
         Path(os.environ["MM_HANGING"]).touch()
         time.sleep(3600)
+    block = os.environ.get("MM_BLOCK")
+    if block and context.session_id == block:  # the worker to be stopped: wait to be let go
+        Path(os.environ["MM_HANGING"]).touch()
+        while not Path(os.environ["MM_RELEASE"]).exists():
+            time.sleep(0.05)
     return f"# {context.agent_name}\\n\\nattempt {context.attempt}; comments: {context.comments or '-'}\\n"
 '''
 REVIEWER_SCRIPT = '''"""A reviewer's laptop: sync, review its share of what awaits review, until all is done.

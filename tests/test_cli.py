@@ -230,7 +230,11 @@ CONFIGURED: dict[str, tuple[list[str], str | None, str]] = {
     "log": (["log", P, S], None, "the demo session"),
     "git setup": (["git", "setup"], ".gitattributes", "data/**/session_manifest.md merge=haytham"),
     "sync": (["sync", "--remote", ".", "--setup-driver"], ".gitattributes", "set up the merge driver"),
-    "runner": (["runner", "--remote", ".", "--until-idle", "--setup-driver"], ".gitattributes", "stopped: 0 runs"),
+    "runner": (
+        ["runner", "--remote", ".", "--until-idle", "--setup-driver"],
+        ".gitattributes",
+        "stopped: 0 runs",
+    ),
 }
 
 

@@ -223,3 +223,34 @@ def test_the_same_session_created_by_two_users_is_a_true_conflict_and_nothing_is
     )
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert CheckpointManager(b / "projects").load_manifest(PROJECT, "s-dup").user_id == "bob"
+
+
+def test_sigterm_stops_a_worker_cleanly_releasing_its_claim_and_keeping_its_outputs(tmp_path: Path) -> None:
+    origin = seeded_origin(tmp_path, 1)
+    session = session_name(1)
+    hanging, release = tmp_path / "hanging", tmp_path / "release"
+    env = environment(tmp_path)
+    blocked = {**env, "MM_BLOCK": session, "MM_HANGING": str(hanging), "MM_RELEASE": str(release)}
+    worker = start_worker(tmp_path, origin, "worker-a", blocked)
+    while not hanging.exists():
+        assert worker.poll() is None, worker.communicate()
+        time.sleep(0.05)
+    worker.send_signal(signal.SIGTERM)
+    release.touch()  # the agent finishes; the worker stops right after its output is saved
+    out, err = worker.communicate(timeout=300)
+    assert worker.returncode == 0, err
+    report = json.loads(out)
+    assert report["stopped"] is True and report["runs"] == [[PROJECT, session, "stopped"]]
+    subjects = git(origin, "log", "--format=%s", "main")
+    assert f"haytham: {PROJECT}/{session} released by worker-a (stopped)" in subjects
+    fresh = clone(origin, tmp_path / "fresh", "auditor")
+    manager = CheckpointManager(fresh / "projects")
+    assert not (manager.session_dir(PROJECT, session) / CLAIM_FILE).exists()
+    assert manager.load_agent_output(PROJECT, session, 1, "writer").status == "completed"  # kept
+    assert manager.state(PROJECT, session).current.state == "in_progress"  # type: ignore[union-attr]
+    heir = start_worker(tmp_path, origin, "worker-b", env, more=("--max", "1"))
+    out, err = heir.communicate(timeout=300)
+    assert heir.returncode == 0, err
+    assert json.loads(out)["runs"] == [[PROJECT, session, "awaiting_review"]]
+    calls = (tmp_path / "calls.log").read_text("utf-8").splitlines()
+    assert [line.rsplit("|", 1)[0] for line in calls] == [f"{session}|1|writer|1"]  # not run again

@@ -112,7 +112,10 @@ def ensure_driver(root: Path, base_dir: Path | None, *, set_up: bool) -> bool:
         )
     result = setup(root, base_dir if base_dir is not None else root / "projects")
     if result.added_lines:
-        commit_paths(root, [result.attributes], "haytham: merge session files with haytham's driver")
+        who = None if knows_author(root) else FALLBACK_IDENTITY
+        commit_paths(
+            root, [result.attributes], "haytham: merge session files with haytham's driver", identity=who
+        )
     return True
 
 

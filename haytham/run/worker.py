@@ -26,7 +26,7 @@ from haytham.errors import HaythamError
 from haytham.format.workflow import Workflow
 from haytham.git.autocommit import AutoCommit
 from haytham.git.claims import SessionClaimed, claim_session, claimable, default_worker, release_claim
-from haytham.git.repository import repo_root
+from haytham.git.repository import knows_author, repo_root
 from haytham.git.sync import DEFAULT_ATTEMPTS, DEFAULT_REMOTE, PushRejected, sync
 from haytham.run.runner import Agent, PhaseRunner, RunResult
 from haytham.store.manager import CheckpointManager
@@ -84,11 +84,14 @@ class Worker:
         self.claim_seconds = claim_seconds
         self.poll_seconds = poll_seconds
         self.worker = worker or default_worker()
+        self.root = repo_root(manager.base_dir)
+        if identity is None and not knows_author(self.root):  # a bare worker host: name it
+            identity = (self.worker, f"{self.worker.split(':')[0]}@haytham.invalid")
         self.identity = identity
+        """Who the worker's commits are by (git's user of the clone unless given or unknown)."""
         self.set_up_driver = set_up_driver
         self.until_idle = until_idle
         self.say = on_message or (lambda message: None)
-        self.root = repo_root(manager.base_dir)
         self.report = WorkerReport(self.worker)
         self.autocommit = AutoCommit(manager, self.root, identity=identity)
         """Commits each phase finished and attempt archived (``haytham.git.autocommit``)."""
