@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from many_machines import clone, run_scenario  # noqa: E402
+from many_machines import clone, run_scenario
 
 
 def main() -> None:
