@@ -136,3 +136,33 @@ def test_resume_and_feedback_commit_once_per_event_and_push(tmp_path: Path) -> N
 def test_autocommit_with_no_repository_is_still_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(GitError, match="not inside a git repository"):
         AutoCommit(CheckpointManager(tmp_path / "projects"))
+
+
+def test_review_push_fetches_first_and_pushes_each_review_as_its_own_commit(tmp_path: Path) -> None:
+    origin = seeded_origin(tmp_path, 2)
+    runner = clone(origin, tmp_path / "runner", "runner")
+    reviewer = clone(origin, tmp_path / "reviewer", "rita")
+    env = environment(tmp_path)
+    for session in ("s-001", "s-002"):
+        ran = haytham(runner, "resume", PROJECT, session, "--agents", "mm_agents:agent", "--push", env=env)
+        assert ran.returncode == 0, ran.stderr
+    script = tmp_path / "approve.py"
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nfrom pathlib import Path\npath = Path(sys.argv[1])\n"
+        "text = path.read_text().replace('Reviewed: false', 'Reviewed: yes')\n"
+        "text = text.replace('Approved: false', 'Approved: yes')\n"
+        "text = text.replace('Action: pending', 'Action: approved')\n"
+        "path.write_text(text)\n",
+        "utf-8",
+    )
+    script.chmod(0o755)
+    walked = haytham(reviewer, "review", "--push", env={**env, "EDITOR": str(script), "VISUAL": ""})
+    assert walked.returncode == 0, walked.stdout + walked.stderr
+    assert "2 phases await review" in walked.stdout  # seen because the walk fetched first
+    assert walked.stderr.count("pushed") == 2  # each review shared as soon as it was saved
+    log = git(origin, "log", "--format=%an|%s", "main").splitlines()
+    reviews = [line for line in log if "(review of attempt" in line]
+    assert sorted(reviews) == [
+        f"rita|haytham: {PROJECT}/{session} phase 1 Idea approved (review of attempt 1)"
+        for session in ("s-001", "s-002")
+    ]
