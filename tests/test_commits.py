@@ -15,6 +15,7 @@ from small_workflow import Agents, manager_for, new_session, runner_for
 
 from haytham.git.autocommit import AutoCommit, diagnose_index_lock
 from haytham.git.repository import GitError
+from haytham.run.runner import PhaseRunner
 from haytham.store.events import Event
 from haytham.store.manager import CheckpointManager
 
@@ -166,3 +167,32 @@ def test_review_push_fetches_first_and_pushes_each_review_as_its_own_commit(tmp_
         f"rita|haytham: {PROJECT}/{session} phase 1 Idea approved (review of attempt 1)"
         for session in ("s-001", "s-002")
     ]
+
+
+def test_rerun_fork_and_record_each_make_one_commit_saying_what_happened(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.name", "runner")
+    git(repo, "config", "user.email", "runner@example.com")
+    manager = manager_for(repo / "projects")
+    auto = AutoCommit(manager)
+    new_session(manager, "s-1")
+    runner = PhaseRunner(manager, runner_for(manager, Agents()).workflow, Agents().mapping(), autocommit=auto)
+    assert runner.run(PROJECT, "s-1").status == "awaiting_review"
+    manager.save_user_feedback(PROJECT, "s-1", 2, reviewed=True, approved=True)
+    assert runner.run(PROJECT, "s-1").status == "completed"
+    before = len(auto.commits)
+    assert runner.rerun(PROJECT, "s-1", 3).status == "completed"
+    manager.fork_session(PROJECT, "s-1", "s-2", 3)
+    auto.record(PROJECT, "s-2", "imported from s-2.json")  # nothing changed: no commit
+    subjects = git(repo, "log", "--format=%s", "main").splitlines()[::-1][before:]
+    where = f"haytham: {PROJECT}/s-1"
+    assert subjects == [
+        f"{where} phase 3 Plan attempt 1, phase 4 Pitch attempt 1 archived; the next attempt begins",
+        f"{where} phase 3 Plan completed (attempt 2)",
+        f"{where} phase 4 Pitch completed (attempt 2)",
+        f"haytham: {PROJECT}/s-2 forked from {PROJECT}/s-1 at phase 3",
+    ]
+    assert len(auto.commits) == before + 4 and auto.failures == []
+    assert git(repo, "status", "--porcelain") == ""
