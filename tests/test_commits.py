@@ -96,6 +96,7 @@ def test_resume_commit_reports_a_failed_commit_and_exits_non_zero(tmp_path: Path
     assert "Error: 1 auto-commit failed (above); the session's files are saved but not committed" in (
         result.stderr
     )
+    assert "Traceback" not in result.stderr
 
 
 def test_resume_and_feedback_commit_once_per_event_and_push(tmp_path: Path) -> None:

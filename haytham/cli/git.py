@@ -91,7 +91,7 @@ class Commits:
         self.remote = remote
         self.auto: AutoCommit | None = None
         if commit or push:
-            self.auto = AutoCommit(manager)
+            self.auto = AutoCommit(manager, log_failures=False)  # printed by _echo_failure
             manager.on("commit_failed", self._echo_failure)
 
     def pull(self) -> None:

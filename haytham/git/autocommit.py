@@ -48,8 +48,9 @@ class AutoCommit:
     The repository is the one holding ``repo_path`` (default: the manager's base_dir); it
     is checked at once, so a missing git or a directory outside any repository is a clear
     ``GitError`` here rather than a failure later. ``identity=(name, email)`` commits a
-    runner's work as that name instead of git's configured user; reviews are always
-    committed as git's configured user. ``events`` narrows what is committed.
+    runner's work as that name instead of git's configured user; reviews are committed as
+    git's configured user. ``events`` narrows what is committed. A failed commit is kept in
+    ``failures`` and emitted as ``commit_failed``, and (``log_failures``) logged.
     """
 
     def __init__(
@@ -59,6 +60,7 @@ class AutoCommit:
         *,
         identity: tuple[str, str] | None = None,
         events: Iterable[EventName] = AUTO_COMMIT_EVENTS,
+        log_failures: bool = True,
     ) -> None:
         chosen = tuple(dict.fromkeys(events))
         unknown = [name for name in chosen if name not in AUTO_COMMIT_EVENTS]
@@ -78,6 +80,9 @@ class AutoCommit:
         """Why the latest commit failed, or None after a success."""
         self.started = time.time()
         """When this auto-commit began (a ``.git/index.lock`` older than this is stale)."""
+        self.log_failures = log_failures
+        """Also raise a failed commit into the event bus, which logs it with its traceback
+        (the command line, which prints each failure itself, turns this off)."""
         self._lock = threading.Lock()
         self._enabled = True
         for name in chosen:
@@ -181,7 +186,9 @@ class AutoCommit:
         if message is None:
             return
         reviewer = event.name == "feedback_saved"
-        self._guarded(event.project_id, event.session_id, event.phase, message, reviewer, raise_=True)
+        self._guarded(
+            event.project_id, event.session_id, event.phase, message, reviewer, raise_=self.log_failures
+        )
 
     def _guarded(
         self,

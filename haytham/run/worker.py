@@ -93,7 +93,7 @@ class Worker:
         self.until_idle = until_idle
         self.say = on_message or (lambda message: None)
         self.report = WorkerReport(self.worker)
-        self.autocommit = AutoCommit(manager, self.root, identity=identity)
+        self.autocommit = AutoCommit(manager, self.root, identity=identity, log_failures=False)
         """Commits each phase finished and attempt archived (``haytham.git.autocommit``)."""
         self._stop = threading.Event()
 
