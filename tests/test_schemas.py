@@ -104,3 +104,15 @@ def _valid_feedback() -> dict[str, Any]:
         "requested_changes": [],
         "retry_count": 0,
     }
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_every_shipped_schema_is_a_valid_draft_2020_12_schema(kind: str) -> None:
+    """The metaschema check that used to run in every process on first use runs here."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(load_schema(kind))
+    except SchemaError as error:  # pragma: no cover - the failure message is the point
+        pytest.fail(f"{kind}.schema.json: {error.message}")

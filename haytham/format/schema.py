@@ -19,11 +19,13 @@ import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastjsonschema
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+
+if TYPE_CHECKING:  # jsonschema is imported only when a record is not certainly valid
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 from haytham.format.values import MAX_AMOUNT, MAX_WHOLE_NUMBER
 from haytham.records import ENUMERATIONS
@@ -74,10 +76,15 @@ def _bound_numbers(node: Any) -> None:
 
 @cache
 def validator(kind: str) -> Draft202012Validator:
-    """The validator for one document kind, built on first use and kept."""
-    schema = load_schema(kind)
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    """The validator for one document kind, built on first use and kept.
+
+    Only records that the compiled predicate is not sure of get here, so jsonschema is
+    imported then and not at start. The shipped schemas are checked against the metaschema
+    by a test (``Draft202012Validator.check_schema``), not in every process.
+    """
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(load_schema(kind))
 
 
 def schema_errors(kind: str, instance: Mapping[str, Any]) -> list[ValidationError]:
