@@ -27,6 +27,41 @@ from haytham.format.version import read_version
 R = TypeVar("R")
 
 
+@dataclasses.dataclass
+class WorkCounters:
+    """How much work reading has done in this process, for tests that pin a complexity class.
+
+    A test resets ``COUNTERS``, runs an operation on a tree of N and of 2N sessions (or a
+    history of N and 2N entries) and compares: a path that does quadratic work fails
+    deterministically, with no timing involved. Plain integer increments, so keeping them
+    costs nothing measurable; they are never read by haytham itself.
+    """
+
+    opened: int = 0
+    """Files opened and read (``read_file``)."""
+    parsed: int = 0
+    """Texts parsed into a record (a read-cache hit is not a parse)."""
+    stated: int = 0
+    """``stat`` calls made by the tree scans (``haytham.store.scan``)."""
+    listed: int = 0
+    """Directories listed by the tree scans."""
+    steps: int = 0
+    """Entries examined while putting a history in order (``haytham.store.history.in_order``)."""
+
+    def reset(self) -> None:
+        """Start counting from zero."""
+        for field in dataclasses.fields(self):
+            setattr(self, field.name, 0)
+
+    def snapshot(self) -> dict[str, int]:
+        """The counts now, by name."""
+        return dataclasses.asdict(self)
+
+
+COUNTERS = WorkCounters()
+"""The process's work counters (see ``WorkCounters``)."""
+
+
 def to_json(value: Any) -> Any:
     """A record as plain JSON data (tuples become lists), for schemas and exports."""
     kind = type(value)
@@ -112,6 +147,7 @@ class DocumentFormat(ABC, Generic[R]):
         return record, issues
 
     def _read(self, text: str, path: Path | None, *, fast: bool = True) -> tuple[R | None, list[Issue]]:
+        COUNTERS.parsed += 1
         reader = self._reader(text, path, fast=fast)
         data = self._collect(reader)
         read_version(reader, self.version_section)
@@ -187,6 +223,7 @@ def read_file(path: Path) -> bytes:
     """The bytes of the file at ``path``: what ``Path.read_bytes`` gives, with fewer layers
     (a small file is one ``read`` and a second one that finds the end)."""
     fd = os.open(path, os.O_RDONLY)
+    COUNTERS.opened += 1
     try:
         first = os.read(fd, _CHUNK)
         if len(first) < _CHUNK and not os.read(fd, 1):

@@ -298,14 +298,19 @@ def _markdown_files(root: Path, skip: set[Path]) -> list[Path]:
 
 
 def validate_sessions(
-    directories: Iterable[Path], validate: Callable[[Path], list[Issue]], workflows: str
+    directories: Iterable[Path],
+    validate: Callable[[Path], list[Issue]],
+    workflows: str,
+    *,
+    progress: Callable[[int], None] | None = None,
 ) -> list[Issue]:
     """``validate(directory)`` for each session directory, in order, remembered in the
     index of its base directory while none of the session's files changes.
 
     ``workflows`` names the workflow definitions the validation used (a fingerprint): a
     result is used again only with the same definitions. A session holding a symlink is
-    always validated afresh.
+    always validated afresh. Each base directory's index is opened and read once for the
+    whole run; ``progress(done)`` is called after each session.
     """
     directories = list(directories)
     bases: dict[Path, list[Path]] = {}
@@ -318,20 +323,10 @@ def validate_sessions(
     issues: list[Issue] = []
     known = {base: index.entries("validate") for base, index in indexes.items() if index is not None}
     learnt: dict[Path, list[tuple[str, str, str]]] = {base: [] for base in known}
-    for directory in directories:
-        base = _base_of(directory)
-        index = indexes[base]
-        name = os.fspath(directory)
-        state = _session_state(name, workflows) if index is not None else None
-        if index is not None and state is not None:
-            kept = known[base].get(name)
-            if kept is not None and kept[0] == state[0]:
-                issues += [_issue(data) for data in json.loads(kept[1])]
-                continue
-        found = validate(directory)
-        issues += found
-        if index is not None and state is not None and index.settled(state[1]):
-            learnt[base].append((name, state[0], json.dumps([_issue_data(i) for i in found])))
+    for done, directory in enumerate(directories, 1):
+        issues += _validate_one(directory, validate, workflows, indexes, known, learnt)
+        if progress is not None:
+            progress(done)
     for base, index in indexes.items():
         if index is not None:
             seen = {os.fspath(d) for d in bases[base]}
@@ -342,6 +337,29 @@ def validate_sessions(
             index.store("validate", learnt.get(base, ()), forget=gone)
             index.close()
     return issues
+
+
+def _validate_one(
+    directory: Path,
+    validate: Callable[[Path], list[Issue]],
+    workflows: str,
+    indexes: dict[Path, _index.Index | None],
+    known: dict[Path, dict[str, tuple[str, str]]],
+    learnt: dict[Path, list[tuple[str, str, str]]],
+) -> list[Issue]:
+    """One session of ``validate_sessions``: remembered, or validated (and learnt)."""
+    base = _base_of(directory)
+    index = indexes[base]
+    name = os.fspath(directory)
+    state = _session_state(name, workflows) if index is not None else None
+    if index is not None and state is not None:
+        kept = known[base].get(name)
+        if kept is not None and kept[0] == state[0]:
+            return [_issue(data) for data in json.loads(kept[1])]
+    found = validate(directory)
+    if index is not None and state is not None and index.settled(state[1]):
+        learnt[base].append((name, state[0], json.dumps([_issue_data(i) for i in found])))
+    return found
 
 
 def _base_of(session_dir: Path) -> Path:
