@@ -91,9 +91,11 @@ from haytham.store.names import (
 from haytham.store.review_time import hand_review_time
 from haytham.store.scan import (
     PhaseDirs,
+    SessionListing,
     SessionSummary,
     agent_files,
     check_below,
+    iter_sessions,
     kind_of,
     list_sessions,
     session_dirs,
@@ -1024,6 +1026,16 @@ class CheckpointManager:
         if project_id is not None:
             check_path_name("project_id", project_id)
         return list_sessions(self.base_dir, project_id=project_id, user_id=user_id, status=status)[0]
+
+    def iter_sessions(
+        self, *, project_id: str | None = None, user_id: str | None = None, status: str | None = None
+    ) -> SessionListing:
+        """``list_sessions`` as a ``SessionListing``: its length, and summaries made one at a
+        time as it is iterated (``listing.page(offset, limit)`` for a page), for listings
+        of many thousands of sessions. ``listing.issues`` are the unreadable manifests."""
+        if project_id is not None:
+            check_path_name("project_id", project_id)
+        return iter_sessions(self.base_dir, project_id=project_id, user_id=user_id, status=status)
 
     def validate_paths(
         self,

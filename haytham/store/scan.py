@@ -143,6 +143,55 @@ INDEX_MIN_SESSIONS = 50
 sessions; an index that exists is always used."""
 
 
+_FIELDS = (
+    "project_id",
+    "session_id",
+    "user_id",
+    "workflow_type",
+    "execution_mode",
+    "status",
+    "current_phase",
+    "current_phase_name",
+    "created",
+    "last_updated",
+    "total_tokens",
+    "total_cost",
+    "current_state",
+)
+"""The summary fields a listing keeps per session, in ``SessionSummary`` order (``path`` aside)."""
+_UPDATED, _PROJECT, _SESSION = _FIELDS.index("last_updated"), 0, 1
+
+
+class SessionListing:
+    """The sessions under a base directory, newest update first: ``len``, and rows that are
+    made one at a time as they are iterated.
+
+    A listing must see every manifest before it can say which is newest, so it keeps one
+    compact row a session (a tuple of the summary's values and the directory as text, a few
+    hundred bytes), and makes each ``SessionSummary`` (a dataclass with a ``Path``) only
+    when it is reached: ``haytham list`` prints each row as it comes and never holds a table
+    of them. ``issues`` are the manifests that could not be read.
+    """
+
+    def __init__(self, rows: list[tuple[Any, ...]], issues: list[Issue]) -> None:
+        self._rows = rows
+        self.issues = issues
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[SessionSummary]:
+        return self.page()
+
+    def page(self, offset: int = 0, limit: int | None = None) -> Iterator[SessionSummary]:
+        """The summaries from ``offset`` on, at most ``limit`` of them, made as they are reached."""
+        stop = len(self._rows) if limit is None else min(len(self._rows), offset + limit)
+        for position in range(offset, stop):
+            row = self._rows[position]
+            values = dict(zip(_FIELDS, row, strict=False))
+            yield SessionSummary(**values, path=Path(row[-1]))
+
+
 def list_sessions(
     base_dir: Path,
     *,
@@ -152,9 +201,26 @@ def list_sessions(
 ) -> tuple[list[SessionSummary], list[Issue]]:
     """Summaries of the sessions under ``base_dir``, newest update first, and unreadable ones.
 
+    ``iter_sessions`` as a list (every summary made at once).
+    """
+    listing = iter_sessions(base_dir, project_id=project_id, user_id=user_id, status=status)
+    return list(listing), listing.issues
+
+
+def iter_sessions(
+    base_dir: Path,
+    *,
+    project_id: str | None = None,
+    user_id: str | None = None,
+    status: str | None = None,
+) -> SessionListing:
+    """The sessions under ``base_dir`` (optionally one project's, one user's, one status),
+    newest update first, as a ``SessionListing``; unreadable manifests are its ``issues``.
+
     Each manifest's summary (or its issues) is remembered in the base directory's index and
     used again while the manifest file is unchanged, so a listing of thousands of sessions
-    reads only the manifests that changed.
+    reads only the manifests that changed. The work is one ``stat`` a session, plus one read
+    of each manifest the index does not know.
     """
     root = base_dir / project_id if project_id else base_dir
     found = session_manifests(root)
@@ -178,21 +244,25 @@ def list_sessions(
         values = json.loads("[" + ",".join(value for _, value in remembered) + "]")
         for (position, _), value in zip(remembered, values, strict=True):
             results[position] = value
-    summaries: list[SessionSummary] = []
+        del values, remembered
+    if index is not None:
+        listed = {name for _, name, _ in found}
+        index.store("summary", learnt, forget=set(known) - listed if root == base_dir else ())
+        index.close()
+        del known, learnt
+    rows: list[tuple[Any, ...]] = []
     issues: list[Issue] = []
-    for (directory, _, _), result in zip(found, results, strict=True):
+    for position, (directory, _, _) in enumerate(found):
+        result = results[position]
+        results[position] = None  # the row replaces it: one copy at a time
         if "issues" in result:
             issues += [_issue(data) for data in result["issues"]]
             continue
         if (user_id and result["user_id"] != user_id) or (status and result["status"] != status):
             continue
-        summaries.append(SessionSummary(**result, path=directory))
-    if index is not None:
-        listed = {name for _, name, _ in found}
-        index.store("summary", learnt, forget=set(known) - listed if root == base_dir else ())
-        index.close()
-    summaries.sort(key=lambda s: (s.last_updated, s.project_id, s.session_id), reverse=True)
-    return summaries, issues
+        rows.append((*(result.get(field, "") for field in _FIELDS), os.fspath(directory)))
+    rows.sort(key=lambda r: (r[_UPDATED], r[_PROJECT], r[_SESSION]), reverse=True)
+    return SessionListing(rows, issues)
 
 
 def _summary_data(manifest: SessionManifest | None, found: list[Issue]) -> dict[str, Any]:
