@@ -47,6 +47,8 @@ class WorkCounters:
     """Directories listed by the tree scans."""
     steps: int = 0
     """Entries examined while putting a history in order (``haytham.store.history.in_order``)."""
+    index_rows: int = 0
+    """Rows read from a base directory's index (``haytham.store.index.Index.entries``)."""
 
     def reset(self) -> None:
         """Start counting from zero."""

@@ -16,8 +16,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from haytham.errors import DocumentError, InvalidArgumentError, UnknownPhaseError
 from haytham.format.layout import FORMAT_VERSION, PHASE_DIR_PREFIX
 from haytham.format.reader import decode
@@ -171,6 +169,8 @@ def dump_workflow(workflow: Workflow) -> str:
         if phase.review:
             item["review"] = True
         data["phases"].append(item)
+    import yaml  # only when a workflow is written
+
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
     if workflow.callables:  # one agent a line, however long the mapping
         agents = {"agents": dict(workflow.callables)}

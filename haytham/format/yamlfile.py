@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from haytham.errors import DocumentError
 from haytham.format.layout import FORMAT_VERSION
+
+if TYPE_CHECKING:  # PyYAML is imported when a YAML file is read, not at start
+    import yaml
 
 VERSION_KEY = "format"
 """The first key of each YAML file haytham writes, ``format: 1``; without it, version 0."""
@@ -17,6 +18,8 @@ VERSION_KEY = "format"
 
 def parse_yaml(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
     """The node tree (for line numbers) and the data, loaded only with the safe loader."""
+    import yaml
+
     try:
         return yaml.compose(text, Loader=yaml.SafeLoader), yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -28,6 +31,8 @@ def parse_yaml(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
 
 def line_of(node: yaml.Node, keys: Sequence[Any]) -> int:
     """The 1-based line of the key (or list item) at ``keys``, or of its nearest parent."""
+    import yaml
+
     line = int(node.start_mark.line) + 1
     for key in keys:
         if isinstance(node, yaml.MappingNode):

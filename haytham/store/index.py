@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from haytham.format import layout
+from haytham.format.document import COUNTERS
 
 INDEX_DIR = layout.INDEX_DIR
 INDEX_FILE = layout.INDEX_FILE
@@ -133,6 +134,7 @@ class Index:
                 ).fetchall()
         except sqlite3.Error:
             return {}
+        COUNTERS.index_rows += len(rows)
         return {path: (ident, value) for path, ident, value in rows}
 
     def store(self, kind: str, rows: Iterable[tuple[str, str, str]], *, forget: Iterable[str] = ()) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from haytham.errors import Issue
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
+from haytham.format.document import COUNTERS
 from haytham.format.layout import (
     ATTEMPTS_DIR,
     CHECKPOINT_FILE,
@@ -93,6 +94,7 @@ _MISSING = (FileNotFoundError, NotADirectoryError)
 
 
 def _stat_or_none(path: str) -> os.stat_result | None:
+    COUNTERS.stated += 1
     try:
         return os.stat(path)
     except _MISSING:
@@ -109,6 +111,7 @@ def _scan_manifests(root: Path) -> list[Found]:
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
     result: list[Found] = []
+    COUNTERS.listed += 1
     with os.scandir(top) as entries:
         projects = sorted(e.name for e in entries if e.is_dir())
     for parent in [*((project, SESSIONS_DIR) for project in projects), (SESSIONS_DIR,)]:
@@ -125,6 +128,7 @@ def _scan_sessions(directory: str) -> list[tuple[str, str, os.stat_result]]:
     found = _stat_or_none(directory)
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
+    COUNTERS.listed += 1
     with os.scandir(directory) as entries:
         names = sorted(e.name for e in entries if e.is_dir())
     prefix = os.path.join(directory, "")
@@ -345,6 +349,7 @@ def _markdown_files(root: Path, skip: set[Path]) -> list[Path]:
     pending = [root]
     while pending:
         directory = pending.pop()
+        COUNTERS.listed += 1
         try:
             with os.scandir(directory) as listing:
                 entries = list(listing)
@@ -446,6 +451,7 @@ def _session_state(directory: str, workflows: str) -> tuple[str, int] | None:
     pending = [("", directory)]
     while pending:
         relative, path = pending.pop()
+        COUNTERS.listed += 1
         with os.scandir(path) as listing:
             for entry in listing:
                 name = entry.name
@@ -459,6 +465,7 @@ def _session_state(directory: str, workflows: str) -> tuple[str, int] | None:
                     pending.append((child, entry.path))
                     continue
                 st = entry.stat()
+                COUNTERS.stated += 1
                 entries.append((child, _index.identity(st)))
                 newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
     entries.sort()
