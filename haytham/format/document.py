@@ -128,9 +128,16 @@ class DocumentFormat(ABC, Generic[R]):
     def read_data(
         self, data: bytes, path: Path | None = None, *, cache: ReadCache | None = None
     ) -> tuple[R | None, list[Issue]]:
-        """``read`` of a file's bytes (DocumentError if they are not UTF-8)."""
+        """``read`` of a file's bytes (DocumentError if they are not UTF-8).
+
+        The bytes are let go as soon as they are decoded unless the cache keeps them, so a
+        large file is not held as bytes and as text while it is parsed (the caller must not
+        hold them either: ``read_path`` and ``load`` pass them straight from the read).
+        """
         if cache is None:
-            return self._read(decode(data, path), path)
+            text = decode(data, path)
+            del data
+            return self._read(text, path)
         key = _key(self, path)
         kept = cache.recall(key)
         if kept is not None and kept[0] == data:
@@ -139,6 +146,10 @@ class DocumentFormat(ABC, Generic[R]):
         if kept is not None and kept[1] == text:
             cache.remember(key, (data, text, kept[2], kept[3]))
             return kept[2], list(kept[3])
+        if len(text) > cache.max_item_chars:  # never kept: forget the old entry, drop the bytes
+            cache.remember(key, (None, text, None, ()))
+            del data
+            return self._read(text, path)
         return self._read_and_keep(cache, key, data, text, path)
 
     def _read_and_keep(

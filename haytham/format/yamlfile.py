@@ -17,9 +17,24 @@ VERSION_KEY = "format"
 
 
 def parse_yaml(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
-    """The node tree (for line numbers) and the data, loaded only with the safe loader."""
+    """The node tree (for line numbers) and the data, loaded only with the safe loader.
+
+    One parse, by libyaml's safe loader where PyYAML has it (the data is constructed from
+    the node tree); a text it refuses is parsed again by the pure-Python loader, whose
+    messages say what is wrong.
+    """
     import yaml
 
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:
+        loader = fast(text)
+        try:
+            node = loader.get_single_node()
+            return node, (loader.construct_document(node) if node is not None else None)
+        except yaml.YAMLError:
+            pass
+        finally:
+            loader.dispose()
     try:
         return yaml.compose(text, Loader=yaml.SafeLoader), yaml.safe_load(text)
     except yaml.YAMLError as error:

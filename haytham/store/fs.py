@@ -20,8 +20,6 @@ try:
 except ImportError:  # pragma: no cover - Windows: filelock
     fcntl = None  # type: ignore[assignment]
 
-from filelock import FileLock, Timeout
-
 from haytham.errors import LockTimeout
 from haytham.format import layout
 
@@ -162,6 +160,8 @@ def _flock(path: str, timeout: float, what: str, directory: Path) -> int | None:
 
 @contextlib.contextmanager
 def _filelock(path: str, timeout: float, what: str, directory: Path) -> Iterator[None]:
+    from filelock import FileLock, Timeout  # only without flock: a read never pays for it
+
     lock = FileLock(path, timeout=timeout)
     try:
         lock.acquire()
