@@ -21,7 +21,6 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +33,15 @@ if TYPE_CHECKING:  # jsonschema is imported only when a record is not certainly 
 from haytham.format.values import MAX_AMOUNT, MAX_WHOLE_NUMBER
 from haytham.records import ENUMERATIONS
 
+_HERE = Path(__file__).parent
+"""``haytham/format``: the schemas ship beside this module (``importlib.resources`` would cost
+more to import than every schema costs to read)."""
 SCHEMA_KINDS = ("manifest", "checkpoint", "agent_output", "feedback", "history_entry", "project", "workflow")
 
 
 @cache
 def _schema_text(kind: str) -> str:
-    return resources.files("haytham.format.schemas").joinpath(f"{kind}.schema.json").read_text("utf-8")
+    return (_HERE / "schemas" / f"{kind}.schema.json").read_text("utf-8")
 
 
 def load_schema(kind: str) -> dict[str, Any]:
@@ -204,10 +206,9 @@ def generated_check(kind: str) -> str:
 
 def write_checks(check: bool = False) -> list[str]:
     """Write (or with ``check`` only compare) every generated predicate; the stale ones' names."""
-    folder = resources.files(_CHECKS)
     stale = []
     for kind in SCHEMA_KINDS:
-        path = Path(str(folder.joinpath(f"{kind}.py")))
+        path = _HERE / "checks" / f"{kind}.py"
         text = generated_check(kind)
         if not path.is_file() or path.read_text("utf-8") != text:
             stale.append(kind)

@@ -29,14 +29,17 @@ import functools
 import hashlib
 import importlib.util
 import os
-import sqlite3
 import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from haytham.format import layout
 from haytham.format.document import COUNTERS
+
+if TYPE_CHECKING:  # imported when an index is opened, so a run without one never pays
+    import sqlite3
 
 INDEX_DIR = layout.INDEX_DIR
 INDEX_FILE = layout.INDEX_FILE
@@ -100,6 +103,8 @@ class Index:
     @classmethod
     def open(cls, base_dir: Path, *, create: bool = True) -> Index | None:
         """The index of ``base_dir`` (made first when ``create``); None when it cannot be had."""
+        import sqlite3
+
         if not enabled():
             return None
         directory = base_dir / INDEX_DIR
@@ -147,6 +152,8 @@ class Index:
 
     def entries(self, kind: str) -> dict[str, tuple[str, str]]:
         """Every remembered ``path: (identity, value)`` of one kind."""
+        import sqlite3
+
         try:
             with _LOCK:
                 rows = self._connection.execute(
@@ -159,6 +166,8 @@ class Index:
 
     def store(self, kind: str, rows: Iterable[tuple[str, str, str]], *, forget: Iterable[str] = ()) -> None:
         """Remember ``(path, identity, value)`` rows and forget entries of ``forget`` paths."""
+        import sqlite3
+
         rows = list(rows)
         gone = [(kind, path) for path in forget]
         if not rows and not gone:
@@ -180,5 +189,7 @@ class Index:
             return
 
     def close(self) -> None:
+        import sqlite3
+
         with contextlib.suppress(sqlite3.Error):
             self._connection.close()
