@@ -178,13 +178,14 @@ def dump_workflow(workflow: Workflow) -> str:
     return text
 
 
-def load_workflow(path: str | Path) -> Workflow:
+def load_workflow(path: str | Path, data: bytes | None = None) -> Workflow:
     """Read a workflow from a YAML file, checked against ``schemas/workflow.schema.json``.
 
-    Errors are DocumentErrors naming the file, the line and the field.
+    Errors are DocumentErrors naming the file, the line and the field. ``data`` is the
+    file's bytes when the caller has read them already.
     """
     path = Path(path)
-    text = decode(path.read_bytes(), path)
+    text = decode(path.read_bytes() if data is None else data, path)
     node, data = parse_yaml(text, path)
     if not isinstance(data, dict) or node is None:
         raise DocumentError("a workflow file must be a YAML mapping", path=path, line=1)

@@ -43,6 +43,7 @@ from haytham.format import (
     DocumentFormat,
     ReadCache,
 )
+from haytham.format.document import read_file
 from haytham.format.feedback import rewrite_feedback, rewrite_fields
 from haytham.format.feedback import settle as settle_feedback
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
@@ -156,6 +157,8 @@ class CheckpointManager:
         self.workflows: dict[str, Workflow] = dict(BUILTIN_WORKFLOWS)
         self.workflows.update((w.name, w) for w in workflows)
         self.cache = ReadCache()
+        self._workflow_copies: dict[bytes, Workflow] = {}
+        """Sessions' own workflow.yaml by their bytes: each text parsed once."""
         """What this manager has read: an unchanged file (the same bytes) is not parsed again."""
         self.events = EventBus()
         self.on = self.events.on
@@ -1140,7 +1143,17 @@ class CheckpointManager:
     def _session_workflow(self, directory: Path, manifest: SessionManifest) -> Workflow:
         """The session's own copy of a custom workflow, else the registered one by name."""
         own_copy = directory / WORKFLOW_FILE
-        return load_workflow(own_copy) if own_copy.is_file() else self._workflow(manifest.workflow_type)
+        try:
+            data = read_file(own_copy)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return self._workflow(manifest.workflow_type)
+        found = self._workflow_copies.get(data)
+        if found is None:  # sessions of one workflow hold the same bytes: parsed once
+            found = load_workflow(own_copy, data)
+            if len(self._workflow_copies) >= 64:
+                self._workflow_copies.clear()
+            self._workflow_copies[data] = found
+        return found
 
     def _lock(self, directory: Path, project_id: str, session_id: str) -> AbstractContextManager[None]:
         return _storage.locked(directory, self.lock_timeout, f"session {project_id}/{session_id}")

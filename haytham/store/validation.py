@@ -33,7 +33,8 @@ def session_issues(
     manifest, issues = MANIFEST.read_path(manifest_path, cache=cache)
     if manifest is None:
         return issues
-    phases = workflow_of(directory, manifest).phases_for(manifest.execution_mode)
+    workflow = workflow_of(directory, manifest)
+    phases = workflow.phases_for(manifest.execution_mode)
     checkpoints: dict[int, PhaseCheckpoint] = {}
     unreadable: set[int] = set()
     for phase in phases:
@@ -44,7 +45,7 @@ def session_issues(
             checkpoints[phase.number] = found
         elif path.exists():
             unreadable.add(phase.number)
-    issues += _outside_mode(directory, workflow_of(directory, manifest), manifest, cache)
+    issues += _outside_mode(directory, workflow, manifest, cache)
     view = _progress.view_of(directory, phases, checkpoints, cache)
     derived = _progress.derive(manifest, phases, checkpoints, view)
     unreadable |= {view.number for view in view.phases if view.problem is not None}
