@@ -74,10 +74,16 @@ def session_manifests(root: Path) -> list[Found]:
     ``"sessions/*/..."`` give, each sorted (or ``root`` alone when it holds a manifest);
     on an error other than a missing path the globs themselves run and the stats are None.
     """
+    return [(Path(d), name, st) for d, name, st in _manifests(root)]
+
+
+def _manifests(root: Path) -> list[tuple[str, str, os.stat_result | None]]:
+    """``session_manifests`` with each directory as text (a listing of 100,000 sessions
+    makes no ``Path`` it does not print)."""
     try:
         return _scan_manifests(root)
     except OSError:
-        return [(d, os.path.join(d, MANIFEST_FILE), None) for d in _glob_session_dirs(root)]
+        return [(os.fspath(d), os.path.join(d, MANIFEST_FILE), None) for d in _glob_session_dirs(root)]
 
 
 def _glob_session_dirs(root: Path) -> Iterator[Path]:
@@ -101,24 +107,24 @@ def _stat_or_none(path: str) -> os.stat_result | None:
         return None
 
 
-def _scan_manifests(root: Path) -> list[Found]:
+def _scan_manifests(root: Path) -> list[tuple[str, str, os.stat_result | None]]:
     top = os.fspath(root)
     own_name = os.path.join(top, MANIFEST_FILE)
     own = _stat_or_none(own_name)
     if own is not None and stat.S_ISREG(own.st_mode):
-        return [(root, own_name, own)]
+        return [(top, own_name, own)]
     found = _stat_or_none(top)
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
-    result: list[Found] = []
+    result: list[tuple[str, str, os.stat_result | None]] = []
     COUNTERS.listed += 1
     with os.scandir(top) as entries:
         projects = sorted(e.name for e in entries if e.is_dir())
     for parent in [*((project, SESSIONS_DIR) for project in projects), (SESSIONS_DIR,)]:
         sessions = _scan_sessions(os.path.join(top, *parent))
         if sessions:
-            parent_path = root.joinpath(*parent)
-            result += ((parent_path / name, manifest, st) for name, manifest, st in sessions)
+            prefix = os.path.join(top, *parent, "")
+            result += ((prefix + name, manifest, st) for name, manifest, st in sessions)
     return result
 
 
@@ -227,13 +233,13 @@ def iter_sessions(
     of each manifest the index does not know.
     """
     root = base_dir / project_id if project_id else base_dir
-    found = session_manifests(root)
+    found = _manifests(root)
     index = _index.Index.open(base_dir, create=len(found) >= INDEX_MIN_SESSIONS)
     known = index.entries("summary") if index is not None else {}
     learnt: list[tuple[str, str, str]] = []
     results: list[Any] = [None] * len(found)
     remembered: list[tuple[int, str]] = []
-    for position, (directory, name, st) in enumerate(found):
+    for position, (_, name, st) in enumerate(found):
         ident = ""
         if index is not None and st is not None:
             ident = _index.identity(st)
@@ -241,7 +247,7 @@ def iter_sessions(
             if kept is not None and kept[0] == ident:
                 remembered.append((position, kept[1]))
                 continue
-        result = results[position] = _summary_data(*MANIFEST.read_path(directory / MANIFEST_FILE))
+        result = results[position] = _summary_data(*MANIFEST.read_path(Path(name)))
         if index is not None and st is not None and index.settled(st.st_mtime_ns, st.st_ctime_ns):
             learnt.append((name, ident, json.dumps(result)))
     if remembered:  # one json.loads for all of them is much cheaper than one each
@@ -264,7 +270,7 @@ def iter_sessions(
             continue
         if (user_id and result["user_id"] != user_id) or (status and result["status"] != status):
             continue
-        rows.append((*(result.get(field, "") for field in _FIELDS), os.fspath(directory)))
+        rows.append((*(result.get(field, "") for field in _FIELDS), directory))
     rows.sort(key=lambda r: (r[_UPDATED], r[_PROJECT], r[_SESSION]), reverse=True)
     return SessionListing(rows, issues)
 
