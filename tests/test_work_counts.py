@@ -236,7 +236,8 @@ try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-heavy = ("jsonschema", "rich", "asyncio", "haytham.run", "haytham.compare", "haytham.transfer", "yaml", "mistune", "filelock")
+heavy = ("jsonschema", "rich", "asyncio", "haytham.run", "haytham.compare", "haytham.transfer")
+heavy += ("yaml", "mistune", "filelock")
 print(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.startswith("haytham.run")))
 """
 

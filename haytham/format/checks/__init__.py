@@ -1,4 +1,4 @@
 """Generated code: one fastjsonschema predicate a schema kind (``haytham.format.schema``).
 
-``python -m haytham.format.schema`` writes the modules; a test fails when one is stale.
+``python3 dev.py schemas`` writes the modules; a test fails when one is stale.
 """
