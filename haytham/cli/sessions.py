@@ -190,7 +190,9 @@ def list_command(
     """List the sessions, most recently updated first.
 
     Only manifests are read, so this stays fast for many sessions; a manifest that cannot
-    be read is reported as a warning (run haytham validate for the details).
+    be read is reported as a warning (run haytham validate for the details). Rows are
+    printed as they are made: piped, as plain aligned columns; with --json, as one JSON
+    object whose sessions array holds one session a line.
     """
     if awaiting_review:
         if status not in (None, "awaiting_review"):
