@@ -40,7 +40,6 @@ from haytham.cli.present import (
 )
 from haytham.format.workflow import IDEA_VALIDATION, load_workflow
 from haytham.records import SESSION_STATUSES, AgentOutput, PhaseCheckpoint, UserFeedback
-from haytham.run.runner import missing_agents
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import SessionListing, SessionSummary, iter_sessions
 
@@ -153,6 +152,8 @@ def new(project: str, session: str, user: str, mode: str | None, workflow_spec: 
     directory = manager.create_session(project, session, user, workflow, mode)
     numbers = ", ".join(str(p.number) for p in workflow.phases_for(mode))
     click.echo(f"Created {project}/{session} ({workflow.name}, {mode} mode: phases {numbers}) in {directory}")
+    from haytham.run.runner import missing_agents  # the runner (asyncio) only for `new`
+
     missing = missing_agents(workflow, workflow.callables, mode)
     if not missing:
         click.echo(f"Next: run {suggest('resume', project, session)}")

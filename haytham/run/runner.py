@@ -8,7 +8,6 @@ completed are skipped on resume, and a retried phase keeps its previous attempt 
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import time
@@ -543,6 +542,8 @@ def _call(agent: Agent, context: AgentContext) -> tuple[AgentResult | BaseExcept
     try:
         value = agent(context)
         if inspect.isawaitable(value):
+            import asyncio  # only for an async agent: reading commands never import it
+
             value = asyncio.run(_wait(value))
         if isinstance(value, str):
             value = AgentResult(value)
