@@ -8,9 +8,9 @@ Features live in their own modules: ``haytham.compare.compare``, ``haytham.trans
 ``haytham.analytics`` and ``haytham.config``.
 """
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from haytham.compare import AgentDiff, Comparison
     from haytham.errors import (
         AlreadyExistsError,
@@ -102,7 +102,7 @@ imported when the name is first used, so ``haytham --version`` and a validation 
 for the runner (asyncio) or the features they do not use."""
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     """A public name, imported from its module on first use (PEP 562)."""
     home = _HOMES.get(name)
     if home is None:

@@ -4,9 +4,9 @@ The names below are imported from their modules on first use (PEP 562), so impor
 ``haytham.format.layout`` (every file name) does not import the parsers.
 """
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from haytham.format.agent_output import AGENT_OUTPUT
     from haytham.format.checkpoint import CHECKPOINT
     from haytham.format.document import DocumentFormat, ReadCache
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     """A name of ``__all__``, imported from its module on first use."""
     home = _HOMES.get(name)
     if home is None:
