@@ -6,7 +6,7 @@ SCHEMA_DIGEST = "99e3b9c1f82faa3c"
 VERSION = "2.22.3"
 from decimal import Decimal
 import re
-from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException
+from haytham.format.checks import JsonSchemaValueException, JsonSchemaValuesException
 
 
 REGEX_PATTERNS = {

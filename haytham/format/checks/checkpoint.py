@@ -6,7 +6,7 @@ SCHEMA_DIGEST = "f98277866ae06edb"
 VERSION = "2.22.3"
 from decimal import Decimal
 import re
-from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException
+from haytham.format.checks import JsonSchemaValueException, JsonSchemaValuesException
 
 
 REGEX_PATTERNS = {

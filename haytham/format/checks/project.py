@@ -6,7 +6,7 @@ SCHEMA_DIGEST = "bf24d2f8a75dc4e5"
 VERSION = "2.22.3"
 from decimal import Decimal
 import re
-from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException
+from haytham.format.checks import JsonSchemaValueException, JsonSchemaValuesException
 
 
 REGEX_PATTERNS = {
