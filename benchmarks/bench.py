@@ -88,7 +88,16 @@ class Row:
     note: str = ""
 
 
-ROWS: list[Row] = []
+class Rows(list[Row]):
+    """The table's rows; each is also printed (to stderr) as soon as it is measured, so a long
+    run that is stopped still shows what it found."""
+
+    def append(self, item: Row) -> None:
+        super().append(item)
+        print("  | " + "  ".join(str(v) for v in dataclasses.astuple(item)), file=sys.stderr, flush=True)
+
+
+ROWS = Rows()
 FLOORS: dict[str, str] = {}
 """What each floor does, printed under the table."""
 
@@ -1001,6 +1010,10 @@ TARGETS: dict[str, Callable[[Path, Sizes, int], None]] = {
 }
 
 
+HEAVY = ("S2", "S4", "S5")
+"""The targets on the big trees, which ``--heavy-repeats`` may run fewer times."""
+
+
 def print_table() -> None:
     header = Row("target", "what", "haytham", "floor/peer", "ratio", "goal", "met", "note")
     cells = [dataclasses.astuple(r) for r in [header, *ROWS]]
@@ -1016,15 +1029,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--only", default=",".join(TARGETS), help="comma-separated targets (S1,...,S10)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per figure (the median is shown)")
+    parser.add_argument(
+        "--heavy-repeats", type=int, default=None, help="runs per figure of the 10,000/100,000 trees"
+    )
     parser.add_argument("--fresh", action="store_true", help="make the cached trees again")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     root = cache_root(args.fresh, args.quick)
     started = time.perf_counter()
-    print(f"sizes: {sizes}; {args.repeats} runs a figure, medians; trees cached in {root}", flush=True)
+    print(
+        f"sizes: {sizes}; {args.repeats} runs a figure ({args.heavy_repeats or args.repeats} for "
+        f"{', '.join(HEAVY)}), medians; trees cached in {root}",
+        flush=True,
+    )
     for name in [n.strip().upper() for n in args.only.split(",") if n.strip()]:
         began = time.perf_counter()
-        TARGETS[name](root, sizes, args.repeats)
+        heavy = args.heavy_repeats or args.repeats
+        TARGETS[name](root, sizes, heavy if name in HEAVY else args.repeats)
         print(f"  {name} done in {time.perf_counter() - began:.1f} s", file=sys.stderr, flush=True)
     print()
     print_table()
