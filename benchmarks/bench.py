@@ -780,7 +780,8 @@ def s9(root: Path, sizes: Sizes, repeats: int) -> None:
             "",
             "reads only what it copies",
             "yes" if opened - copied <= 4 else "NO",
-            "besides the copied files: the manifest and workflow.yaml, each read twice (before and under the lock)",
+            "besides the copied files: the manifest and workflow.yaml, each read twice "
+            "(before and under the lock)",
         )
     )
 
