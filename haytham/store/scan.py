@@ -177,10 +177,11 @@ class SessionListing:
     made one at a time as they are iterated.
 
     A listing must see every manifest before it can say which is newest, so it keeps one
-    compact row a session (a tuple of the summary's values and the directory as text, a few
-    hundred bytes), and makes each ``SessionSummary`` (a dataclass with a ``Path``) only
-    when it is reached: ``haytham list`` prints each row as it comes and never holds a table
-    of them. ``issues`` are the manifests that could not be read.
+    compact row a session (a tuple of the summary's values and the directory as text), and
+    makes each ``SessionSummary`` (a dataclass with a ``Path``) only when it is reached:
+    ``haytham list`` prints each row as it comes and never holds a table of them. Memory is
+    still linear in the sessions: while the index's rows are read, about 3 KB a session
+    (``benchmarks/bench.py`` S4). ``issues`` are the manifests that could not be read.
     """
 
     def __init__(self, rows: list[tuple[Any, ...]], issues: list[Issue]) -> None:
