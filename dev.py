@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Set-up-free entry points: ``python3 dev.py demo|test|lint``.
+"""Set-up-free entry points: ``python3 dev.py demo|test|lint|schemas``.
 
 Each command makes ``.venv`` beside this file on first use and installs haytham into it
 (with the test and lint tools for ``test`` and ``lint``), so a machine with only Python 3
@@ -54,6 +54,14 @@ def _pytest_args(rest: list[str]) -> list[str]:
     return rest if chosen else ["-n", WORKERS, *rest]
 
 
+SCHEMAS = """
+from haytham.format.schema import SCHEMA_KINDS, generated_check, _HERE
+for kind in SCHEMA_KINDS:
+    (_HERE / "checks" / f"{kind}.py").write_text(generated_check(kind), "utf-8")
+"""
+"""``schemas``: write ``haytham/format/checks/``, the schema predicates generated ahead of time."""
+
+
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "help"
     rest = argv[1:]
@@ -70,7 +78,10 @@ def main(argv: list[str]) -> int:
             or _run("-m", "ruff", "format", "--check", "haytham", "tests", "examples", "benchmarks", "dev.py")
             or _run("-m", "mypy", "haytham")
         )
-    print("usage: python3 dev.py demo|test|lint [args...]", file=sys.stderr)
+    if command == "schemas":
+        _install("")
+        return _run("-c", SCHEMAS)
+    print("usage: python3 dev.py demo|test|lint|schemas [args...]", file=sys.stderr)
     return 2
 
 

@@ -1,25 +1,37 @@
 #!/usr/bin/env python3
-"""haytham against the floor: the same bytes read or written by a few lines of plain Python.
+"""Where people wait (issue 15, S1-S10): haytham against honest plain-Python floors.
 
-    .venv/bin/python benchmarks/bench.py             # after `python3 dev.py test` made .venv
-    .venv/bin/python benchmarks/bench.py --only B1,B2 --no-peer
+    .venv/bin/python benchmarks/bench.py            # full sizes (minutes; trees cached)
+    .venv/bin/python benchmarks/bench.py --quick    # small sizes, a smoke run
+    .venv/bin/python benchmarks/bench.py --only S1,S3
 
-Each measurement runs several times, haytham and its floor alternately (so a noisy moment
-hits both), and the medians are compared. Writes are durable on both sides: a temporary file,
-fsync, ``os.replace`` and an fsync of the directory, once per file. Reads are warm (the page
-cache holds the files on both sides). The peer, LangGraph's ``SqliteSaver``, is pip-installed
-into the running interpreter when missing; its figures are printed, not judged. Not part of
-the test suite; nothing here is asserted.
+Every target is timed *cold* (a new process, no index, an empty read cache) and *warm*
+(the index built, or a second call in the same process), each against its floor:
+
+- a floor does the same work in a few lines of plain Python: it reads the same bytes and
+  decodes them as UTF-8 (never skips the decode), writes the same bytes with the same
+  fsyncs, and stats where haytham stats (a warm index is compared with a ``stat`` of the
+  same files, never with a read); whole-process targets are compared with a process that
+  does the floor's work, started the same way;
+- the page cache is warm on both sides (dropping it needs root): "cold" means no index, no
+  read cache and a new interpreter, not a cold disk;
+- each figure is the median of ``--repeats`` runs (3 by default), haytham and its floor
+  run alternately so that a noisy moment hits both; child processes may write bytecode
+  (``PYTHONDONTWRITEBYTECODE`` is removed), as an installed haytham has its ``.pyc`` files.
+
+The trees (10,000 sessions, 100,000 manifests, a history of 100,000 entries) are made once
+and kept in ``$TMPDIR/haytham-bench-cache``; ``--fresh`` makes them again. The table ends
+with each goal and whether it was met; not part of the test suite; nothing is asserted.
 """
 
+# ruff: noqa: B023  (loop lambdas here are called before the loop moves on)
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
-import importlib
-import importlib.metadata
+import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -27,33 +39,509 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from haytham import CheckpointManager
-from haytham.format import AGENT_OUTPUT, HISTORY_ENTRY, MANIFEST
-from haytham.records import AgentOutput, SessionStatus
+from haytham.format import HISTORY_ENTRY
+from haytham.format.document import COUNTERS
+from haytham.format.layout import MANIFEST_FILE
+from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.store import history
-from haytham.store import index as _index
+from haytham.store.manager import CheckpointManager
 
+PROJECT = "bench"
 AGENTS = ("analyst", "critic", "writer")
 PARAGRAPH = "Lorem ipsum dolor sit amet, **consectetur** adipiscing elit; sed do eiusmod tempor.\n\n"
 OUTPUT_8K = (PARAGRAPH * 100)[:8192]
-PROJECT = "bench"
-
-# Sizes and repeat counts (printed with the results).
-B1_REPEATS = 31
-B2_REPEATS, B2_COLD_REPEATS = 41, 15
-B3_SESSIONS, B3_REPEATS = 10_000, 5
-B4_SESSIONS, B4_PHASES, B4_OUTPUT_BYTES, B4_REPEATS = 1_000, 3, 2048, 5
-B5_BYTES, B5_REPEATS = 10 * 1024 * 1024, 7
-B6_TOTAL_BYTES = 500 * 1024 * 1024
-B7_HISTORY, B7_REPEATS = 1_000, 21
+BENCH = Workflow(
+    "bench",
+    tuple(PhaseDefinition(n, f"Phase {n}", f"phase_{n}_step", AGENTS, "parallel") for n in range(1, 8)),
+    {"full": tuple(range(1, 8))},
+)
+"""A 7 x 3 workflow: seven phases of three agents each (S6's session)."""
 
 
-# ------------------------------------------------------------------------------ the floor
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    tree: int
+    tree_small: int
+    manifests: tuple[int, int]
+    history: tuple[int, int]
+    big_output: int
+    export_bytes: int
+
+
+FULL = Sizes(10_000, 1_000, (10_000, 100_000), (10_000, 100_000), 100_000_000, 500_000_000)
+QUICK = Sizes(400, 100, (1_000, 4_000), (1_000, 4_000), 10_000_000, 30_000_000)
+
+
+@dataclasses.dataclass
+class Row:
+    target: str
+    what: str
+    haytham: str
+    floor: str
+    ratio: str
+    goal: str
+    met: str
+    note: str = ""
+
+
+class Rows(list[Row]):
+    """The table's rows; each is also printed (to stderr) as soon as it is measured, so a long
+    run that is stopped still shows what it found."""
+
+    def append(self, item: Row) -> None:
+        super().append(item)
+        print("  | " + "  ".join(str(v) for v in dataclasses.astuple(item)), file=sys.stderr, flush=True)
+
+
+ROWS = Rows()
+FLOORS: dict[str, str] = {}
+"""What each floor does, printed under the table."""
+
+
+def row(
+    target: str, what: str, mine: float, floor: float, limit: float | None, goal: str, note: str = ""
+) -> float:
+    ratio = mine / floor if floor else float("inf")
+    met = "-" if limit is None else ("yes" if ratio <= limit else "NO")
+    ROWS.append(Row(target, what, ms(mine), ms(floor), f"{ratio:.2f}x", goal, met, note))
+    return ratio
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+# ------------------------------------------------------------------------------ timing
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(extra)
+    return env
+
+
+def run_process(argv: Sequence[str], env: dict[str, str] | None = None, stdout: Any = None) -> float:
+    began = time.perf_counter()
+    subprocess.run(
+        argv,
+        env=env or child_env(),
+        check=True,
+        stdout=stdout or subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - began
+
+
+def alternate(
+    repeats: int, mine: Callable[[], Any], floor: Callable[[], Any], before: Callable[[], Any] | None = None
+) -> tuple[float, float]:
+    """Median seconds of ``mine`` and ``floor``, run alternately (``before`` untimed first)."""
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(repeats):
+        if before is not None:
+            before()
+        began = time.perf_counter()
+        mine()
+        a.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        floor()
+        b.append(time.perf_counter() - began)
+    return statistics.median(a), statistics.median(b)
+
+
+def py(code: str, *args: str) -> list[str]:
+    return [sys.executable, "-c", code, *args]
+
+
+def haytham(*args: str) -> list[str]:
+    return [sys.executable, "-m", "haytham", *args]
+
+
+FLOOR_READ = """
+import os, sys
+total = 0
+for top in sys.argv[1:]:
+    if os.path.isfile(top):
+        paths = [top]
+    else:
+        paths = [os.path.join(d, n) for d, _, names in os.walk(top) for n in names if n.endswith('.md')]
+    for path in paths:
+        with open(path, 'rb') as handle:
+            total += len(handle.read().decode('utf-8'))
+"""
+"""A process that reads and decodes every ``.md`` file under its arguments."""
+
+
+def forget_index(base: Path) -> None:
+    shutil.rmtree(base / ".haytham-cache", ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------ fixtures
+
+
+def cache_root(fresh: bool, quick: bool) -> Path:
+    root = Path(tempfile.gettempdir()) / "haytham-bench-cache" / ("quick" if quick else "full")
+    if fresh:
+        shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def save_phase(manager: CheckpointManager, session: str, phase: int, output: str = OUTPUT_8K) -> None:
+    """One phase through the per-call API: 3 agent outputs, the checkpoint, the feedback."""
+    for agent in AGENTS:
+        manager.save_agent_output(PROJECT, session, phase, agent, output, duration=1.5, model="m")
+    runs = [{"agent_name": a, "tokens": 1500, "cost": 0.01, "duration": 1.5} for a in AGENTS]
+    manager.save_checkpoint(PROJECT, session, phase, "completed", runs)
+    manager.save_user_feedback(PROJECT, session, phase, True, True, comments="Looks good; ship it.")
+
+
+def full_session(base: Path, session: str = "full") -> Path:
+    """A 7 x 3 session (every phase saved, 8 KB outputs), made once."""
+    manager = CheckpointManager(base, workflows=[BENCH])
+    directory = manager.session_dir(PROJECT, session)
+    if not (directory / MANIFEST_FILE).is_file():
+        manager.create_session(PROJECT, session, "ada", BENCH, "full")
+        for phase in range(1, 8):
+            save_phase(manager, session, phase)
+    return directory
+
+
+def tree(root: Path, count: int) -> Path:
+    """A base directory with ``count`` sessions (two phases saved each), made once by copying."""
+    base = root / f"tree-{count}"
+    done = base / ".complete"
+    if done.exists():
+        return base
+    shutil.rmtree(base, ignore_errors=True)
+    manager = CheckpointManager(base, workflows=[BENCH])
+    manager.create_session(PROJECT, "s-00000", "ada", BENCH, "full")
+    for phase in (1, 2):
+        save_phase(manager, "s-00000", phase, OUTPUT_8K[:2048])
+    template = manager.session_dir(PROJECT, "s-00000")
+    for number in range(1, count):
+        name = f"s-{number:05d}"
+        target = template.parent / name
+        shutil.copytree(template, target)
+        manifest = target / MANIFEST_FILE
+        manifest.write_text(manifest.read_text("utf-8").replace("s-00000", name), "utf-8")
+    done.touch()
+    return base
+
+
+def manifests_only(root: Path, count: int) -> Path:
+    """A base directory with ``count`` sessions that hold only a manifest (for listings)."""
+    base = root / f"manifests-{count}"
+    if (base / ".complete").exists():
+        return base
+    shutil.rmtree(base, ignore_errors=True)
+    manager = CheckpointManager(base)
+    manager.create_session(PROJECT, "m-000000", "ada")
+    text = (manager.session_dir(PROJECT, "m-000000") / MANIFEST_FILE).read_text("utf-8")
+    sessions = base / PROJECT / "sessions"
+    for number in range(1, count):
+        name = f"m-{number:06d}"
+        (sessions / name).mkdir()
+        (sessions / name / MANIFEST_FILE).write_text(text.replace("m-000000", name), "utf-8")
+    (base / ".complete").touch()
+    return base
+
+
+def long_history(root: Path, entries: int) -> Path:
+    """A session whose history holds ``entries`` entries (written directly, in one chain)."""
+    base = root / f"history-{entries}"
+    if (base / ".complete").exists():
+        return base
+    shutil.rmtree(base, ignore_errors=True)
+    manager = CheckpointManager(base)
+    manager.create_session(PROJECT, "h", "ada")
+    folder = manager.session_dir(PROJECT, "h") / history.HISTORY_DIR
+    folder.mkdir(exist_ok=True)
+    parent = None
+    for number in range(entries):
+        stamp = f"2024-{1 + number // 2_678_400 % 12:02d}-{1 + number // 86_400 % 28:02d}T" + (
+            f"{number // 3600 % 24:02d}:{number // 60 % 60:02d}:{number % 60:02d}Z"
+        )
+        entry = history.make_entry(parent, 1, "Concept", 1, "completed", stamp, f"checkpoint {number}\n")
+        (folder / history.file_name(entry)).write_text(HISTORY_ENTRY.render(entry), "utf-8")
+        parent = entry.entry_id
+    (base / ".complete").touch()
+    return base
+
+
+# ------------------------------------------------------------------------------ targets
+
+
+def s1(root: Path, sizes: Sizes, repeats: int) -> None:
+    base = tree(root, sizes.tree)
+    session = base / PROJECT / "sessions" / "s-00007"
+    files = [str(session / MANIFEST_FILE), str(session / "phase_1_step" / "checkpoint.md")]
+    argv = haytham("validate", *files, "--base-dir", str(base))
+    run_process(argv)  # bytecode written once
+    FLOORS["S1"] = "`python -c pass`: an interpreter that starts and stops"
+    mine, floor = alternate(repeats, lambda: run_process(argv), lambda: run_process(py("pass")))
+    row("S1", f"validate 2 files in a {sizes.tree:,}-session tree", mine, floor, 5, "<= 5x python -c pass")
+
+
+def s2(root: Path, sizes: Sizes, repeats: int) -> None:
+    per_session: dict[int, float] = {}
+    FLOORS["S2"] = "a new process that walks the tree, reads and UTF-8-decodes every .md file"
+    for count in (sizes.tree_small, sizes.tree):
+        base = tree(root, count)
+        argv = haytham("validate", "--base-dir", str(base))
+        floor_argv = py(FLOOR_READ, str(base))
+        env_cold = child_env(HAYTHAM_INDEX="0")
+        mine, floor = alternate(repeats, lambda: run_process(argv, env_cold), lambda: run_process(floor_argv))
+        per_session[count] = mine / count
+        if count == sizes.tree:
+            row("S2", f"validate a {count:,}-session tree, cold", mine, floor, 3, "<= 3x reading every file")
+            forget_index(base)
+            run_process(argv)  # builds the index (what it may remember)
+            time.sleep(3.2)  # the index remembers only files older than its racy window
+            run_process(argv)
+            warm, floor = alternate(repeats, lambda: run_process(argv), lambda: run_process(floor_argv))
+            row("S2", "  the same, warm (index built)", warm, floor, None, "(reported)")
+    growth = per_session[sizes.tree] / per_session[sizes.tree_small]
+    ROWS.append(
+        Row(
+            "S2",
+            f"linear: time per session, {sizes.tree:,} vs {sizes.tree_small:,}",
+            ms(per_session[sizes.tree]),
+            ms(per_session[sizes.tree_small]),
+            f"{growth:.2f}x",
+            "<= 1.5x (linear)",
+            "yes" if growth <= 1.5 else "NO",
+        )
+    )
+
+
+def s3(root: Path, sizes: Sizes, repeats: int) -> None:
+    base = root / "s3"
+    session = full_session(base)
+    FLOORS["S3"] = "`python -c pass`"
+    version = haytham("--version")
+    status = haytham("status", PROJECT, session.name, "--base-dir", str(base))
+    run_process(version)
+    run_process(status)
+    mine, floor = alternate(repeats, lambda: run_process(version), lambda: run_process(py("pass")))
+    row("S3", "haytham --version", mine, floor, 3, "<= 3x python -c pass")
+    mine, floor = alternate(repeats, lambda: run_process(status), lambda: run_process(py("pass")))
+    row("S3", "haytham status P S (7x3 session)", mine, floor, 6, "<= 6x python -c pass")
+
+
+FLOOR_MANIFESTS = """
+import os, sys
+top = sys.argv[1]
+total = 0
+for project in sorted(os.listdir(top)):
+    sessions = os.path.join(top, project, 'sessions')
+    if not os.path.isdir(sessions):
+        continue
+    for name in sorted(os.listdir(sessions)):
+        path = os.path.join(sessions, name, 'session_manifest.md')
+        if sys.argv[2] == 'stat':
+            total += os.stat(path).st_size
+        else:
+            with open(path, 'rb') as handle:
+                total += len(handle.read().decode('utf-8'))
+"""
+"""Find each manifest as haytham does and read-and-decode it (cold) or stat it (warm)."""
+
+LIST_IN_PROCESS = """
+import sys, time
+from pathlib import Path
+from haytham.store.scan import list_sessions
+began = time.perf_counter()
+list_sessions(Path(sys.argv[1]))
+print(time.perf_counter() - began)
+"""
+FLOOR_IN_PROCESS = """
+import os, sys, time
+began = time.perf_counter()
+top = sys.argv[1]
+for project in sorted(os.listdir(top)):
+    sessions = os.path.join(top, project, 'sessions')
+    if not os.path.isdir(sessions):
+        continue
+    for name in sorted(os.listdir(sessions)):
+        path = os.path.join(sessions, name, 'session_manifest.md')
+        if sys.argv[2] == 'stat':
+            os.stat(path)
+        else:
+            with open(path, 'rb') as handle:
+                handle.read().decode('utf-8')
+print(time.perf_counter() - began)
+"""
+
+
+def timed_child(argv: list[str], env: dict[str, str] | None = None) -> float:
+    done = subprocess.run(argv, env=env or child_env(), check=True, capture_output=True, text=True)
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def peak_rss_mb(argv: list[str], env: dict[str, str] | None = None) -> float:
+    """The peak resident memory of a child process, in MB."""
+    code = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    done = subprocess.run(py(code, *argv), env=env or child_env(), check=True, capture_output=True, text=True)
+    return int(done.stdout.strip()) / 1024
+
+
+def s4(root: Path, sizes: Sizes, repeats: int) -> None:
+    FLOORS["S4"] = (
+        "cold: list the sessions as haytham does and read+decode each manifest; warm: the same "
+        "listing with a stat of each manifest (what a warm index does); times inside one process"
+    )
+    rss: dict[int, float] = {}
+    for count in sizes.manifests:
+        base = manifests_only(root, count)
+        cold_env = child_env(HAYTHAM_INDEX="0")
+        mine = statistics.median(
+            timed_child(py(LIST_IN_PROCESS, str(base)), cold_env) for _ in range(repeats)
+        )
+        floor = statistics.median(
+            timed_child(py(FLOOR_IN_PROCESS, str(base), "read")) for _ in range(repeats)
+        )
+        row("S4", f"list_sessions, {count:,} sessions, cold", mine, floor, 2, "<= 2x reading the manifests")
+        forget_index(base)
+        timed_child(py(LIST_IN_PROCESS, str(base)))  # builds the index
+        time.sleep(3.2)
+        timed_child(py(LIST_IN_PROCESS, str(base)))  # remembers the settled manifests
+        mine = statistics.median(timed_child(py(LIST_IN_PROCESS, str(base))) for _ in range(repeats))
+        floor = statistics.median(
+            timed_child(py(FLOOR_IN_PROCESS, str(base), "stat")) for _ in range(repeats)
+        )
+        row("S4", f"list_sessions, {count:,} sessions, warm", mine, floor, 2, "<= 2x a stat of them")
+        piped = haytham("list", "--base-dir", str(base))
+        as_json = haytham("list", "--json", "--base-dir", str(base))
+        floor_argv = py(FLOOR_MANIFESTS, str(base), "stat")
+        mine, floor = alternate(repeats, lambda: run_process(piped), lambda: run_process(floor_argv))
+        row("S4", f"  haytham list | cat, {count:,}, warm (process)", mine, floor, None, "(reported)")
+        mine, floor = alternate(repeats, lambda: run_process(as_json), lambda: run_process(floor_argv))
+        row("S4", f"  haytham list --json, {count:,}, warm (process)", mine, floor, None, "(reported)")
+        rss[count] = peak_rss_mb(as_json)
+    small, large = sizes.manifests
+    per = (rss[large] - rss[small]) / (large - small) * 1e6
+    ROWS.append(
+        Row(
+            "S4",
+            f"memory of list --json: peak RSS {small:,} vs {large:,}",
+            f"{rss[large]:.0f} MB",
+            f"{rss[small]:.0f} MB",
+            f"{per:.0f} B/session",
+            "flat in N",
+            "NO" if per > 100 else "yes",
+            "the rows stream, but the newest-first order needs one compact sort row a session",
+        )
+    )
+
+
+HISTORY_IN_PROCESS = """
+import sys, time
+from haytham.store.manager import CheckpointManager
+manager = CheckpointManager(sys.argv[1])
+began = time.perf_counter()
+manager.history('bench', 'h')
+print(time.perf_counter() - began)
+"""
+FLOOR_HISTORY = """
+import os, sys, time
+began = time.perf_counter()
+folder = sys.argv[1]
+for name in sorted(os.listdir(folder)):
+    with open(os.path.join(folder, name), 'rb') as handle:
+        handle.read().decode('utf-8')
+print(time.perf_counter() - began)
+"""
+
+
+def s5(root: Path, sizes: Sizes, repeats: int) -> None:
+    FLOORS["S5"] = "list the history folder, read+decode every entry file (in one process)"
+    per_entry: dict[int, float] = {}
+    for count in sizes.history:
+        base = long_history(root, count)
+        folder = base / PROJECT / "sessions" / "h" / history.HISTORY_DIR
+        mine = statistics.median(timed_child(py(HISTORY_IN_PROCESS, str(base))) for _ in range(repeats))
+        floor = statistics.median(timed_child(py(FLOOR_HISTORY, str(folder))) for _ in range(repeats))
+        per_entry[count] = mine / count
+        if count == sizes.history[1]:
+            row("S5", f"history() of {count:,} entries", mine, floor, 2, "<= 2x reading the entries")
+    small, large = sizes.history
+    growth = per_entry[large] / per_entry[small]
+    ROWS.append(
+        Row(
+            "S5",
+            f"linear: time per entry, {large:,} vs {small:,}",
+            ms(per_entry[large]),
+            ms(per_entry[small]),
+            f"{growth:.2f}x",
+            "<= 1.5x (linear)",
+            "yes" if growth <= 1.5 else "NO",
+        )
+    )
+
+
+LOAD_PROCESS = """
+import sys
+from haytham.store.manager import CheckpointManager
+manager = CheckpointManager(sys.argv[1])
+manager.load_session('bench', 'full')
+manager.get_phase_outputs('bench', 'full')
+"""
+LOAD_WARM = """
+import sys, time
+from haytham.store.manager import CheckpointManager
+manager = CheckpointManager(sys.argv[1])
+manager.load_session('bench', 'full'); manager.get_phase_outputs('bench', 'full')
+times = []
+for _ in range(int(sys.argv[2])):
+    began = time.perf_counter()
+    manager.load_session('bench', 'full'); manager.get_phase_outputs('bench', 'full')
+    times.append(time.perf_counter() - began)
+times.sort()
+print(times[len(times) // 2])
+"""
+FLOOR_WARM = """
+import os, sys, time
+paths = [os.path.join(d, n) for d, _, names in os.walk(sys.argv[1]) for n in names if n.endswith('.md')]
+times = []
+for _ in range(int(sys.argv[2])):
+    began = time.perf_counter()
+    for path in paths:
+        with open(path, 'rb') as handle:
+            handle.read().decode('utf-8')
+    times.append(time.perf_counter() - began)
+times.sort()
+print(times[len(times) // 2])
+"""
+
+
+def s6(root: Path, sizes: Sizes, repeats: int) -> None:
+    base = root / "s3"
+    session = full_session(base)
+    skip = ("history",)
+    files = [
+        str(p) for p in sorted(session.rglob("*.md")) if not any(part in skip for part in p.parts[-2:-1])
+    ]
+    FLOORS["S6"] = (
+        "cold: a new process that reads+decodes the manifest, checkpoints, feedback and outputs; "
+        "warm: the same reads again in a process that has read them"
+    )
+    argv = py(LOAD_PROCESS, str(base))
+    run_process(argv)
+    mine, floor = alternate(repeats, lambda: run_process(argv), lambda: run_process(py(FLOOR_READ, *files)))
+    row("S6", "load_session + get_phase_outputs 7x3, new process", mine, floor, 4, "<= 4x a reading process")
+    mine = timed_child(py(LOAD_WARM, str(base), str(5 * repeats)))
+    floor = timed_child(py(FLOOR_WARM, str(session), str(5 * repeats)))
+    row("S6", "  the same, warm (read cache)", mine, floor, None, "(reported)")
 
 
 def floor_write(path: Path, data: bytes) -> None:
@@ -75,627 +563,501 @@ def floor_write(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-def floor_read(paths: list[Path]) -> int:
-    """Read every file's bytes; return how many bytes were read."""
-    total = 0
-    for path in paths:
-        with open(path, "rb") as handle:
-            total += len(handle.read())
-    return total
+class FsyncCounter:
+    """Counts ``os.fsync`` calls in this process while installed."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._real = os.fsync
+
+    def __enter__(self) -> FsyncCounter:
+        def counting(fd: Any) -> None:
+            self.count += 1
+            self._real(fd)
+
+        os.fsync = counting
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.fsync = self._real
 
 
-# ------------------------------------------------------------------------------ measuring
+def s7_s8(root: Path, sizes: Sizes, repeats: int) -> None:
+    base = root / "s7"
+    shutil.rmtree(base, ignore_errors=True)
+    manager = CheckpointManager(base, workflows=[BENCH])
+    floor_dir = base / "floor"
+    floor_dir.mkdir(parents=True)
+    written: list[tuple[str, bytes]] = []
 
+    def capture() -> None:  # the files one phase writes, to write the same bytes in the floor
+        manager.create_session(PROJECT, "probe", "ada", BENCH, "full")
+        before = {p: p.stat().st_mtime_ns for p in base.rglob("*.md")}
+        save_phase(manager, "probe", 1)
+        for path in sorted(base.rglob("*.md")):
+            if before.get(path) != path.stat().st_mtime_ns and "floor" not in path.parts:
+                written.append((path.name, path.read_bytes()))
 
-@dataclasses.dataclass
-class Row:
-    target: str
-    what: str
-    haytham: str
-    floor: str
-    ratio: float | None
-    goal: str
-    met: bool | None
+    capture()
+    names = [f"{n}-{i}" for i, (n, _) in enumerate(written)]
 
+    def floor_phase(i: int) -> None:
+        folder = floor_dir / str(i)
+        folder.mkdir()
+        for name, (_, data) in zip(names, written, strict=True):
+            floor_write(folder / name, data)
 
-def timed(action: Callable[[], Any]) -> float:
-    started = time.perf_counter()
-    action()
-    return time.perf_counter() - started
-
-
-def alternate(
-    repeats: int,
-    haytham: Callable[[int], Any],
-    floor: Callable[[int], Any],
-) -> tuple[float, float]:
-    """Median seconds of ``haytham(i)`` and ``floor(i)``, run alternately ``repeats`` times."""
-    ours: list[float] = []
-    theirs: list[float] = []
-    for index in range(repeats):
-        for action, times in [(haytham, ours), (floor, theirs)][:: 1 if index % 2 == 0 else -1]:
-            started = time.perf_counter()
-            action(index)
-            times.append(time.perf_counter() - started)
-    return statistics.median(ours), statistics.median(theirs)
-
-
-def median_of(repeats: int, action: Callable[[int], Any]) -> float:
-    times = []
-    for index in range(repeats):
-        started = time.perf_counter()
-        action(index)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.2f} ms" if seconds < 10 else f"{seconds:.1f} s"
-
-
-def save_phase(manager: CheckpointManager, session: str, phase: int, output: str = OUTPUT_8K) -> None:
-    """One phase of a workflow: 3 agent outputs, the checkpoint (and manifest), the feedback."""
-    for agent in AGENTS:
-        manager.save_agent_output(
-            PROJECT,
-            session,
-            phase,
-            agent,
-            output,
-            duration=1.5,
-            model="gpt-4o",
-            input_tokens=1200,
-            output_tokens=300,
-            tools_used=["search"],
-            cost=0.01,
+    cpu_mine: list[float] = []
+    cpu_floor: list[float] = []
+    wall_mine: list[float] = []
+    wall_floor: list[float] = []
+    counts = []
+    runs = max(repeats, 5)
+    for i in range(runs):
+        session = f"b-{i}"
+        manager.create_session(PROJECT, session, "ada", BENCH, "full")
+        with FsyncCounter() as mine_fsyncs:
+            c, w = time.process_time(), time.perf_counter()
+            save_phase(manager, session, 1)
+            cpu_mine.append(time.process_time() - c)
+            wall_mine.append(time.perf_counter() - w)
+        with FsyncCounter() as floor_fsyncs:
+            c, w = time.process_time(), time.perf_counter()
+            floor_phase(i)
+            cpu_floor.append(time.process_time() - c)
+            wall_floor.append(time.perf_counter() - w)
+        counts.append((mine_fsyncs.count, floor_fsyncs.count))
+    FLOORS["S7"] = (
+        f"write the same {len(written)} files (same bytes) each as temp file + fsync + rename + "
+        "directory fsync"
+    )
+    mine_cpu, floor_cpu = statistics.median(cpu_mine), statistics.median(cpu_floor)
+    above = (mine_cpu - floor_cpu) / floor_cpu if floor_cpu else float("inf")
+    fs_mine, fs_floor = counts[-1]
+    ROWS.append(
+        Row(
+            "S7",
+            "one phase, per-call API: CPU time",
+            ms(mine_cpu),
+            ms(floor_cpu),
+            f"+{above * 100:.0f}%",
+            "CPU above the floor's <= 20%",
+            "yes" if above <= 0.2 else "NO",
         )
-    manager.save_checkpoint(
-        PROJECT,
-        session,
-        phase,
-        "completed",
-        [{"agent_name": a, "tokens": 1500, "cost": 0.01, "duration": 1.5} for a in AGENTS],
     )
-    manager.save_user_feedback(PROJECT, session, phase, True, True, comments="Looks good; ship it.")
-
-
-def session_md_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.rglob("*.md") if not p.name.startswith("."))
-
-
-# ------------------------------------------------------------------------------ the targets
-
-COLD: dict[str, tuple[float, float, str]] = {}
-"""First runs (empty read cache, no index): seconds, the floor's seconds, what; printed
-under the table, not judged."""
-
-
-def settle() -> None:
-    """Wait until the files just written are old enough for the index to remember them."""
-    time.sleep(_index.RACY_NS / 1e9 + 0.5)
-
-
-def bench_b1(base: Path) -> Row:
-    manager = CheckpointManager(base / "b1")
-    for index in range(B1_REPEATS):
-        manager.create_session(PROJECT, f"s{index}", "ada", execution_mode="full")
-        save_phase(manager, f"s{index}", 1)
-    # The floor writes the very files one phase save leaves, with the same bytes and layout.
-    probe = CheckpointManager(base / "b1-probe")
-    probe.create_session(PROJECT, "probe", "ada", execution_mode="full")
-    save_phase(probe, "probe", 1)
-    session_dir = probe.session_dir(PROJECT, "probe")
-    before = {p: p.stat().st_mtime_ns for p in session_md_files(session_dir)}
-    save_phase(probe, "probe", 2)
-    written = [p for p in session_md_files(session_dir) if before.get(p) != p.stat().st_mtime_ns]
-    payload = [(p.relative_to(session_dir), p.read_bytes()) for p in written]
-    floor_root = base / "b1-floor"
-    for index in range(B1_REPEATS):
-        for relative, _ in payload:
-            (floor_root / str(index) / relative).parent.mkdir(parents=True, exist_ok=True)
-        (floor_root / str(index) / "session_manifest.md").write_bytes(b"old manifest\n")
-
-    def ours(index: int) -> None:
-        save_phase(manager, f"s{index}", 2)
-
-    def floor(index: int) -> None:
-        for relative, data in payload:
-            floor_write(floor_root / str(index) / relative, data)
-
-    h, f = alternate(B1_REPEATS, ours, floor)
-    size = sum(len(d) for _, d in payload)
-    return Row(
-        "B1",
-        f"save one phase: {len(payload)} durable files, {size / 1024:.0f} KB",
-        ms(h),
-        ms(f),
-        h / f,
-        "<= 1.5x",
-        h / f <= 1.5,
-    )
-
-
-def make_full_session(manager: CheckpointManager, session: str) -> None:
-    manager.create_session(PROJECT, session, "ada", execution_mode="full")
-    for phase in range(1, 8):
-        save_phase(manager, session, phase)
-
-
-def bench_b2(base: Path) -> Row:
-    manager = CheckpointManager(base / "b2")
-    make_full_session(manager, "full")
-    directory = manager.session_dir(PROJECT, "full")
-    files = [directory / "session_manifest.md"]
-    for phase_dir in sorted(d for d in directory.iterdir() if d.name.startswith("phase_")):
-        files.append(phase_dir / "checkpoint.md")
-        files += [phase_dir / f"{agent}.md" for agent in AGENTS]
-
-    def load(reader: CheckpointManager) -> None:
-        reader.load_session(PROJECT, "full")
-        outputs = reader.get_phase_outputs(PROJECT, "full")
-        assert len(outputs) == 7
-        assert outputs[7]["writer"] == OUTPUT_8K
-
-    def ours(_: int) -> None:
-        load(manager)
-
-    def first_read(_: int) -> None:  # what a new process pays: nothing parsed yet
-        fresh = CheckpointManager(base / "b2")  # a new manager has an empty read cache
-        started = time.perf_counter()
-        load(fresh)
-        cold.append(time.perf_counter() - started)
-
-    cold: list[float] = []
-    alternate(B2_COLD_REPEATS, first_read, lambda _: floor_read(files))
-    ours(0)
-    h, f = alternate(B2_REPEATS, ours, lambda _: floor_read(files))
-    COLD["B2"] = (statistics.median(cold), f, "load with an empty read cache (a new process)")
-    return Row(
-        "B2",
-        f"load_session + get_phase_outputs, 7 phases x 3 agents ({len(files)} files)",
-        ms(h),
-        ms(f),
-        h / f,
-        "<= 3x",
-        h / f <= 3,
-    )
-
-
-def bench_b3(base: Path) -> Row:
-    root = base / "b3"
-    template = CheckpointManager(root / "template")
-    make_full_session(template, "t")
-    manifest = template.load_manifest(PROJECT, "t")
-    paths: list[Path] = []
-    statuses: tuple[SessionStatus, ...] = ("in_progress", "completed", "failed")
-    for index in range(B3_SESSIONS):
-        project = f"p{index % 10}"
-        session = f"s{index:05d}"
-        record = dataclasses.replace(
-            manifest,
-            project_id=project,
-            session_id=session,
-            status=statuses[index % 3],
-            last_updated=f"2024-11-{1 + index % 28:02d}T10:{index % 60:02d}:00Z",
+    ROWS.append(
+        Row(
+            "S7",
+            "  fsyncs per phase",
+            str(fs_mine),
+            str(fs_floor),
+            "",
+            "equal to the floor's",
+            "yes" if fs_mine == fs_floor else "NO",
         )
-        directory = root / "tree" / project / "sessions" / session
-        directory.mkdir(parents=True)
-        path = directory / "session_manifest.md"
-        path.write_text(MANIFEST.render(record), encoding="utf-8")
-        paths.append(path)
-    manager = CheckpointManager(root / "tree")
-
-    def ours(_: int) -> None:
-        found = manager.list_sessions()
-        assert len(found) == B3_SESSIONS
-
-    cold = timed(lambda: ours(0))  # no index yet: every manifest is read and parsed
-    settle()
-    ours(0)  # builds the index
-    h, f = alternate(B3_REPEATS, ours, lambda _: floor_read(paths))
-    COLD["B3"] = (cold, f, "the first listing, without an index")
-    return Row(
-        "B3",
-        f"list_sessions over {B3_SESSIONS:,} sessions (status, phase, cost)",
-        ms(h),
-        ms(f),
-        h / f,
-        "<= 3x",
-        h / f <= 3,
     )
-
-
-def bench_b4(base: Path) -> Row:
-    root = base / "b4"
-    template = CheckpointManager(root / "template")
-    template.create_session(PROJECT, "t", "ada", execution_mode="full")
-    for phase in range(1, B4_PHASES + 1):
-        save_phase(template, "t", phase, output=(PARAGRAPH * 40)[:B4_OUTPUT_BYTES])
-    source = template.session_dir(PROJECT, "t")
-    assert template.validate_paths([source]) == []
-    tree = root / "tree"
-    for index in range(B4_SESSIONS):
-        shutil.copytree(source, tree / f"p{index % 10}" / "sessions" / f"s{index:04d}")
-    files = [p for p in sorted(tree.rglob("*.md")) if not p.name.startswith(".")]
-    manager = CheckpointManager(tree)
-
-    def ours(_: int) -> None:
-        assert manager.validate_paths([tree]) == []
-
-    cold = timed(lambda: ours(0))  # no index yet: every file is read and parsed
-    settle()
-    ours(0)  # builds the index
-    h, f = alternate(B4_REPEATS, ours, lambda _: floor_read(files))
-    COLD["B4"] = (cold, f, "the first validation, without an index")
-    return Row(
-        "B4",
-        f"validate {B4_SESSIONS:,} sessions ({len(files):,} files)",
-        ms(h),
-        ms(f),
-        h / f,
-        "<= 4x",
-        h / f <= 4,
-    )
-
-
-def bench_b5(base: Path) -> list[Row]:
-    manager = CheckpointManager(base / "b5")
-    manager.create_session(PROJECT, "big", "ada", execution_mode="full")
-    content = (PARAGRAPH * (B5_BYTES // len(PARAGRAPH) + 1))[:B5_BYTES]
-    manager.save_agent_output(PROJECT, "big", 1, "probe", content, model="m")
-    data = (manager.phase_dir(PROJECT, "big", 1) / "probe.md").read_bytes()
-    floor_dir = base / "b5-floor"
-    floor_dir.mkdir()
-
-    def save(index: int) -> None:
-        manager.save_agent_output(PROJECT, "big", 1, f"agent{index}", content, model="m")
-
-    def load(index: int) -> None:
-        got = manager.load_agent_output(PROJECT, "big", 1, f"agent{index}")
-        assert len(got.content) == B5_BYTES
-
-    def floor_save(index: int) -> None:
-        floor_write(floor_dir / f"agent{index}.md", data)
-
-    def floor_load(index: int) -> None:
-        floor_read([floor_dir / f"agent{index}.md"])
-
-    hs, fs = alternate(B5_REPEATS, save, floor_save)
-    hl, fl = alternate(B5_REPEATS, load, floor_load)
-    mb = len(data) / 1e6
-    rows = []
-    for label, h, f in (("save", hs, fs), ("load", hl, fl)):
-        share = f / h
-        rows.append(
-            Row(
-                "B5",
-                f"{label} a 10 MB agent output: {mb / h:.0f} vs {mb / f:.0f} MB/s ({share:.0%} of the floor)",
-                ms(h),
-                ms(f),
-                h / f,
-                ">= 50% throughput (<= 2x)",
-                share >= 0.5,
-            )
-        )
-    return rows
-
-
-@contextmanager
-def opened_files() -> Iterator[list[str]]:
-    """The paths opened (and directories listed) while the block runs, via an audit hook."""
-    found: list[str] = []
-    _AUDIT.append(found)
-    try:
-        yield found
-    finally:
-        _AUDIT.remove(found)
-
-
-_AUDIT: list[list[str]] = []
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if _AUDIT and event in ("open", "os.listdir", "os.scandir"):
-        _AUDIT[-1].append(f"{event}:{args[0]}")
-
-
-sys.addaudithook(_audit)
-
-
-def bench_b6(base: Path) -> Row:
-    manager = CheckpointManager(base / "b6")
-    manager.create_session(PROJECT, "huge", "ada", execution_mode="full")
-    directory = manager.session_dir(PROJECT, "huge")
-    per_output = B6_TOTAL_BYTES // (7 * len(AGENTS))
-    body = (PARAGRAPH * (per_output // len(PARAGRAPH) + 1))[:per_output]
-    for phase in range(1, 8):
-        # The big files are written directly (the record rendered, no fsync) to keep the setup
-        # fast; the checkpoints and manifest go through haytham.
-        phase_dir = manager.phase_dir(PROJECT, "huge", phase)
-        for agent in AGENTS:
-            record = AgentOutput(
-                agent_name=agent,
-                phase_number=phase,
-                phase_name=CHECKPOINT_NAMES[phase],
-                executed="2024-11-24T10:00:00Z",
-                duration=1.0,
-                status="completed",
-                model="m",
-                input_tokens=1,
-                output_tokens=1,
-                tools_used=(),
-                content=body,
-            )
-            (phase_dir / f"{agent}.md").write_text(AGENT_OUTPUT.render(record), encoding="utf-8")
-        manager.save_checkpoint(
-            PROJECT, "huge", phase, "completed", [{"agent_name": a, "tokens": 10} for a in AGENTS]
-        )
-    del body
-    total = sum(p.stat().st_size for p in directory.rglob("*.md"))
-    outputs = {str(p) for p in directory.glob("phase_*/*.md") if p.stem in AGENTS}
-    needed = [directory / "session_manifest.md", *sorted(directory.glob("phase_*/checkpoint.md"))]
-    gc.collect()
-    tracemalloc.start()
-    try:
-        with opened_files() as seen:
-            started = time.perf_counter()
-            state = manager.load_session(PROJECT, "huge")
-            elapsed = time.perf_counter() - started
-            _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert state["completed_phases"] == list(range(1, 8))
-    opened_outputs = [s for s in seen if s.split(":", 1)[1] in outputs]
-    floor_time = min(timed(lambda: floor_read(needed)) for _ in range(5))
-    grown = peak / 1e6
-    return Row(
-        "B6",
-        f"load_session, outputs total {total / 1e6:.0f} MB: {len(opened_outputs)} of {len(outputs)} output "
-        f"files opened; took {ms(elapsed)} (first read: floor {ms(floor_time)} for manifest + checkpoints)",
-        f"+{grown:.2f} MB",
-        "20 MB limit",
+    row(
+        "S7",
+        "  wall time (fsync latency swings)",
+        statistics.median(wall_mine),
+        statistics.median(wall_floor),
         None,
-        "peak grows < 20 MB (tracemalloc), no output read",
-        grown < 20 and not opened_outputs,
+        "(reported)",
     )
-
-
-CHECKPOINT_NAMES = {
-    1: "Concept Expansion",
-    2: "Market Research",
-    3: "Niche Selection",
-    4: "Product Strategy",
-    5: "Business Planning",
-    6: "Validation",
-    7: "Final Synthesis",
-}
-
-
-def bench_b7(base: Path) -> Row:
-    manager = CheckpointManager(base / "b7")
-    agents = [{"agent_name": a, "tokens": 1500, "cost": 0.01, "duration": 1.5} for a in AGENTS]
-
-    def save(session: str, index: int) -> None:
-        manager.save_checkpoint(
-            PROJECT, session, 1, "completed", agents, duration=float(index + 1), reason=f"save {index}"
+    batch = getattr(manager, "save_phase", None)
+    if batch is None:
+        ROWS.append(
+            Row(
+                "S8",
+                "save_phase(...) batch API",
+                "-",
+                "-",
+                "-",
+                "<= 1.2x its floor",
+                "NO",
+                "batch API lands with the journal",
+            )
+        )
+    else:
+        ROWS.append(
+            Row(
+                "S8",
+                "save_phase(...) batch API",
+                "present",
+                "-",
+                "-",
+                "<= 1.2x its floor",
+                "?",
+                "measure with the journal's floor",
+            )
         )
 
-    # The very first save of a session (it also creates history/), in a few fresh sessions.
-    for index in range(5):
-        manager.create_session(PROJECT, f"first{index}", "ada", execution_mode="full")
-    first = median_of(5, lambda i: save(f"first{i}", 0))
-    # A short history: the first saves of a fresh session.
-    manager.create_session(PROJECT, "short", "ada", execution_mode="full")
-    save("short", 0)
-    # A long history: B7_HISTORY - 1 entries written directly (rendered, chained, no fsync).
-    manager.create_session(PROJECT, "long", "ada", execution_mode="full")
-    save("long", 0)
-    directory = manager.session_dir(PROJECT, "long")
-    head = manager.load_manifest(PROJECT, "long").history_head
-    text = (directory / "phase_1_concept" / "checkpoint.md").read_text(encoding="utf-8")
-    for index in range(1, B7_HISTORY - 1):
-        stamp = f"2024-11-24T{index // 3600 % 24:02d}:{index // 60 % 60:02d}:{index % 60:02d}Z"
-        entry = history.make_entry(head, 1, "Concept Expansion", 1, "completed", stamp, text, None, "x")
-        (directory / "history" / history.file_name(entry)).write_text(
-            HISTORY_ENTRY.render(entry), encoding="utf-8"
+
+def s9(root: Path, sizes: Sizes, repeats: int) -> None:
+    base = root / "s9"
+    manager = CheckpointManager(base, workflows=[BENCH])
+    if not manager.session_dir(PROJECT, "big").exists():
+        manager.create_session(PROJECT, "big", "ada", BENCH, "full")
+        manager.save_agent_output(PROJECT, "big", 1, "writer", "x" * sizes.big_output + "\n")
+        manager.save_checkpoint(PROJECT, "big", 1, "completed", [{"agent_name": "writer"}])
+    fresh = CheckpointManager(base, workflows=[BENCH])
+    tracemalloc.start()
+    fresh.get_phase_outputs(PROJECT, "big", [1])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    ratio = peak / sizes.big_output
+    ROWS.append(
+        Row(
+            "S9",
+            f"load a {sizes.big_output / 1e6:.0f} MB output: peak Python memory",
+            f"{peak / 1e6:.0f} MB",
+            f"{sizes.big_output / 1e6:.0f} MB",
+            f"{ratio:.2f}x",
+            "<= 1.3x the output",
+            "yes" if ratio <= 1.3 else "NO",
+            "the text and the content sliced from it are both alive for a moment",
         )
-        head = entry.entry_id
-    manifest = dataclasses.replace(manager.load_manifest(PROJECT, "long"), history_head=head)
-    (directory / "session_manifest.md").write_text(MANIFEST.render(manifest), encoding="utf-8")
-    assert len(list((directory / "history").iterdir())) == B7_HISTORY - 1
-
-    with opened_files() as short_seen:
-        save("short", 1)
-    with opened_files() as long_seen:
-        save("long", B7_HISTORY - 1)  # the 1,000th save
-    h, f = alternate(
-        B7_REPEATS,
-        lambda i: save("long", B7_HISTORY + i),
-        lambda i: save("short", 2 + i),
     )
-    return Row(
-        "B7",
-        f"save #{B7_HISTORY}+ vs #2-{B7_REPEATS + 1} of one session (the very first: {ms(first)}); "
-        f"files opened/listed {len(long_seen)} vs {len(short_seen)}",
-        ms(h),
-        ms(f) + " (early)",
-        h / f,
-        "<= 1.2x the early saves",
-        h / f <= 1.2 and len(long_seen) == len(short_seen),
+    # export: peak of a child process against the largest file
+    part = sizes.export_bytes // 10
+    if not manager.session_dir(PROJECT, "export").exists():
+        manager.create_session(PROJECT, "export", "ada", BENCH, "full")
+        for number in range(10):
+            manager.save_agent_output(
+                PROJECT, "export", 1 + number // 3, AGENTS[number % 3], "y" * part + "\n"
+            )
+    code = (
+        "import sys, tracemalloc\n"
+        "from pathlib import Path\n"
+        "from haytham.store.manager import CheckpointManager\n"
+        "from haytham.transfer import export_session\n"
+        "tracemalloc.start()\n"
+        "export_session(CheckpointManager(sys.argv[1]), 'bench', 'export', Path(sys.argv[2]))\n"
+        "print(tracemalloc.get_traced_memory()[1])\n"
     )
-
-
-# ------------------------------------------------------------------------------ the peer
-
-
-def load_peer() -> Any:
-    """LangGraph's SqliteSaver, installed into this interpreter when it is missing."""
+    target = root / "s9-export.tar.gz"
+    target.unlink(missing_ok=True)
     try:
-        return importlib.import_module("langgraph.checkpoint.sqlite")
-    except ImportError:
-        pass
-    print("installing langgraph-checkpoint-sqlite for the peer comparison ...", flush=True)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "langgraph-checkpoint-sqlite",
-        ],
-        capture_output=True,
-        text=True,
+        done = subprocess.run(
+            py(code, str(base), str(target)), capture_output=True, text=True, env=child_env()
+        )
+        peak = int(done.stdout.strip().splitlines()[-1])
+        limit = part + 50_000_000
+        ROWS.append(
+            Row(
+                "S9",
+                f"export a {sizes.export_bytes / 1e6:.0f} MB session: peak Python memory",
+                f"{peak / 1e6:.0f} MB",
+                f"{limit / 1e6:.0f} MB",
+                f"{peak / limit:.2f}x",
+                "<= largest file + 50 MB",
+                "yes" if peak <= limit else "NO",
+                "export and import read the whole session into memory (not changed here)",
+            )
+        )
+    except (ValueError, IndexError):
+        ROWS.append(
+            Row("S9", "export", "-", "-", "-", "<= largest file + 50 MB", "?", done.stderr.strip()[-120:])
+        )
+    finally:
+        target.unlink(missing_ok=True)
+    # fork of phase 2: files read against files copied
+    session = full_session(base, "forkable")
+    target_id = f"fork-{os.getpid()}"
+    COUNTERS.reset()
+    forked = manager.fork_session(PROJECT, session.name, target_id, 2)
+    copied = sum(
+        1 for p in forked.rglob("*") if p.is_file() and "history" not in p.parts and p.name != MANIFEST_FILE
     )
-    if done.returncode != 0:
-        raise RuntimeError(f"pip install failed: {(done.stderr or done.stdout).strip()[-300:]}")
-    importlib.invalidate_caches()
-    return importlib.import_module("langgraph.checkpoint.sqlite")
+    opened = COUNTERS.opened
+    shutil.rmtree(forked)
+    ROWS.append(
+        Row(
+            "S9",
+            "fork of phase 2 (7x3 session): files opened vs files copied",
+            str(opened),
+            str(copied),
+            "",
+            "reads only what it copies",
+            "yes" if opened - copied <= 4 else "NO",
+            "besides the copied files: the manifest and workflow.yaml, each read twice "
+            "(before and under the lock)",
+        )
+    )
 
 
-def bench_peer(base: Path, h_b1: float | None, h_b2: float | None) -> list[str]:
-    import sqlite3
+# ------------------------------------------------------------------------------ peers
 
-    module = load_peer()
-    base_module = importlib.import_module("langgraph.checkpoint.base")
-    version = importlib.metadata.version("langgraph-checkpoint-sqlite")
-    conn = sqlite3.connect(base / "peer.sqlite3", check_same_thread=False, isolation_level=None)
-    saver = module.SqliteSaver(conn)
+JSON_STORE_LOAD = """
+import json, os, sys
+folder = sys.argv[1]
+latest = sorted(os.listdir(folder))[-1]
+with open(os.path.join(folder, latest), 'rb') as handle:
+    json.loads(handle.read().decode('utf-8'))
+"""
+JSON_STORE_LIST = """
+import json, os, sys, time
+began = time.perf_counter()
+top = sys.argv[1]
+rows = []
+for thread in os.listdir(top):
+    folder = os.path.join(top, thread)
+    latest = sorted(os.listdir(folder))[-1]
+    with open(os.path.join(folder, latest), 'rb') as handle:
+        data = json.loads(handle.read().decode('utf-8'))
+    rows.append((data['updated'], thread))
+rows.sort(reverse=True)
+print(time.perf_counter() - began)
+"""
+SQLITE_LOAD = """
+import sqlite3, sys
+from langgraph.checkpoint.sqlite import SqliteSaver
+saver = SqliteSaver(sqlite3.connect(sys.argv[1], check_same_thread=False))
+saver.get_tuple({'configurable': {'thread_id': 'full'}})
+"""
+SQLITE_LIST = """
+import sqlite3, sys, time
+from langgraph.checkpoint.sqlite import SqliteSaver
+saver = SqliteSaver(sqlite3.connect(sys.argv[1], check_same_thread=False))
+began = time.perf_counter()
+seen = set()
+for item in saver.list(None):
+    seen.add(item.config['configurable']['thread_id'])
+print(time.perf_counter() - began)
+"""
+
+
+def phase_state(phase: int) -> dict[str, Any]:
+    return {
+        "outputs": {a: OUTPUT_8K for a in AGENTS},
+        "checkpoint": {
+            "phase_number": phase,
+            "status": "completed",
+            "agents": [{"agent_name": a, "tokens": 1500, "cost": 0.01, "duration": 1.5} for a in AGENTS],
+        },
+        "feedback": {"reviewed": True, "approved": True, "comments": "Looks good; ship it."},
+        "updated": f"2024-11-24T10:{phase:02d}:00Z",
+    }
+
+
+def json_put(folder: Path, step: int, state: dict[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    floor_write(folder / f"{step:08d}.json", json.dumps(state).encode())
+
+
+def s10(root: Path, sizes: Sizes, repeats: int) -> None:
+    base = root / "s10"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    manager = CheckpointManager(base / "haytham", workflows=[BENCH])
+    runs = max(repeats, 5)
+    saves = []
+    for i in range(runs):
+        manager.create_session(PROJECT, f"p-{i}", "ada", BENCH, "full")
+        began = time.perf_counter()
+        save_phase(manager, f"p-{i}", 1)
+        saves.append(time.perf_counter() - began)
+    h_save = statistics.median(saves)
+    json_root = base / "json"
+    j_save = statistics.median(
+        _timed(lambda i=i: json_put(json_root / f"p-{i}", 1, phase_state(1))) for i in range(runs)
+    )
+    state = {f"phase_{n}": phase_state(n) for n in range(1, 8)}
+    json_put(json_root / "full", 7, state)
+    session_base = root / "s3"
+    full_session(session_base)
+    h_load = statistics.median(
+        _timed(lambda: run_process(py(LOAD_PROCESS, str(session_base)))) for _ in range(runs)
+    )
+    j_load = statistics.median(
+        _timed(lambda: run_process(py(JSON_STORE_LOAD, str(json_root / "full")))) for _ in range(runs)
+    )
+    listing = root / "s10-json-list"
+    count = sizes.manifests[0]
+    if not (listing / ".complete").exists():
+        for i in range(count):
+            folder = listing / "threads" / f"t-{i:06d}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "00000001.json").write_text(json.dumps({"updated": f"2024-01-01T{i % 24:02d}:00:00Z"}))
+        (listing / ".complete").touch()
+    j_list = statistics.median(
+        timed_child(py(JSON_STORE_LIST, str(listing / "threads"))) for _ in range(repeats)
+    )
+    h_list = statistics.median(
+        timed_child(py(LIST_IN_PROCESS, str(manifests_only(root, count)))) for _ in range(repeats)
+    )
+    FLOORS["S10"] = (
+        "peers: a JSON file per checkpoint (temp file + fsync + rename + dir fsync), and LangGraph's "
+        "SqliteSaver (synchronous=FULL) with the same phase data; load is a new process"
+    )
+    ROWS.append(
+        Row(
+            "S10",
+            "save one phase: haytham vs JSON files",
+            ms(h_save),
+            ms(j_save),
+            f"{h_save / j_save:.2f}x",
+            "printed",
+            "-",
+        )
+    )
+    ROWS.append(
+        Row(
+            "S10",
+            "cold load 7x3: haytham vs JSON files",
+            ms(h_load),
+            ms(j_load),
+            f"{h_load / j_load:.2f}x",
+            "printed",
+            "-",
+        )
+    )
+    ROWS.append(
+        Row(
+            "S10",
+            f"list {count:,}: haytham (warm) vs JSON files",
+            ms(h_list),
+            ms(j_list),
+            f"{h_list / j_list:.2f}x",
+            "printed",
+            "-",
+        )
+    )
+    try:
+        import sqlite3
+
+        from langgraph.checkpoint.base import empty_checkpoint
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError:
+        ROWS.append(
+            Row("S10", "LangGraph SqliteSaver", "-", "-", "-", "printed", "-", "not installed: skipped")
+        )
+        return
+    database = base / "peer.sqlite3"
+    connection = sqlite3.connect(database, check_same_thread=False, isolation_level=None)
+    saver = SqliteSaver(connection)
     saver.setup()
-    conn.execute("PRAGMA synchronous=FULL")
-    journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
-    sync = conn.execute("PRAGMA synchronous").fetchone()[0]
-
-    def phase_state(phase: int, output: str = OUTPUT_8K) -> dict[str, Any]:
-        return {
-            "outputs": {a: output for a in AGENTS},
-            "checkpoint": {
-                "phase_number": phase,
-                "status": "completed",
-                "agents": [{"agent_name": a, "tokens": 1500, "cost": 0.01, "duration": 1.5} for a in AGENTS],
-                "started": "2024-11-24T10:00:00Z",
-                "completed": "2024-11-24T10:02:00Z",
-            },
-            "feedback": {"reviewed": True, "approved": True, "comments": "Looks good; ship it."},
-        }
+    connection.execute("PRAGMA synchronous=FULL")
 
     def put(thread: str, values: dict[str, Any]) -> None:
-        checkpoint = base_module.empty_checkpoint()
+        checkpoint = empty_checkpoint()
         checkpoint["channel_values"] = values
-        config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-        saver.put(config, checkpoint, {"source": "loop", "step": 1}, {})
+        saver.put({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, checkpoint, {"step": 1}, {})
 
-    def get(thread: str) -> Any:
-        found = saver.get_tuple({"configurable": {"thread_id": thread}})
-        assert found is not None
-        return found.checkpoint["channel_values"]
+    s_save = statistics.median(
+        _timed(lambda i=i: put(f"p-{i}", {"phase_1": phase_state(1)})) for i in range(runs)
+    )
+    put("full", state)
+    for i in range(count):
+        put(f"t-{i:06d}", {"updated": "2024-01-01T00:00:00Z"})
+    connection.close()
+    s_load = statistics.median(
+        _timed(lambda: run_process(py(SQLITE_LOAD, str(database)))) for _ in range(runs)
+    )
+    s_list = statistics.median(timed_child(py(SQLITE_LIST, str(database))) for _ in range(repeats))
+    ROWS.append(
+        Row(
+            "S10",
+            "save one phase: haytham vs SqliteSaver",
+            ms(h_save),
+            ms(s_save),
+            f"{h_save / s_save:.2f}x",
+            "printed",
+            "-",
+        )
+    )
+    ROWS.append(
+        Row(
+            "S10",
+            "cold load 7x3: haytham vs SqliteSaver",
+            ms(h_load),
+            ms(s_load),
+            f"{h_load / s_load:.2f}x",
+            "printed",
+            "-",
+        )
+    )
+    ROWS.append(
+        Row(
+            "S10",
+            f"list {count:,}: haytham vs SqliteSaver.list",
+            ms(h_list),
+            ms(s_list),
+            f"{h_list / s_list:.2f}x",
+            "printed",
+            "-",
+        )
+    )
 
-    lines = [f"peer: LangGraph SqliteSaver {version} (journal_mode={journal}, synchronous={sync}: FULL=2)"]
-    p1 = median_of(B1_REPEATS, lambda i: put(f"b1-{i}", {"phase_2": phase_state(2)}))
-    versus = f"; haytham {ms(h_b1)}" if h_b1 else ""
-    lines.append(f"  B1 put one phase (3 x 8 KB outputs, checkpoint, feedback): {ms(p1)}{versus}")
-    put("b2", {f"phase_{n}": phase_state(n) for n in range(1, 8)})
-    p2 = median_of(B2_REPEATS, lambda _: get("b2"))
-    versus = f"; haytham {ms(h_b2)}" if h_b2 else ""
-    lines.append(f"  B2 get_tuple of a state holding 7 phases x 3 agents: {ms(p2)}{versus}")
-    big = (PARAGRAPH * (B5_BYTES // len(PARAGRAPH) + 1))[:B5_BYTES]
-    p5s = median_of(B5_REPEATS, lambda i: put(f"b5-{i}", {"big": big}))
-    p5l = median_of(B5_REPEATS, lambda i: get(f"b5-{i}"))
-    lines.append(f"  B5 put / get_tuple of a 10 MB output: {ms(p5s)} / {ms(p5l)}")
-    conn.close()
-    return lines
+
+def _timed(action: Callable[[], Any]) -> float:
+    began = time.perf_counter()
+    action()
+    return time.perf_counter() - began
 
 
 # ------------------------------------------------------------------------------ main
 
-BENCHES: dict[str, Callable[[Path], Row | list[Row]]] = {
-    "B1": bench_b1,
-    "B2": bench_b2,
-    "B3": bench_b3,
-    "B4": bench_b4,
-    "B5": bench_b5,
-    "B6": bench_b6,
-    "B7": bench_b7,
+TARGETS: dict[str, Callable[[Path, Sizes, int], None]] = {
+    "S1": s1,
+    "S2": s2,
+    "S3": s3,
+    "S4": s4,
+    "S5": s5,
+    "S6": s6,
+    "S7": s7_s8,
+    "S9": s9,
+    "S10": s10,
 }
 
 
-def print_table(rows: list[Row]) -> None:
-    header = ("target", "haytham", "floor", "ratio", "goal", "met", "what")
-    cells = [
-        (
-            r.target,
-            r.haytham,
-            r.floor,
-            f"{r.ratio:.2f}x" if r.ratio is not None else "-",
-            r.goal,
-            {True: "yes", False: "NO", None: "-"}[r.met],
-            r.what,
-        )
-        for r in rows
-    ]
-    widths = [max(len(str(c[i])) for c in [header, *cells]) for i in range(len(header))]
-    line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"
-    print(line)
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for row in cells:
-        print("| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
+HEAVY = ("S2", "S4", "S5")
+"""The targets on the big trees, which ``--heavy-repeats`` may run fewer times."""
+
+
+def print_table() -> None:
+    header = Row("target", "what", "haytham", "floor/peer", "ratio", "goal", "met", "note")
+    cells = [dataclasses.astuple(r) for r in [header, *ROWS]]
+    widths = [max(len(str(c[i])) for c in cells) for i in range(len(header.__dict__))]
+    for line in cells:
+        print("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--only", default=",".join(BENCHES), help="comma-separated targets (B1,...,B7)")
-    parser.add_argument("--no-peer", action="store_true", help="skip the LangGraph comparison")
-    parser.add_argument("--dir", default=None, help="where to make the scratch files (default: a temp dir)")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument("--only", default=",".join(TARGETS), help="comma-separated targets (S1,...,S10)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per figure (the median is shown)")
+    parser.add_argument(
+        "--heavy-repeats", type=int, default=None, help="runs per figure of the 10,000/100,000 trees"
+    )
+    parser.add_argument("--fresh", action="store_true", help="make the cached trees again")
     args = parser.parse_args(argv)
-    chosen = [name.strip().upper() for name in args.only.split(",") if name.strip()]
+    sizes = QUICK if args.quick else FULL
+    root = cache_root(args.fresh, args.quick)
     started = time.perf_counter()
     print(
-        f"sizes: B1 {B1_REPEATS} runs; B2 {B2_REPEATS} runs; B3 {B3_SESSIONS:,} manifests, "
-        f"{B3_REPEATS} runs; B4 {B4_SESSIONS:,} sessions x {B4_PHASES} phases x {len(AGENTS)} agents "
-        f"of {B4_OUTPUT_BYTES} B, {B4_REPEATS} runs; B5 {B5_BYTES / 1e6:.1f} MB, {B5_REPEATS} runs; "
-        f"B6 {B6_TOTAL_BYTES / 1e6:.0f} MB of outputs, 1 run; B7 history of {B7_HISTORY:,}, "
-        f"{B7_REPEATS} runs; agent outputs of {len(OUTPUT_8K)} B; medians",
+        f"sizes: {sizes}; {args.repeats} runs a figure ({args.heavy_repeats or args.repeats} for "
+        f"{', '.join(HEAVY)}), medians; trees cached in {root}",
         flush=True,
     )
-    rows: list[Row] = []
-    with tempfile.TemporaryDirectory(prefix="haytham-bench-", dir=args.dir) as scratch:
-        base = Path(scratch)
-        for name in chosen:
-            began = time.perf_counter()
-            found = BENCHES[name](base)
-            rows += found if isinstance(found, list) else [found]
-            print(f"  {name} done in {time.perf_counter() - began:.1f} s", file=sys.stderr, flush=True)
-            for leftover in base.glob(f"{name.lower()}*"):
-                shutil.rmtree(leftover, ignore_errors=True)
-        peer_lines: list[str] = []
-        if not args.no_peer:
-            h_b1 = next((_seconds(r.haytham) for r in rows if r.target == "B1"), None)
-            h_b2 = next((_seconds(r.haytham) for r in rows if r.target == "B2"), None)
-            try:
-                peer_lines = bench_peer(base, h_b1, h_b2)
-            except Exception as error:  # the peer is informative only
-                peer_lines = [f"peer unavailable: {type(error).__name__}: {error}"]
+    for name in [n.strip().upper() for n in args.only.split(",") if n.strip()]:
+        began = time.perf_counter()
+        heavy = args.heavy_repeats or args.repeats
+        TARGETS[name](root, sizes, heavy if name in HEAVY else args.repeats)
+        print(f"  {name} done in {time.perf_counter() - began:.1f} s", file=sys.stderr, flush=True)
     print()
-    print_table(rows)
-    if COLD:
-        print(
-            "\nfirst runs, not judged (the table times the everyday case: a warm read cache, a built index):"
-        )
-        for name, (seconds, floor, what) in sorted(COLD.items()):
-            print(f"  {name} {what}: {ms(seconds)} ({seconds / floor:.1f}x the floor's {ms(floor)})")
-    print()
-    for line in peer_lines:
-        print(line)
-    print(f"\ntotal time {time.perf_counter() - started:.0f} s")
+    print_table()
+    print("\nfloors:")
+    for name, what in FLOORS.items():
+        print(f"  {name}: {what}")
+    print(
+        f"\npeak RSS of the bench itself: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+    )
+    print(f"total time {time.perf_counter() - started:.0f} s")
     return 0
-
-
-def _seconds(text: str) -> float:
-    value, unit = text.split()[:2]
-    return float(value) / 1000 if unit == "ms" else float(value)
 
 
 if __name__ == "__main__":

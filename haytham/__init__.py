@@ -8,53 +8,121 @@ Features live in their own modules: ``haytham.compare.compare``, ``haytham.trans
 ``haytham.analytics`` and ``haytham.config``.
 """
 
-from haytham.compare import AgentDiff, Comparison
-from haytham.errors import (
-    AlreadyExistsError,
-    DiskWriteError,
-    DocumentError,
-    GitError,
-    HaythamError,
-    InvalidArgumentError,
-    Issue,
-    LockTimeout,
-    NotFoundError,
-    PathError,
-    PhaseNotFoundError,
-    ProjectExistsError,
-    ProjectNotFoundError,
-    SessionExistsError,
-    SessionNotFoundError,
-    StorageError,
-    StorageIsADirectoryError,
-    StorageNotADirectoryError,
-    StoragePermissionError,
-    UnknownPhaseError,
-    UnsafeNameError,
-    UnsafePathError,
-    WorkflowChangedError,
-)
-from haytham.format.workflow import IDEA_VALIDATION, PhaseDefinition, Workflow
-from haytham.projects import ProjectManager
-from haytham.records import (
-    AgentOutput,
-    AgentRun,
-    Attempt,
-    CurrentPhase,
-    HistoryEntry,
-    PhaseCheckpoint,
-    PhaseRow,
-    SessionManifest,
-    SessionMetrics,
-    UserFeedback,
-)
-from haytham.run.runner import AgentContext, AgentResult, PhaseRunner
-from haytham.store.doctor import Finding
-from haytham.store.events import Event
-from haytham.store.manager import CheckpointManager
-from haytham.store.scan import SessionSummary
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from haytham.compare import AgentDiff, Comparison
+    from haytham.errors import (
+        AlreadyExistsError,
+        DiskWriteError,
+        DocumentError,
+        GitError,
+        HaythamError,
+        InvalidArgumentError,
+        Issue,
+        LockTimeout,
+        NotFoundError,
+        PathError,
+        PhaseNotFoundError,
+        ProjectExistsError,
+        ProjectNotFoundError,
+        SessionExistsError,
+        SessionNotFoundError,
+        StorageError,
+        StorageIsADirectoryError,
+        StorageNotADirectoryError,
+        StoragePermissionError,
+        UnknownPhaseError,
+        UnsafeNameError,
+        UnsafePathError,
+        WorkflowChangedError,
+    )
+    from haytham.format.workflow import IDEA_VALIDATION, PhaseDefinition, Workflow
+    from haytham.projects import ProjectManager
+    from haytham.records import (
+        AgentOutput,
+        AgentRun,
+        Attempt,
+        CurrentPhase,
+        HistoryEntry,
+        PhaseCheckpoint,
+        PhaseRow,
+        SessionManifest,
+        SessionMetrics,
+        UserFeedback,
+    )
+    from haytham.run.runner import AgentContext, AgentResult, PhaseRunner
+    from haytham.store.doctor import Finding
+    from haytham.store.events import Event
+    from haytham.store.manager import CheckpointManager
+    from haytham.store.scan import SessionSummary
 
 __version__ = "0.1.0"
+
+_HOMES: dict[str, str] = {
+    "AgentDiff": "haytham.compare",
+    "Comparison": "haytham.compare",
+    "AlreadyExistsError": "haytham.errors",
+    "DocumentError": "haytham.errors",
+    "GitError": "haytham.errors",
+    "HaythamError": "haytham.errors",
+    "InvalidArgumentError": "haytham.errors",
+    "Issue": "haytham.errors",
+    "LockTimeout": "haytham.errors",
+    "NotFoundError": "haytham.errors",
+    "PathError": "haytham.errors",
+    "PhaseNotFoundError": "haytham.errors",
+    "ProjectExistsError": "haytham.errors",
+    "ProjectNotFoundError": "haytham.errors",
+    "SessionExistsError": "haytham.errors",
+    "SessionNotFoundError": "haytham.errors",
+    "DiskWriteError": "haytham.errors",
+    "StorageError": "haytham.errors",
+    "StorageIsADirectoryError": "haytham.errors",
+    "StorageNotADirectoryError": "haytham.errors",
+    "StoragePermissionError": "haytham.errors",
+    "UnknownPhaseError": "haytham.errors",
+    "UnsafeNameError": "haytham.errors",
+    "UnsafePathError": "haytham.errors",
+    "WorkflowChangedError": "haytham.errors",
+    "IDEA_VALIDATION": "haytham.format.workflow",
+    "PhaseDefinition": "haytham.format.workflow",
+    "Workflow": "haytham.format.workflow",
+    "ProjectManager": "haytham.projects",
+    "AgentOutput": "haytham.records",
+    "AgentRun": "haytham.records",
+    "Attempt": "haytham.records",
+    "CurrentPhase": "haytham.records",
+    "HistoryEntry": "haytham.records",
+    "PhaseCheckpoint": "haytham.records",
+    "PhaseRow": "haytham.records",
+    "SessionManifest": "haytham.records",
+    "SessionMetrics": "haytham.records",
+    "UserFeedback": "haytham.records",
+    "AgentContext": "haytham.run.runner",
+    "AgentResult": "haytham.run.runner",
+    "PhaseRunner": "haytham.run.runner",
+    "Finding": "haytham.store.doctor",
+    "Event": "haytham.store.events",
+    "CheckpointManager": "haytham.store.manager",
+    "SessionSummary": "haytham.store.scan",
+}
+"""Where each public name lives. ``import haytham`` imports none of them: a name's module is
+imported when the name is first used, so ``haytham --version`` and a validation do not pay
+for the runner (asyncio) or the features they do not use."""
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """A public name, imported from its module on first use (PEP 562)."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'haytham' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "IDEA_VALIDATION",

@@ -104,3 +104,33 @@ def _valid_feedback() -> dict[str, Any]:
         "requested_changes": [],
         "retry_count": 0,
     }
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_every_shipped_schema_is_a_valid_draft_2020_12_schema(kind: str) -> None:
+    """The metaschema check that used to run in every process on first use runs here."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(load_schema(kind))
+    except SchemaError as error:  # pragma: no cover - the failure message is the point
+        pytest.fail(f"{kind}.schema.json: {error.message}")
+
+
+def test_the_generated_predicates_are_current() -> None:
+    """``haytham/format/checks/`` holds what ``python3 dev.py schemas`` writes; a stale file
+    would only be slow (it is not used), so the failure asks for regeneration."""
+    from haytham.format.schema import stale_checks
+
+    assert stale_checks() == [], "run: python3 dev.py schemas"
+
+
+@pytest.mark.parametrize("kind", SCHEMA_KINDS)
+def test_the_generated_predicate_is_the_one_in_use(kind: str) -> None:
+    import importlib
+
+    from haytham.format.schema import certainly_valid
+
+    module = importlib.import_module(f"haytham.format.checks.{kind}")
+    assert certainly_valid(kind).__closure__[0].cell_contents is module.validate  # type: ignore[index]

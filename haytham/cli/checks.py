@@ -7,7 +7,7 @@ is safe. Both exit with 1 while something is wrong, so scripts and hooks can rel
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sys
 from pathlib import Path
 
 import click
@@ -22,7 +22,6 @@ from haytham.cli.common import (
     progress,
     suggest,
 )
-from haytham.errors import Issue
 from haytham.store.doctor import Finding, check_folders
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import session_dirs, session_files
@@ -69,16 +68,17 @@ def validate(paths: tuple[Path, ...], strict: bool, base_dir: Path, as_json: boo
         raise click.BadParameter(f"{str(base_dir)!r} is not a directory", param_hint="--base-dir")
     roots = list(paths) or [base_dir]
     manager = CheckpointManager(base_dir)
-    units = _validation_units(roots)
-    console = new_console()
-    issues: list[Issue] = []
-    with progress(console, "Validating", disable=len(units) < 2) as bar:
-        task = bar.add_task("validate", total=len(units))
-        for unit in units:
-            issues += manager.validate_paths([unit])
-            bar.advance(task)
+    if _on_terminal():
+        console = new_console()
+        with progress(console, "Validating") as bar:
+            task = bar.add_task("validate", total=None)
+            issues = manager.validate_paths(
+                roots, progress=lambda done, total: bar.update(task, completed=done, total=total)
+            )
+    else:  # a hook or a script: no progress bar, and rich is never imported
+        issues = manager.validate_paths(roots)
     issues = sorted(dict.fromkeys(issues), key=lambda i: (str(i.path), i.line or 0))
-    files = len(list(session_files(roots)))
+    files = sum(1 for _ in session_files(roots))
     sessions = len({d for root in roots if root.is_dir() for d in session_dirs(root)})
     failed = any(issue.is_error or strict for issue in issues)
     if as_json:
@@ -95,21 +95,11 @@ def validate(paths: tuple[Path, ...], strict: bool, base_dir: Path, as_json: boo
         click.get_current_context().exit(1)
 
 
-def _validation_units(roots: Iterable[Path]) -> list[Path]:
-    """The roots split into whole sessions and loose files, one progress step each.
-
-    ``validate_paths`` on each unit finds what it finds on the roots together: a session is
-    checked whole, and a file outside any session on its own.
-    """
-    units: list[Path] = []
-    for root in roots:
-        if root.is_dir():
-            sessions = list(session_dirs(root))
-            units += sessions
-            units += [f for f in session_files([root]) if not any(s in f.parents for s in sessions)]
-        else:
-            units.append(root)
-    return list(dict.fromkeys(units))
+def _on_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 @command()

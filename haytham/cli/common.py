@@ -29,18 +29,19 @@ import shlex
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich import box
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
-from rich.text import Text
 
-from haytham.config import find_config
 from haytham.errors import HaythamError, StorageError, storage_error
 from haytham.format import layout
+
+if TYPE_CHECKING:  # rich is imported by the functions that draw, so a command that prints
+    # plain lines (``--version``, ``validate`` in a hook) does not pay for it
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+    from rich.text import Text
 
 CONFIG_FILE = layout.CONFIG_FILE
 DEFAULT_BASE_DIR = layout.DEFAULT_BASE_DIR
@@ -193,7 +194,11 @@ def _resolve_base_dir(ctx: click.Context, param: click.Parameter, value: Path | 
     ``find_config`` gives ``./projects`` when there is no haytham.yaml, and a located
     DocumentError when there is a broken one.
     """
-    return value if value is not None else find_config().base_dir
+    if value is not None:
+        return value
+    from haytham.config import find_config  # reads YAML: only without --base-dir and the variable
+
+    return find_config().base_dir
 
 
 def base_dir_option(function: F) -> F:
@@ -253,6 +258,8 @@ def new_console(stream: IO[str] | None = None) -> Console:
     Off a terminal it is told so explicitly (whatever FORCE_COLOR says), and it is wide, so
     that piped tables are not wrapped to 80 columns.
     """
+    from rich.console import Console
+
     stream = stream or sys.stdout
     try:
         terminal = stream.isatty()
@@ -269,6 +276,8 @@ def new_console(stream: IO[str] | None = None) -> Console:
 
 def progress(console: Console, label: str, *, disable: bool = False) -> Progress:
     """A transient progress bar ``label [bar] done/total``, shown only on a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     return Progress(
         TextColumn(label),
         BarColumn(),
@@ -282,6 +291,9 @@ def progress(console: Console, label: str, *, disable: bool = False) -> Progress
 def table(console: Console, *columns: str, numeric: int = 0) -> Table:
     """A table with a box on a terminal, plain aligned columns when piped; the last
     ``numeric`` columns are right-aligned."""
+    from rich import box
+    from rich.table import Table
+
     if console.is_terminal:
         result = Table(box=box.SIMPLE_HEAD, header_style="bold")
     else:
@@ -293,6 +305,8 @@ def table(console: Console, *columns: str, numeric: int = 0) -> Table:
 
 def cell(value: object) -> Text:
     """A table cell; Text so that brackets in ids or names are never read as markup."""
+    from rich.text import Text
+
     return Text("-" if value is None else str(value))
 
 

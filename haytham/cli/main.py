@@ -1,7 +1,7 @@
 """The ``haytham`` command line: the group, its version option, and the commands registered on it.
 
 Each command group lives in its own module (sessions, review, running, checks, maintenance,
-history, ops, git) and parses its arguments, calls the library and prints; what they share (errors, the
+history, ops, git, web) and parses its arguments, calls the library and prints; what they share (errors, the
 base directory, consoles, ``--json``) is in ``haytham.cli.common``. No file-format logic
 lives in the command line: reading, writing and checking session files is the library's
 job. On a terminal tables and markdown are drawn with rich; when the output is piped there
@@ -13,54 +13,65 @@ exit code 1; usage errors exit with 2.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
+from typing import Any
 
 import click
 
 from haytham import __version__
-from haytham.cli import checks, git, history, maintenance, ops, review, running, sessions, web
 from haytham.cli.common import Group
 
-COMMANDS = (
-    "demo",
-    "new",
-    "list",
-    "status",
-    "show",
-    "feedback",
-    "review",
-    "serve",
-    "report",
-    "resume",
-    "rerun",
-    "runner",
-    "validate",
-    "doctor",
-    "migrate",
-    "history",
-    "diff",
-    "fork",
-    "export",
-    "import",
-    "prune",
-    "stats",
-    "log",
-    "sync",
-    "git",
-)
+HOME: dict[str, str] = {
+    "demo": "running",
+    "new": "sessions",
+    "list": "sessions",
+    "status": "sessions",
+    "show": "sessions",
+    "feedback": "review",
+    "review": "review",
+    "serve": "web",
+    "report": "web",
+    "resume": "running",
+    "rerun": "running",
+    "runner": "running",
+    "validate": "checks",
+    "doctor": "checks",
+    "migrate": "maintenance",
+    "history": "history",
+    "diff": "history",
+    "fork": "history",
+    "export": "history",
+    "import": "history",
+    "prune": "ops",
+    "stats": "ops",
+    "log": "git",
+    "sync": "git",
+    "git": "git",
+}
+"""The module of ``haytham.cli`` that defines each command, in the order docs/cli.md describes
+them: only that module is imported to run it (a test checks this map against the modules'
+``COMMANDS``)."""
+COMMANDS = tuple(HOME)
 """Every command, in the order docs/cli.md describes them."""
-JSON_OUTPUT: dict[str, dict[str, str]] = {}
-"""Each read command's ``--json`` keys. ``a[].b`` is key ``b`` of each item of list ``a``."""
-JSON_RECORDS: dict[str, dict[str, type]] = dict(sessions.JSON_RECORDS)
-"""Keys that hold a record of haytham.records, with its fields as keys (null when absent)."""
+MODULES = tuple(dict.fromkeys(HOME.values()))
+"""The group modules of ``haytham.cli``, each with ``COMMANDS`` and ``JSON_OUTPUT``."""
 
 
 class _Group(Group):
-    """The ``haytham`` group: lists its commands in the order of a session's life."""
+    """The ``haytham`` group: lists its commands in the order of a session's life and imports
+    a command's module only when that command runs, so ``haytham --version`` or ``haytham
+    validate`` does not pay for what the other commands import (rich, asyncio, the runner)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """The commands in the order of a session's life, not alphabetical."""
-        return [name for name in COMMANDS if name in self.commands]
+        return [name for name in COMMANDS if name in HOME or name in self.commands]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command, its module imported (and its commands registered) on first use."""
+        if cmd_name not in self.commands and cmd_name in HOME:
+            _load(HOME[cmd_name])
+        return self.commands.get(cmd_name)
 
 
 @click.group(cls=_Group)
@@ -74,15 +85,36 @@ def cli() -> None:
     """
 
 
-def _register() -> None:
-    """Add each group module's commands to ``cli`` and their ``--json`` keys to JSON_OUTPUT."""
-    for module in (sessions, review, running, checks, maintenance, history, ops, git, web):
-        for command in module.COMMANDS:
+def _load(name: str) -> Any:
+    """Import the group module ``haytham.cli.{name}`` and register its commands on ``cli``."""
+    module = importlib.import_module(f"haytham.cli.{name}")
+    for command in module.COMMANDS:
+        if command.name not in cli.commands:
             cli.add_command(command)
-        JSON_OUTPUT.update(module.JSON_OUTPUT)
+    return module
 
 
-_register()
+def load_all() -> tuple[dict[str, dict[str, str]], dict[str, dict[str, type]]]:
+    """Register every command on ``cli``; each read command's ``--json`` keys
+    (``a[].b`` is key ``b`` of each item of list ``a``) and the keys that hold a record of
+    haytham.records, with its fields as keys (null when absent)."""
+    output: dict[str, dict[str, str]] = {}
+    records: dict[str, dict[str, type]] = {}
+    for name in MODULES:
+        module = _load(name)
+        output.update(module.JSON_OUTPUT)
+        records.update(getattr(module, "JSON_RECORDS", {}))
+    return output, records
+
+
+def __getattr__(name: str) -> Any:
+    """``JSON_OUTPUT`` and ``JSON_RECORDS`` (see ``load_all``), built when first asked for:
+    they need every command module, which a single command does not."""
+    if name in ("JSON_OUTPUT", "JSON_RECORDS"):
+        output, records = load_all()
+        globals().update(JSON_OUTPUT=output, JSON_RECORDS=records)
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -16,7 +16,6 @@ from rich.text import Text
 
 from haytham.cli.common import cell, print_table, seconds, suggest, table, when
 from haytham.records import UserFeedback
-from haytham.run.runner import next_step as runner_next_step
 from haytham.store.manager import CheckpointManager
 
 NEXT_KEYS = {
@@ -56,6 +55,8 @@ class Advice:
 
 def next_step(manager: CheckpointManager, project: str, session: str) -> Advice:
     """The library's next step for the session, said as a sentence with the command to run."""
+    from haytham.run.runner import next_step as runner_next_step  # not asyncio at start
+
     step = runner_next_step(manager, project, session)
     number = step.phase
     resume = suggest("resume", project, session)

@@ -7,6 +7,7 @@ object whose keys are in ``JSON_OUTPUT`` (and docs/cli.md).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,8 @@ from haytham.cli.present import (
 )
 from haytham.format.workflow import IDEA_VALIDATION, load_workflow
 from haytham.records import SESSION_STATUSES, AgentOutput, PhaseCheckpoint, UserFeedback
-from haytham.run.runner import missing_agents
 from haytham.store.manager import CheckpointManager
-from haytham.store.scan import SessionSummary, list_sessions
+from haytham.store.scan import SessionListing, SessionSummary, iter_sessions
 
 # Each read command's --json keys. ``a[].b`` is key ``b`` of each item of list ``a``; keys in
 # JSON_RECORDS hold a record of haytham.records with its fields as keys (null when absent).
@@ -152,6 +152,8 @@ def new(project: str, session: str, user: str, mode: str | None, workflow_spec: 
     directory = manager.create_session(project, session, user, workflow, mode)
     numbers = ", ".join(str(p.number) for p in workflow.phases_for(mode))
     click.echo(f"Created {project}/{session} ({workflow.name}, {mode} mode: phases {numbers}) in {directory}")
+    from haytham.run.runner import missing_agents  # the runner (asyncio) only for `new`
+
     missing = missing_agents(workflow, workflow.callables, mode)
     if not missing:
         click.echo(f"Next: run {suggest('resume', project, session)}")
@@ -189,7 +191,9 @@ def list_command(
     """List the sessions, most recently updated first.
 
     Only manifests are read, so this stays fast for many sessions; a manifest that cannot
-    be read is reported as a warning (run haytham validate for the details).
+    be read is reported as a warning (run haytham validate for the details). Rows are
+    printed as they are made: piped, as plain aligned columns; with --json, as one JSON
+    object whose sessions array holds one session a line.
     """
     if awaiting_review:
         if status not in (None, "awaiting_review"):
@@ -198,55 +202,78 @@ def list_command(
     manager = CheckpointManager(base_dir)
     if project is not None:
         manager.project_dir(project)  # refuses an unsafe project id
-    found, unreadable = list_sessions(manager.base_dir, project_id=project, user_id=user, status=status)
-    page = found[offset:] if limit is None else found[offset : offset + limit]
+    listing = iter_sessions(manager.base_dir, project_id=project, user_id=user, status=status)
+    unreadable = listing.issues
+    total = len(listing)
+    shown = max(0, min(total - offset, total if limit is None else limit))
     first_issues = {issue.path: issue for issue in reversed(unreadable)}  # one warning a manifest
-    shown = [first_issues[path] for path in dict.fromkeys(i.path for i in unreadable)]
-    warnings = [str(issue) for issue in shown]
+    problems = [first_issues[path] for path in dict.fromkeys(i.path for i in unreadable)]
+    warnings = [str(issue) for issue in problems]
     if as_json:
-        sessions = [_summary_json(s) for s in page]
-        emit_json(
-            {
-                "total": len(found),
-                "offset": offset,
-                "limit": limit,
-                "sessions": sessions,
-                "warnings": warnings,
-            }
-        )
+        _stream_json(listing, total, offset, limit, warnings)
         return
-    for issue in shown:  # an error skipped the session; a warning comes with its row
+    for issue in problems:  # an error skipped the session; a warning comes with its row
         skipped = "skipped a manifest that cannot be read: " if issue.is_error else ""
         click.echo(f"warning: {skipped}{issue}", err=True)
-    if not page:
+    if not shown:
         click.echo(f"No sessions under {base_dir}" + (" match" if project or user or status else ""))
         return
+    columns = ("Project", "Session", "User", "Mode", "Status", "Current phase", "Updated", "Tokens", "Cost")
+    rows = (_list_row(s) for s in listing.page(offset, limit))
     console = new_console()
-    listing = table(
-        console,
-        "Project",
-        "Session",
-        "User",
-        "Mode",
-        "Status",
-        "Current phase",
-        "Updated",
-        "Tokens",
-        "Cost",
-        numeric=2,
+    if console.is_terminal:
+        listing_table = table(console, *columns, numeric=2)
+        for row in rows:
+            listing_table.add_row(*map(cell, row[:4]), status_cell(row[4]), *map(cell, row[5:]))
+        print_table(console, listing_table)
+    else:  # piped: plain aligned columns, each row written as it is made
+        widths = [len(c) for c in columns]
+        for row in (_list_row(s) for s in listing.page(offset, limit)):
+            widths = [max(w, len(v)) for w, v in zip(widths, row, strict=True)]
+        click.echo(_plain_line(columns, widths))
+        for row in rows:
+            click.echo(_plain_line(row, widths))
+    if shown < total:
+        click.echo(f"Showing {offset + 1}-{offset + shown} of {total} sessions")
+
+
+def _list_row(s: SessionSummary) -> tuple[str, ...]:
+    """The cells of one ``haytham list`` row, as text."""
+    return (
+        s.project_id,
+        s.session_id,
+        s.user_id,
+        s.execution_mode,
+        s.status,
+        _current(s),
+        when(s.last_updated),
+        str(s.total_tokens),
+        f"${s.total_cost:.4f}",
     )
-    for s in page:
-        listing.add_row(
-            *map(cell, (s.project_id, s.session_id, s.user_id, s.execution_mode)),
-            status_cell(s.status),
-            cell(_current(s)),
-            cell(when(s.last_updated)),
-            cell(s.total_tokens),
-            cell(f"${s.total_cost:.4f}"),
-        )
-    print_table(console, listing)
-    if len(page) < len(found):
-        click.echo(f"Showing {offset + 1}-{offset + len(page)} of {len(found)} sessions")
+
+
+def _plain_line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    """One line of the piped listing: columns two spaces apart, the last two (numbers)
+    right-aligned, as the piped table used to be drawn."""
+    numeric = len(cells) - 2
+    parts = [
+        c.rjust(w) if i >= numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+    ]
+    return "  ".join(parts).rstrip()
+
+
+def _stream_json(
+    listing: SessionListing, total: int, offset: int, limit: int | None, warnings: list[str]
+) -> None:
+    """The ``--json`` object of ``list``, written a session at a time: the same keys as one
+    ``json.dumps`` would give, with each session on its own line of the ``sessions`` array,
+    so memory stays flat however many sessions are listed."""
+    head = {"total": total, "offset": offset, "limit": limit}
+    click.echo(json.dumps(head, ensure_ascii=False)[:-1] + ', "sessions": [')
+    for position, summary in enumerate(listing.page(offset, limit)):
+        line = json.dumps(_summary_json(summary), ensure_ascii=False, default=str)
+        click.echo(("  " if position == 0 else ", ") + line)
+    click.echo('], "warnings": ' + json.dumps(warnings, ensure_ascii=False) + "}")
 
 
 def _current(summary: SessionSummary) -> str:

@@ -125,9 +125,13 @@ def decode_content(text: str, start: int, final_newlines: int | None, crlf: bool
             end -= 1
         content = text[start:end]
     else:
+        trailing = end
         while end > start and text[end - 1] == "\n":
             end -= 1
-        content = text[start:end] + "\n" * final_newlines
+        if end + final_newlines <= trailing:  # the breaks are there: one slice, not two copies
+            content = text[start : end + final_newlines]
+        else:
+            content = text[start:end] + "\n" * final_newlines
     return content.replace("\n", "\r\n") if crlf else content
 
 

@@ -27,6 +27,43 @@ from haytham.format.version import read_version
 R = TypeVar("R")
 
 
+@dataclasses.dataclass
+class WorkCounters:
+    """How much work reading has done in this process, for tests that pin a complexity class.
+
+    A test resets ``COUNTERS``, runs an operation on a tree of N and of 2N sessions (or a
+    history of N and 2N entries) and compares: a path that does quadratic work fails
+    deterministically, with no timing involved. Plain integer increments, so keeping them
+    costs nothing measurable; they are never read by haytham itself.
+    """
+
+    opened: int = 0
+    """Files opened and read (``read_file``)."""
+    parsed: int = 0
+    """Texts parsed into a record (a read-cache hit is not a parse)."""
+    stated: int = 0
+    """``stat`` calls made by the tree scans (``haytham.store.scan``)."""
+    listed: int = 0
+    """Directories listed by the tree scans."""
+    steps: int = 0
+    """Entries examined while putting a history in order (``haytham.store.history.in_order``)."""
+    index_rows: int = 0
+    """Rows read from a base directory's index (``haytham.store.index.Index.entries``)."""
+
+    def reset(self) -> None:
+        """Start counting from zero."""
+        for field in dataclasses.fields(self):
+            setattr(self, field.name, 0)
+
+    def snapshot(self) -> dict[str, int]:
+        """The counts now, by name."""
+        return dataclasses.asdict(self)
+
+
+COUNTERS = WorkCounters()
+"""The process's work counters (see ``WorkCounters``)."""
+
+
 def to_json(value: Any) -> Any:
     """A record as plain JSON data (tuples become lists), for schemas and exports."""
     kind = type(value)
@@ -97,9 +134,16 @@ class DocumentFormat(ABC, Generic[R]):
     def read_data(
         self, data: bytes, path: Path | None = None, *, cache: ReadCache | None = None
     ) -> tuple[R | None, list[Issue]]:
-        """``read`` of a file's bytes (DocumentError if they are not UTF-8)."""
+        """``read`` of a file's bytes (DocumentError if they are not UTF-8).
+
+        The bytes are let go as soon as they are decoded unless the cache keeps them, so a
+        large file is not held as bytes and as text while it is parsed (the caller must not
+        hold them either: ``read_path`` and ``load`` pass them straight from the read).
+        """
         if cache is None:
-            return self._read(decode(data, path), path)
+            text = decode(data, path)
+            del data
+            return self._read(text, path)
         key = _key(self, path)
         kept = cache.recall(key)
         if kept is not None and kept[0] == data:
@@ -108,6 +152,10 @@ class DocumentFormat(ABC, Generic[R]):
         if kept is not None and kept[1] == text:
             cache.remember(key, (data, text, kept[2], kept[3]))
             return kept[2], list(kept[3])
+        if len(text) > cache.max_item_chars:  # never kept: forget the old entry, drop the bytes
+            cache.remember(key, (None, text, None, ()))
+            del data
+            return self._read(text, path)
         return self._read_and_keep(cache, key, data, text, path)
 
     def _read_and_keep(
@@ -118,6 +166,7 @@ class DocumentFormat(ABC, Generic[R]):
         return record, issues
 
     def _read(self, text: str, path: Path | None, *, fast: bool = True) -> tuple[R | None, list[Issue]]:
+        COUNTERS.parsed += 1
         reader = self._reader(text, path, fast=fast)
         data = self._collect(reader)
         read_version(reader, self.version_section)
@@ -238,6 +287,7 @@ def read_file(path: Path) -> bytes:
 
 def _read_file(path: Path) -> bytes:
     fd = os.open(path, os.O_RDONLY)
+    COUNTERS.opened += 1
     try:
         first = os.read(fd, _CHUNK)
         if len(first) < _CHUNK and not os.read(fd, 1):

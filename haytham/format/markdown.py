@@ -16,10 +16,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import mistune
-from mistune.block_parser import BlockParser
-from mistune.core import BlockState
-
 
 @dataclass(frozen=True)
 class Section:
@@ -61,49 +57,54 @@ class Document:
         return by_title.get(normalise_label(title))
 
 
-class _LocatingState(BlockState):
-    """A BlockState that remembers where its newest paragraph began."""
+@functools.cache
+def _mistune_parser() -> Any:
+    """mistune's parser, made with the heading-locating block parser on first use: files in
+    the shape haytham writes never need it (``_fast_headings``), so a process that reads only
+    such files never imports mistune."""
+    import mistune
+    from mistune.block_parser import BlockParser
+    from mistune.core import BlockState
 
-    paragraph_start: int = 0
+    class _LocatingState(BlockState):
+        """A BlockState that remembers where its newest paragraph began."""
 
-    def add_paragraph(self, text: str) -> None:
-        last = self.last_token()
-        if not (last and last["type"] == "paragraph"):
-            self.paragraph_start = self.cursor
-        super().add_paragraph(text)
+        paragraph_start: int = 0
+
+        def add_paragraph(self, text: str) -> None:
+            last = self.last_token()
+            if not (last and last["type"] == "paragraph"):
+                self.paragraph_start = self.cursor
+            super().add_paragraph(text)
+
+    class _LocatingBlockParser(BlockParser):
+        """Records ``(offset, token)`` for every top-level heading as mistune finds it."""
+
+        state_cls = _LocatingState
+
+        def parse_method(self, m: re.Match[str], state: BlockState) -> int | None:
+            last_before = state.last_token()
+            end = super().parse_method(m, state)
+            if state.parent is None and m.lastgroup in ("atx_heading", "setex_heading"):
+                token = state.last_token()
+                if token is not None and token["type"] == "heading" and token is not last_before:
+                    start = m.start()
+                    headings: list[tuple[int, dict[str, Any]]] = state.env.setdefault("headings", [])
+                    headings.append((start, token))
+                elif (
+                    m.lastgroup == "setex_heading"
+                    and last_before is not None
+                    and last_before["type"] == "heading"
+                    and isinstance(state, _LocatingState)
+                ):
+                    # A setext underline turns the paragraph above it into the heading.
+                    headings = state.env.setdefault("headings", [])
+                    headings.append((state.paragraph_start, last_before))
+            return end
+
+    return mistune.Markdown(renderer=None, block=_LocatingBlockParser(), plugins=[]), _LocatingState
 
 
-class _LocatingBlockParser(BlockParser):
-    """Records ``(offset, token)`` for every top-level heading as mistune finds it."""
-
-    state_cls = _LocatingState
-
-    def parse_method(self, m: re.Match[str], state: BlockState) -> int | None:
-        last_before = state.last_token()
-        end = super().parse_method(m, state)
-        if state.parent is None and m.lastgroup in ("atx_heading", "setex_heading"):
-            token = state.last_token()
-            if token is not None and token["type"] == "heading" and token is not last_before:
-                start = m.start()
-                headings: list[tuple[int, dict[str, Any]]] = state.env.setdefault("headings", [])
-                headings.append((start, token))
-            elif (
-                m.lastgroup == "setex_heading"
-                and last_before is not None
-                and last_before["type"] == "heading"
-                and isinstance(state, _LocatingState)
-            ):
-                # A setext underline turns the paragraph above it into the heading.
-                headings = state.env.setdefault("headings", [])
-                headings.append((state.paragraph_start, last_before))
-        return end
-
-
-def _make_parser() -> mistune.Markdown:
-    return mistune.Markdown(renderer=None, block=_LocatingBlockParser(), plugins=[])
-
-
-_PARSER = _make_parser()
 _WS = re.compile(r"\s+")
 
 
@@ -164,8 +165,9 @@ def parse_with_mistune(text: str) -> Document:
     then drift, so it parses a copy with each CR turned into a space (same length); bodies are
     sliced from ``text`` itself, so a CR inside a section survives.
     """
-    state = _LocatingState()
-    _PARSER.parse(text.replace("\r", " "), state)
+    parser, state_class = _mistune_parser()
+    state = state_class()
+    parser.parse(text.replace("\r", " "), state)
     found: list[tuple[int, dict[str, Any]]] = state.env.get("headings", [])
     line_starts = line_offsets(text)
     heads = sorted(

@@ -10,14 +10,15 @@ import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
-
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from haytham.errors import DocumentError, Issue
 from haytham.format.markdown import Document, Section, iter_unfenced_lines, normalise_label, parse_document
 from haytham.format.schema import describe, schema_errors
 from haytham.format.sections import NEAR_MISS, SectionSpec
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 _ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
 _CHECKBOX = re.compile(r"\[([ xX]?)\][ \t]*(.*)")

@@ -14,26 +14,31 @@ says "not sure", and jsonschema decides), never looser: the tests check that.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import json
 import re
 from collections.abc import Callable, Mapping
 from functools import cache
-from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import fastjsonschema
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+if TYPE_CHECKING:  # jsonschema is imported only when a record is not certainly valid
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 from haytham.format.values import MAX_AMOUNT, MAX_WHOLE_NUMBER
 from haytham.records import ENUMERATIONS
 
+_HERE = Path(__file__).parent
+"""``haytham/format``: the schemas ship beside this module (``importlib.resources`` would cost
+more to import than every schema costs to read)."""
 SCHEMA_KINDS = ("manifest", "checkpoint", "agent_output", "feedback", "history_entry", "project", "workflow")
 
 
 @cache
 def _schema_text(kind: str) -> str:
-    return resources.files("haytham.format.schemas").joinpath(f"{kind}.schema.json").read_text("utf-8")
+    return (_HERE / "schemas" / f"{kind}.schema.json").read_text("utf-8")
 
 
 def load_schema(kind: str) -> dict[str, Any]:
@@ -74,10 +79,15 @@ def _bound_numbers(node: Any) -> None:
 
 @cache
 def validator(kind: str) -> Draft202012Validator:
-    """The validator for one document kind, built on first use and kept."""
-    schema = load_schema(kind)
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    """The validator for one document kind, built on first use and kept.
+
+    Only records that the compiled predicate is not sure of get here, so jsonschema is
+    imported then and not at start. The shipped schemas are checked against the metaschema
+    by a test (``Draft202012Validator.check_schema``), not in every process.
+    """
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(load_schema(kind))
 
 
 def schema_errors(kind: str, instance: Mapping[str, Any]) -> list[ValidationError]:
@@ -117,8 +127,24 @@ Check = Callable[[Any], bool]
 
 @cache
 def certainly_valid(kind: str) -> Check:
-    """A predicate that is True only for instances jsonschema accepts for ``kind``."""
-    return compile_schema(load_schema(kind))
+    """A predicate that is True only for instances jsonschema accepts for ``kind``.
+
+    The predicate's code is generated once, ahead of time, into ``haytham/format/checks/``
+    (``python3 dev.py schemas``; a test fails when a file there is stale), because
+    generating and compiling it costs tens of milliseconds a schema in every new process. A
+    file whose recorded schema digest does not match is not used: the predicate is then
+    compiled here, as before. The generated code raises the exception classes of
+    ``haytham.format.checks``, so a process whose records are all valid never imports
+    fastjsonschema itself.
+    """
+    schema = load_schema(kind)
+    try:
+        module = importlib.import_module(f"{_CHECKS}.{kind}")
+    except ImportError:
+        module = None
+    if module is not None and getattr(module, "SCHEMA_DIGEST", None) == schema_digest(schema):
+        return _predicate(module.validate)
+    return compile_schema(schema)
 
 
 def compile_schema(schema: Any) -> Check:
@@ -128,26 +154,73 @@ def compile_schema(schema: Any) -> Check:
     written into the instance. A schema fastjsonschema cannot compile gives a predicate that
     is never sure, so jsonschema decides every time.
     """
+    import fastjsonschema
+
     try:
         validate = fastjsonschema.compile(
             schema, handlers=_NO_REMOTE_REFS, use_default=False, use_formats=False
         )
     except (fastjsonschema.JsonSchemaDefinitionException, re.error):
         return _never
+    return _predicate(validate)
 
+
+def _predicate(validate: Callable[[Any], Any]) -> Check:
     def check(instance: Any) -> bool:
         try:
             validate(instance)
-        except fastjsonschema.JsonSchemaValueException:
-            return False
-        except (TypeError, ValueError, RecursionError):  # a value it was not made for: not sure
-            return False
+        except (TypeError, ValueError, RecursionError):  # refused (both libraries' exceptions are
+            return False  # ValueErrors), or a value it was not made for: not sure
         return True
 
     return check
 
 
+_CHECKS = "haytham.format.checks"
+"""The package of the generated predicates, one module a schema kind."""
+
+
+def schema_digest(schema: Any) -> str:
+    """What a generated predicate was made from: a hash of the loaded schema."""
+    return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def generated_check(kind: str) -> str:
+    """The text of ``haytham/format/checks/{kind}.py``: fastjsonschema's code for the schema."""
+    import fastjsonschema
+
+    schema = load_schema(kind)
+    code = fastjsonschema.compile_to_code(
+        schema, handlers=_NO_REMOTE_REFS, use_default=False, use_formats=False
+    )
+    imported = "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException"
+    if imported not in code:
+        raise LookupError("fastjsonschema's generated code no longer imports its exceptions as expected")
+    code = code.replace(
+        imported, f"from {_CHECKS} import JsonSchemaValueException, JsonSchemaValuesException"
+    )
+    header = (
+        f"# Generated by `python3 dev.py schemas` from {kind}.schema.json; do not edit.\n"
+        "# ruff: noqa\n# mypy: ignore-errors\n# fmt: off\n"
+        f'SCHEMA_DIGEST = "{schema_digest(schema)}"\n'
+    )
+    return header + code.rstrip() + "\n"
+
+
+def stale_checks() -> list[str]:
+    """The kinds whose generated predicate file is missing or differs from ``generated_check``
+    (``python3 dev.py schemas`` writes them; this module only reads)."""
+    stale = []
+    for kind in SCHEMA_KINDS:
+        path = _HERE / "checks" / f"{kind}.py"
+        if not path.is_file() or path.read_text("utf-8") != generated_check(kind):
+            stale.append(kind)
+    return stale
+
+
 def _refuse_remote(uri: str) -> Any:
+    import fastjsonschema
+
     raise fastjsonschema.JsonSchemaDefinitionException(f"{uri}: a schema here refers to nothing remote")
 
 

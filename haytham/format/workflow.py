@@ -16,10 +16,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from haytham.errors import DocumentError, InvalidArgumentError, UnknownPhaseError
 from haytham.format.layout import FORMAT_VERSION, PHASE_DIR_PREFIX
+from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, read_yaml, take_version
 from haytham.records import RunStyle
@@ -170,6 +169,8 @@ def dump_workflow(workflow: Workflow) -> str:
         if phase.review:
             item["review"] = True
         data["phases"].append(item)
+    import yaml  # only when a workflow is written
+
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
     if workflow.callables:  # one agent a line, however long the mapping
         agents = {"agents": dict(workflow.callables)}
@@ -177,13 +178,14 @@ def dump_workflow(workflow: Workflow) -> str:
     return text
 
 
-def load_workflow(path: str | Path) -> Workflow:
+def load_workflow(path: str | Path, data: bytes | None = None) -> Workflow:
     """Read a workflow from a YAML file, checked against ``schemas/workflow.schema.json``.
 
-    Errors are DocumentErrors naming the file, the line and the field.
+    Errors are DocumentErrors naming the file, the line and the field. ``data`` is the
+    file's bytes when the caller has read them already.
     """
     path = Path(path)
-    text = read_yaml(path)
+    text = read_yaml(path) if data is None else decode(data, path)
     node, data = parse_yaml(text, path)
     if not isinstance(data, dict) or node is None:
         raise DocumentError("a workflow file must be a YAML mapping", path=path, line=1)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from haytham.errors import DocumentError, storage_error
 from haytham.format.layout import FORMAT_VERSION
 from haytham.format.reader import decode
+
+if TYPE_CHECKING:  # PyYAML is imported when a YAML file is read, not at start
+    import yaml
 
 MAX_YAML_CHARS = 1_000_000
 """The longest YAML file haytham reads (settings, workflows and preferences are small)."""
@@ -55,7 +56,21 @@ def parse_yaml(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
             f"is {len(text):,} characters long: haytham reads YAML files of at most {MAX_YAML_CHARS:,}",
             path=path,
         )
-    loader = yaml.SafeLoader(text)
+    import yaml
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:  # one parse by libyaml; a text it refuses is parsed again below
+        loader = fast(text)
+        try:
+            node = loader.get_single_node()
+            if node is not None:
+                _check_expansion(node, path)
+            return node, (loader.construct_document(node) if node is not None else None)
+        except yaml.YAMLError:
+            pass
+        finally:
+            loader.dispose()
+    loader = yaml.SafeLoader(text)  # the pure-Python loader, whose messages say what is wrong
     try:
         node = loader.get_single_node()
         if node is not None:
@@ -76,6 +91,7 @@ def _check_expansion(root: yaml.Node, path: Path) -> None:
     An alias is the same node object as its anchor, so the expanded size of each node is
     computed once (by identity) and the check takes time linear in the file, whatever the
     expansion would be."""
+
     sizes: dict[int, int] = {}
     opened: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
@@ -107,6 +123,8 @@ def _check_expansion(root: yaml.Node, path: Path) -> None:
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
+    import yaml
+
     if isinstance(node, yaml.SequenceNode):
         return list(node.value)
     if isinstance(node, yaml.MappingNode):
@@ -116,6 +134,8 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 def line_of(node: yaml.Node, keys: Sequence[Any]) -> int:
     """The 1-based line of the key (or list item) at ``keys``, or of its nearest parent."""
+    import yaml
+
     line = int(node.start_mark.line) + 1
     for key in keys:
         if isinstance(node, yaml.MappingNode):

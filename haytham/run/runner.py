@@ -10,7 +10,6 @@ is refused at once instead of running the same attempt again.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib
 import inspect
@@ -570,6 +569,8 @@ def _call(agent: Agent, context: AgentContext) -> tuple[AgentResult | BaseExcept
     try:
         value = agent(context)
         if inspect.isawaitable(value):
+            import asyncio  # only for an async agent: reading commands never import it
+
             value = asyncio.run(_wait(value))
         if isinstance(value, str):
             value = AgentResult(value)

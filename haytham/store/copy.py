@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from haytham.errors import SessionExistsError, UnsafeNameError, UnsafePathError
+from haytham.format.document import read_file
 from haytham.format.layout import (
     ATTEMPTS_DIR,
     HISTORY_DIR,
@@ -72,12 +73,16 @@ def _safe_part(part: str) -> bool:
     return True
 
 
-def read_session_files(directory: Path) -> tuple[dict[str, bytes], list[str]]:
+def read_session_files(
+    directory: Path, *, only: Collection[str] | None = None
+) -> tuple[dict[str, bytes], list[str]]:
     """The session's files by relative path (sorted) and its directories, as they are now.
 
     Only what ``is_session_path`` and ``is_session_directory`` accept is read; the lock,
     temporary files and anything a person added are left out. A symlink where a session
-    file or directory belongs is refused: a session holds regular files only.
+    file or directory belongs is refused: a session holds regular files only. With
+    ``only``, just the top-level names it holds (phase directories, ``workflow.yaml``) are
+    read: a fork of phase 2 reads phase 1, not the whole session.
     """
     files: dict[str, bytes] = {}
     directories: list[str] = []
@@ -86,14 +91,16 @@ def read_session_files(directory: Path) -> tuple[dict[str, bytes], list[str]]:
         prefix = here.relative_to(directory).as_posix()
         prefix = "" if prefix == "." else prefix + "/"
         for name in sorted(subdirs):
-            if is_session_directory(prefix + name):
+            if is_session_directory(prefix + name) and (only is None or prefix or name in only):
                 _refuse_symlink(here / name)
                 directories.append(prefix + name)
-        subdirs[:] = sorted(s for s in subdirs if is_session_directory(prefix + s))
+        subdirs[:] = sorted(
+            s for s in subdirs if is_session_directory(prefix + s) and (only is None or prefix or s in only)
+        )
         for name in sorted(names):
-            if is_session_path(prefix + name):
+            if is_session_path(prefix + name) and (only is None or prefix or name in only):
                 _refuse_symlink(here / name)
-                files[prefix + name] = (here / name).read_bytes()
+                files[prefix + name] = read_file(here / name)
     return dict(sorted(files.items())), sorted(directories)
 
 

@@ -34,8 +34,6 @@ try:
 except ImportError:  # pragma: no cover - Windows: filelock
     fcntl = None  # type: ignore[assignment]
 
-from filelock import FileLock, Timeout
-
 from haytham.errors import LockTimeout, UnsafePathError, storage_error
 from haytham.format import layout
 
@@ -369,6 +367,8 @@ def _flock(path: str, timeout: float, what: str, directory: Path, *, create: boo
 
 @contextlib.contextmanager
 def _filelock(path: str, timeout: float, what: str, directory: Path) -> Iterator[None]:
+    from filelock import FileLock, Timeout  # only without flock: a read never pays for it
+
     lock = FileLock(path, timeout=timeout)
     try:
         lock.acquire()

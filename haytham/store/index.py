@@ -27,15 +27,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import importlib.metadata
+import importlib.util
 import os
-import sqlite3
 import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from haytham.format import layout
+from haytham.format.document import COUNTERS
+
+if TYPE_CHECKING:  # imported when an index is opened, so a run without one never pays
+    import sqlite3
 
 INDEX_DIR = layout.INDEX_DIR
 INDEX_FILE = layout.INDEX_FILE
@@ -56,16 +60,36 @@ def identity(st: os.stat_result) -> str:
 
 @functools.cache
 def code_stamp() -> str:
-    """A hash of haytham's source and schemas and of the versions of the parsers it uses."""
+    """A hash that changes with haytham's source and schemas and with the parsers it uses.
+
+    What is hashed is each file's name, size and modification time (a ``stat``), never its
+    bytes: an edit, a checkout or an upgrade rewrites a file and so changes its time, and
+    stating some eighty files costs a fraction of reading them (this runs in every process
+    that opens an index, ``haytham list`` and ``haytham validate`` among them). A parser is
+    identified by the file that defines it, found without importing it.
+    """
     package = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256(f"{_FORMAT}:{sys.version_info[:2]}".encode())
-    for name in ("haytham", "mistune", "jsonschema", "PyYAML"):
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            digest.update(f"{name}={importlib.metadata.version(name)};".encode())
-    for path in sorted(package.rglob("*")):
-        if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
-            digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    for name in ("mistune", "jsonschema", "fastjsonschema", "yaml"):
+        with contextlib.suppress(ImportError, ValueError, OSError, TypeError):
+            spec = importlib.util.find_spec(name)
+            origin = spec.origin if spec is not None else None
+            if origin:
+                digest.update(f"{name}={origin}:{_signature(os.stat(origin))};".encode())
+    found: list[tuple[str, str]] = []
+    for directory, subdirs, names in os.walk(package):
+        subdirs[:] = [d for d in subdirs if d != "__pycache__"]
+        for name in names:
+            if name.endswith((".py", ".json")):
+                path = os.path.join(directory, name)
+                found.append((os.path.relpath(path, package), _signature(os.stat(path))))
+    for relative, signature in sorted(found):
+        digest.update(f"{relative}\0{signature}\0".encode())
     return digest.hexdigest()[:20]
+
+
+def _signature(st: os.stat_result) -> str:
+    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 class Index:
@@ -79,6 +103,8 @@ class Index:
     @classmethod
     def open(cls, base_dir: Path, *, create: bool = True) -> Index | None:
         """The index of ``base_dir`` (made first when ``create``); None when it cannot be had."""
+        import sqlite3
+
         if not enabled():
             return None
         directory = base_dir / INDEX_DIR
@@ -128,6 +154,8 @@ class Index:
 
     def entries(self, kind: str) -> dict[str, tuple[str, str]]:
         """Every remembered ``path: (identity, value)`` of one kind."""
+        import sqlite3
+
         try:
             with _LOCK:
                 rows = self._connection.execute(
@@ -135,10 +163,13 @@ class Index:
                 ).fetchall()
         except sqlite3.Error:
             return {}
+        COUNTERS.index_rows += len(rows)
         return {path: (ident, value) for path, ident, value in rows}
 
     def store(self, kind: str, rows: Iterable[tuple[str, str, str]], *, forget: Iterable[str] = ()) -> None:
         """Remember ``(path, identity, value)`` rows and forget entries of ``forget`` paths."""
+        import sqlite3
+
         rows = list(rows)
         gone = [(kind, path) for path in forget]
         if not rows and not gone:
@@ -160,5 +191,7 @@ class Index:
             return
 
     def close(self) -> None:
+        import sqlite3
+
         with contextlib.suppress(sqlite3.Error):
             self._connection.close()

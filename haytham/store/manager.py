@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,6 +44,7 @@ from haytham.format import (
     DocumentFormat,
     ReadCache,
 )
+from haytham.format.document import read_file
 from haytham.format.feedback import rewrite_feedback, rewrite_fields
 from haytham.format.feedback import settle as settle_feedback
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
@@ -92,9 +93,11 @@ from haytham.store.names import (
 from haytham.store.review_time import hand_review_time
 from haytham.store.scan import (
     PhaseDirs,
+    SessionListing,
     SessionSummary,
     agent_files,
     check_below,
+    iter_sessions,
     kind_of,
     list_sessions,
     session_dirs,
@@ -155,6 +158,8 @@ class CheckpointManager:
         self.workflows: dict[str, Workflow] = dict(BUILTIN_WORKFLOWS)
         self.workflows.update((w.name, w) for w in workflows)
         self.cache = ReadCache()
+        self._workflow_copies: dict[bytes, Workflow] = {}
+        """Sessions' own workflow.yaml by their bytes: each text parsed once."""
         """What this manager has read: an unchanged file (the same bytes) is not parsed again."""
         self.events = EventBus()
         self.on = self.events.on
@@ -908,7 +913,8 @@ class CheckpointManager:
         with self._lock(session.directory, project_id, session_id):
             session = self._open(project_id, session_id)
             start = session.phase(from_phase)
-            source, _ = read_session_files(session.directory)
+            copied = {p.directory for p in session.phases[: session.phases.index(start)]}
+            source, _ = read_session_files(session.directory, only={*copied, WORKFLOW_FILE})
             reason = None
             if entry is not None:
                 entries, _ = history.read_entries(session.directory, cache=self.cache)
@@ -1108,15 +1114,38 @@ class CheckpointManager:
             check_path_name("project_id", project_id)
         return list_sessions(self.base_dir, project_id=project_id, user_id=user_id, status=status)[0]
 
-    def validate_paths(self, paths: Iterable[str | os.PathLike[str]] = ()) -> list[Issue]:
+    def iter_sessions(
+        self, *, project_id: str | None = None, user_id: str | None = None, status: str | None = None
+    ) -> SessionListing:
+        """``list_sessions`` as a ``SessionListing``: its length, and summaries made one at a
+        time as it is iterated (``listing.page(offset, limit)`` for a page), for listings
+        of many thousands of sessions. ``listing.issues`` are the unreadable manifests."""
+        if project_id is not None:
+            check_path_name("project_id", project_id)
+        return iter_sessions(self.base_dir, project_id=project_id, user_id=user_id, status=status)
+
+    def validate_paths(
+        self,
+        paths: Iterable[str | os.PathLike[str]] = (),
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[Issue]:
         """Check every session file under ``paths`` (default: ``base_dir``), like a linter.
 
         The one general way to validate: a path may be the base dir, a project, a session,
         a phase or one file; a whole session is also checked for a manifest that disagrees
         with its checkpoints. Problems are returned, never raised, sorted by file and line.
+
+        The work is linear in what ``paths`` hold: the tree is walked once, each session
+        is checked once (its result remembered in the base directory's index, opened once
+        for the run), and a file given alone is read alone, so ``validate_paths([a, b])``
+        in a tree of thousands of sessions reads only ``a`` and ``b``. ``progress(done,
+        total)`` is called after each session and each file outside a session.
         """
         roots = [Path(p) for p in paths] or [self.base_dir]
-        sessions = {d for root in roots if root.is_dir() for d in session_dirs(root)}
+        sessions = sorted({d for root in roots if root.is_dir() for d in session_dirs(root)})
+        loose = list(session_files(roots, outside=sessions))
+        total = len(sessions) + len(loose)
 
         def validate(directory: Path) -> list[Issue]:
             try:
@@ -1126,14 +1155,19 @@ class CheckpointManager:
             except HaythamError as error:
                 return [Issue(error.path or directory / MANIFEST_FILE, error.line, error.field, str(error))]
 
+        def step(done: int) -> None:
+            if progress is not None:
+                progress(done, total)
+
         # A session's result is remembered in the base directory's index while its files
         # stay unchanged (haytham/_index.py); the definitions it was checked against count.
         definitions = sorted((name, w.fingerprint()) for name, w in self.workflows.items())
-        issues = validate_sessions(sorted(sessions), validate, repr(definitions))
-        for path in session_files(roots, outside=sessions):
+        issues = validate_sessions(sessions, validate, repr(definitions), progress=step)
+        for done, path in enumerate(loose, len(sessions) + 1):
             kind = kind_of(path)
             assert kind is not None
             issues += kind.read_path(path)[1]
+            step(done)
         unique = dict.fromkeys(issues)
         return sorted(unique, key=lambda i: (str(i.path), i.line or 0))
 
@@ -1197,7 +1231,17 @@ class CheckpointManager:
     def _session_workflow(self, directory: Path, manifest: SessionManifest) -> Workflow:
         """The session's own copy of a custom workflow, else the registered one by name."""
         own_copy = directory / WORKFLOW_FILE
-        return load_workflow(own_copy) if own_copy.is_file() else self._workflow(manifest.workflow_type)
+        try:
+            data = read_file(own_copy)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return self._workflow(manifest.workflow_type)
+        found = self._workflow_copies.get(data)
+        if found is None:  # sessions of one workflow hold the same bytes: parsed once
+            found = load_workflow(own_copy, data)
+            if len(self._workflow_copies) >= 64:
+                self._workflow_copies.clear()
+            self._workflow_copies[data] = found
+        return found
 
     def _lock(self, directory: Path, project_id: str, session_id: str) -> AbstractContextManager[None]:
         return self._locked(directory, project_id, session_id)

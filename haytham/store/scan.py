@@ -19,6 +19,7 @@ from typing import Any
 
 from haytham.errors import Issue
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
+from haytham.format.document import COUNTERS
 from haytham.format.layout import (
     ATTEMPTS_DIR,
     CHECKPOINT_FILE,
@@ -75,10 +76,16 @@ def session_manifests(root: Path) -> list[Found]:
     ``"sessions/*/..."`` give, each sorted (or ``root`` alone when it holds a manifest);
     on an error other than a missing path the globs themselves run and the stats are None.
     """
+    return [(Path(d), name, st) for d, name, st in _manifests(root)]
+
+
+def _manifests(root: Path) -> list[tuple[str, str, os.stat_result | None]]:
+    """``session_manifests`` with each directory as text (a listing of 100,000 sessions
+    makes no ``Path`` it does not print)."""
     try:
         return _scan_manifests(root)
     except OSError:
-        return [(d, os.path.join(d, MANIFEST_FILE), None) for d in _glob_session_dirs(root)]
+        return [(os.fspath(d), os.path.join(d, MANIFEST_FILE), None) for d in _glob_session_dirs(root)]
 
 
 def _glob_session_dirs(root: Path) -> Iterator[Path]:
@@ -96,29 +103,31 @@ _MISSING = (FileNotFoundError, NotADirectoryError)
 
 
 def _stat_or_none(path: str) -> os.stat_result | None:
+    COUNTERS.stated += 1
     try:
         return os.stat(path)
     except _MISSING:
         return None
 
 
-def _scan_manifests(root: Path) -> list[Found]:
+def _scan_manifests(root: Path) -> list[tuple[str, str, os.stat_result | None]]:
     top = os.fspath(root)
     own_name = os.path.join(top, MANIFEST_FILE)
     own = _stat_or_none(own_name)
     if own is not None and stat.S_ISREG(own.st_mode):
-        return [(root, own_name, own)]
+        return [(top, own_name, own)]
     found = _stat_or_none(top)
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
-    result: list[Found] = []
+    result: list[tuple[str, str, os.stat_result | None]] = []
+    COUNTERS.listed += 1
     with os.scandir(top) as entries:
         projects = sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
     for parent in [*((project, SESSIONS_DIR) for project in projects), (SESSIONS_DIR,)]:
         sessions = _scan_sessions(os.path.join(top, *parent))
         if sessions:
-            parent_path = root.joinpath(*parent)
-            result += ((parent_path / name, manifest, st) for name, manifest, st in sessions)
+            prefix = os.path.join(top, *parent, "")
+            result += ((prefix + name, manifest, st) for name, manifest, st in sessions)
     return result
 
 
@@ -128,6 +137,7 @@ def _scan_sessions(directory: str) -> list[tuple[str, str, os.stat_result]]:
     found = _stat_or_none(directory)
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
+    COUNTERS.listed += 1
     with os.scandir(directory) as entries:
         names = sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
     prefix = os.path.join(directory, "")
@@ -146,6 +156,56 @@ INDEX_MIN_SESSIONS = 50
 sessions; an index that exists is always used."""
 
 
+_FIELDS = (
+    "project_id",
+    "session_id",
+    "user_id",
+    "workflow_type",
+    "execution_mode",
+    "status",
+    "current_phase",
+    "current_phase_name",
+    "created",
+    "last_updated",
+    "total_tokens",
+    "total_cost",
+    "current_state",
+)
+"""The summary fields a listing keeps per session, in ``SessionSummary`` order (``path`` aside)."""
+_UPDATED, _PROJECT, _SESSION = _FIELDS.index("last_updated"), 0, 1
+
+
+class SessionListing:
+    """The sessions under a base directory, newest update first: ``len``, and rows that are
+    made one at a time as they are iterated.
+
+    A listing must see every manifest before it can say which is newest, so it keeps one
+    compact row a session (a tuple of the summary's values and the directory as text), and
+    makes each ``SessionSummary`` (a dataclass with a ``Path``) only when it is reached:
+    ``haytham list`` prints each row as it comes and never holds a table of them. Memory is
+    still linear in the sessions: while the index's rows are read, about 3 KB a session
+    (``benchmarks/bench.py`` S4). ``issues`` are the manifests that could not be read.
+    """
+
+    def __init__(self, rows: list[tuple[Any, ...]], issues: list[Issue]) -> None:
+        self._rows = rows
+        self.issues = issues
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[SessionSummary]:
+        return self.page()
+
+    def page(self, offset: int = 0, limit: int | None = None) -> Iterator[SessionSummary]:
+        """The summaries from ``offset`` on, at most ``limit`` of them, made as they are reached."""
+        stop = len(self._rows) if limit is None else min(len(self._rows), offset + limit)
+        for position in range(offset, stop):
+            row = self._rows[position]
+            values = dict(zip(_FIELDS, row, strict=False))
+            yield SessionSummary(**values, path=Path(row[-1]))
+
+
 def list_sessions(
     base_dir: Path,
     *,
@@ -155,12 +215,29 @@ def list_sessions(
 ) -> tuple[list[SessionSummary], list[Issue]]:
     """Summaries of the sessions under ``base_dir``, newest update first, and unreadable ones.
 
+    ``iter_sessions`` as a list (every summary made at once).
+    """
+    listing = iter_sessions(base_dir, project_id=project_id, user_id=user_id, status=status)
+    return list(listing), listing.issues
+
+
+def iter_sessions(
+    base_dir: Path,
+    *,
+    project_id: str | None = None,
+    user_id: str | None = None,
+    status: str | None = None,
+) -> SessionListing:
+    """The sessions under ``base_dir`` (optionally one project's, one user's, one status),
+    newest update first, as a ``SessionListing``; unreadable manifests are its ``issues``.
+
     Each manifest's summary (or its issues) is remembered in the base directory's index and
     used again while the manifest file is unchanged, so a listing of thousands of sessions
-    reads only the manifests that changed.
+    reads only the manifests that changed. The work is one ``stat`` a session, plus one read
+    of each manifest the index does not know.
     """
     root = base_dir / project_id if project_id else base_dir
-    found = session_manifests(root)
+    found = _manifests(root)
     index = _index.Index.open(base_dir, create=len(found) >= INDEX_MIN_SESSIONS)
     known = index.entries("summary") if index is not None else {}
     learnt: list[tuple[str, str, str]] = []
@@ -174,31 +251,33 @@ def list_sessions(
             if kept is not None and kept[0] == ident:
                 remembered.append((position, kept[1]))
                 continue
-        result = results[position] = _summary_data(directory, *MANIFEST.read_path(directory / MANIFEST_FILE))
+        result = results[position] = _summary_data(Path(directory), *MANIFEST.read_path(Path(name)))
         if index is not None and st is not None and index.settled(st.st_mtime_ns, st.st_ctime_ns):
             learnt.append((name, ident, json.dumps(result)))
     if remembered:  # one json.loads for all of them is much cheaper than one each
         values = json.loads("[" + ",".join(value for _, value in remembered) + "]")
         for (position, _), value in zip(remembered, values, strict=True):
             results[position] = value
-    summaries: list[SessionSummary] = []
+        del values, remembered
+    if index is not None:
+        listed = {name for _, name, _ in found}
+        index.store("summary", learnt, forget=set(known) - listed if root == base_dir else ())
+        index.close()
+        del known, learnt
+    rows: list[tuple[Any, ...]] = []
     issues: list[Issue] = []
-    for (directory, _, _), result in zip(found, results, strict=True):
+    for position, (directory, _, _) in enumerate(found):
+        result = results[position]
+        results[position] = None  # the row replaces it: one copy at a time
         if "issues" in result:
             issues += [_issue(data) for data in result["issues"]]
             continue
         if (user_id and result["user_id"] != user_id) or (status and result["status"] != status):
             continue
         issues += [_issue(data) for data in result.get("problems", ())]
-        summaries.append(
-            SessionSummary(**{k: v for k, v in result.items() if k != "problems"}, path=directory)
-        )
-    if index is not None:
-        listed = {name for _, name, _ in found}
-        index.store("summary", learnt, forget=set(known) - listed if root == base_dir else ())
-        index.close()
-    summaries.sort(key=lambda s: (s.last_updated, s.project_id, s.session_id), reverse=True)
-    return summaries, issues
+        rows.append((*(result.get(field, "") for field in _FIELDS), directory))
+    rows.sort(key=lambda r: (r[_UPDATED], r[_PROJECT], r[_SESSION]), reverse=True)
+    return SessionListing(rows, issues)
 
 
 def _summary_data(directory: Path, manifest: SessionManifest | None, found: list[Issue]) -> dict[str, Any]:
@@ -290,6 +369,7 @@ def _markdown_files(root: Path, skip: set[Path]) -> list[Path]:
     pending = [root]
     while pending:
         directory = pending.pop()
+        COUNTERS.listed += 1
         try:
             with os.scandir(directory) as listing:
                 entries = list(listing)
@@ -313,14 +393,19 @@ def _markdown_files(root: Path, skip: set[Path]) -> list[Path]:
 
 
 def validate_sessions(
-    directories: Iterable[Path], validate: Callable[[Path], list[Issue]], workflows: str
+    directories: Iterable[Path],
+    validate: Callable[[Path], list[Issue]],
+    workflows: str,
+    *,
+    progress: Callable[[int], None] | None = None,
 ) -> list[Issue]:
     """``validate(directory)`` for each session directory, in order, remembered in the
     index of its base directory while none of the session's files changes.
 
     ``workflows`` names the workflow definitions the validation used (a fingerprint): a
     result is used again only with the same definitions. A session holding a symlink is
-    always validated afresh.
+    always validated afresh. Each base directory's index is opened and read once for the
+    whole run; ``progress(done)`` is called after each session.
     """
     directories = list(directories)
     bases: dict[Path, list[Path]] = {}
@@ -333,20 +418,10 @@ def validate_sessions(
     issues: list[Issue] = []
     known = {base: index.entries("validate") for base, index in indexes.items() if index is not None}
     learnt: dict[Path, list[tuple[str, str, str]]] = {base: [] for base in known}
-    for directory in directories:
-        base = _base_of(directory)
-        index = indexes[base]
-        name = os.fspath(directory)
-        state = _session_state(name, workflows) if index is not None else None
-        if index is not None and state is not None:
-            kept = known[base].get(name)
-            if kept is not None and kept[0] == state[0]:
-                issues += [_issue(data) for data in json.loads(kept[1])]
-                continue
-        found = validate(directory)
-        issues += found
-        if index is not None and state is not None and index.settled(state[1]):
-            learnt[base].append((name, state[0], json.dumps([_issue_data(i) for i in found])))
+    for done, directory in enumerate(directories, 1):
+        issues += _validate_one(directory, validate, workflows, indexes, known, learnt)
+        if progress is not None:
+            progress(done)
     for base, index in indexes.items():
         if index is not None:
             seen = {os.fspath(d) for d in bases[base]}
@@ -357,6 +432,29 @@ def validate_sessions(
             index.store("validate", learnt.get(base, ()), forget=gone)
             index.close()
     return issues
+
+
+def _validate_one(
+    directory: Path,
+    validate: Callable[[Path], list[Issue]],
+    workflows: str,
+    indexes: dict[Path, _index.Index | None],
+    known: dict[Path, dict[str, tuple[str, str]]],
+    learnt: dict[Path, list[tuple[str, str, str]]],
+) -> list[Issue]:
+    """One session of ``validate_sessions``: remembered, or validated (and learnt)."""
+    base = _base_of(directory)
+    index = indexes[base]
+    name = os.fspath(directory)
+    state = _session_state(name, workflows) if index is not None else None
+    if index is not None and state is not None:
+        kept = known[base].get(name)
+        if kept is not None and kept[0] == state[0]:
+            return [_issue(data) for data in json.loads(kept[1])]
+    found = validate(directory)
+    if index is not None and state is not None and index.settled(state[1]):
+        learnt[base].append((name, state[0], json.dumps([_issue_data(i) for i in found])))
+    return found
 
 
 def _base_of(session_dir: Path) -> Path:
@@ -373,6 +471,7 @@ def _session_state(directory: str, workflows: str) -> tuple[str, int] | None:
     pending = [("", directory)]
     while pending:
         relative, path = pending.pop()
+        COUNTERS.listed += 1
         with os.scandir(path) as listing:
             for entry in listing:
                 name = entry.name
@@ -386,6 +485,7 @@ def _session_state(directory: str, workflows: str) -> tuple[str, int] | None:
                     pending.append((child, entry.path))
                     continue
                 st = entry.stat()
+                COUNTERS.stated += 1
                 entries.append((child, _index.identity(st)))
                 newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
     entries.sort()

@@ -34,7 +34,8 @@ def session_issues(
     if manifest is None:
         return issues
     issues += folder_disagreements(manifest_path, manifest)
-    phases = workflow_of(directory, manifest).phases_for(manifest.execution_mode)
+    workflow = workflow_of(directory, manifest)
+    phases = workflow.phases_for(manifest.execution_mode)
     checkpoints: dict[int, PhaseCheckpoint] = {}
     unreadable: set[int] = set()
     for phase in phases:
@@ -45,7 +46,7 @@ def session_issues(
             checkpoints[phase.number] = found
         elif path.exists():
             unreadable.add(phase.number)
-    issues += _outside_mode(directory, workflow_of(directory, manifest), manifest, cache)
+    issues += _outside_mode(directory, workflow, manifest, cache)
     view = _progress.view_of(directory, phases, checkpoints, cache)
     derived = _progress.derive(manifest, phases, checkpoints, view)
     unreadable |= {view.number for view in view.phases if view.problem is not None}

@@ -1,0 +1,254 @@
+"""The complexity class of the slow paths, pinned by counting work, never by timing.
+
+Each test runs an operation on a tree of N and of 2N (and 3N) identical sessions, or on a
+history of N and 2N entries, and compares what ``haytham.format.document.COUNTERS`` counted
+(files opened and parsed, stats, directory listings, index rows, ordering steps). Linear
+work grows by the same amount for each N added; a quadratic path fails these tests
+deterministically, on any machine, at any load.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from haytham.cli import main as cli_main
+from haytham.format.document import COUNTERS
+from haytham.format.layout import MANIFEST_FILE
+from haytham.records import HistoryEntry
+from haytham.store import history
+from haytham.store import index as _index
+from haytham.store.manager import CheckpointManager
+
+P = "acme"
+
+
+def _template(base: Path) -> Path:
+    """One session with two saved phases (outputs, checkpoints, history) to copy."""
+    manager = CheckpointManager(base)
+    manager.create_session(P, "s-000", "ada")
+    for phase in (1, 2):
+        manager.save_agent_output(P, "s-000", phase, "writer", f"phase {phase} text\n")
+        manager.save_checkpoint(P, "s-000", phase, "completed", [{"agent_name": "writer"}])
+    return manager.session_dir(P, "s-000")
+
+
+def _grow(template: Path, count: int) -> None:
+    """Copies of ``template`` beside it, up to ``count`` sessions, each with its own id."""
+    sessions = template.parent
+    for number in range(1, count):
+        name = f"s-{number:03d}"
+        target = sessions / name
+        if target.exists():
+            continue
+        shutil.copytree(template, target)
+        manifest = target / MANIFEST_FILE
+        manifest.write_text(manifest.read_text("utf-8").replace("s-000", name), "utf-8")
+
+
+def _work(operation: Callable[[], object]) -> dict[str, int]:
+    COUNTERS.reset()
+    operation()
+    return COUNTERS.snapshot()
+
+
+def _assert_linear(runs: list[dict[str, int]], keys: Iterable[str]) -> None:
+    """The work of N, 2N and 3N grows by the same amount for each N added."""
+    first, second, third = runs
+    for key in keys:
+        grown = second[key] - first[key]
+        assert grown > 0, (key, runs)
+        assert third[key] - second[key] == grown, (key, runs)
+
+
+@pytest.fixture
+def template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HAYTHAM_INDEX", "0")
+    return _template(tmp_path / "projects")
+
+
+def test_validating_a_tree_does_the_same_work_per_session(template: Path) -> None:
+    base = template.parents[2]
+    runs = []
+    for count in (4, 8, 12):
+        _grow(template, count)
+        COUNTERS.reset()
+        result = CliRunner().invoke(cli_main.cli, ["validate", "--base-dir", str(base)])
+        runs.append(COUNTERS.snapshot())
+        assert result.exit_code == 0, result.output
+    _assert_linear(runs, ("opened", "parsed", "listed", "stated"))
+
+
+def test_validating_two_files_reads_only_those_files(template: Path) -> None:
+    base = template.parents[2]
+    _grow(template, 30)
+    files = [template / MANIFEST_FILE, base / P / "sessions" / "s-017" / MANIFEST_FILE]
+    work = _work(lambda: CheckpointManager(base).validate_paths(files))
+    assert work["opened"] == 2 and work["parsed"] == 2
+    assert work["listed"] == 0 and work["index_rows"] == 0
+
+
+def test_validating_with_an_index_reads_it_once_per_run(
+    template: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old command validated one session at a time and reloaded the whole index for
+    each: rows read grew with the square of the sessions."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))  # files written just now may be remembered
+    base = template.parents[2]
+    for count in (60, 120):
+        _grow(template, count)
+        assert CliRunner().invoke(cli_main.cli, ["validate", "--base-dir", str(base)]).exit_code == 0
+        work = _work(lambda: CliRunner().invoke(cli_main.cli, ["validate", "--base-dir", str(base)]))
+        assert work["index_rows"] == count  # every session remembered, the index read once
+        assert work["parsed"] == 0
+
+
+def test_listing_reads_each_manifest_once(template: Path) -> None:
+    base = template.parents[2]
+    runs = []
+    for count in (5, 10, 15):
+        _grow(template, count)
+        runs.append(_work(lambda: CheckpointManager(base).list_sessions()))
+        assert runs[-1]["opened"] == count and runs[-1]["parsed"] == count
+    _assert_linear(runs, ("opened", "stated"))
+    piped = _work(lambda: CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)]))
+    assert piped["opened"] == 15
+
+
+def test_a_listing_makes_its_summaries_as_it_is_iterated(template: Path) -> None:
+    base = template.parents[2]
+    _grow(template, 6)
+    listing = CheckpointManager(base).iter_sessions()
+    assert len(listing) == 6
+    page = listing.page(2, 3)
+    assert [s.session_id for s in page] == [s.session_id for s in list(listing)[2:5]]
+    assert [s.session_id for s in listing] == [s.session_id for s in CheckpointManager(base).list_sessions()]
+
+
+def _entries(count: int, branches: int = 0, seed: int = 7) -> list[HistoryEntry]:
+    """A chain of ``count`` entries, with ``branches`` extra entries forking off it."""
+    made: list[HistoryEntry] = []
+    parent: str | None = None
+    for number in range(count):
+        stamp = f"2024-01-01T00:{number // 60 % 60:02d}:{number % 60:02d}Z"
+        entry = history.make_entry(parent, 1, "Idea", 1, "completed", stamp, f"text {number}")
+        made.append(entry)
+        parent = entry.entry_id
+    picker = random.Random(seed)
+    for number in range(branches):
+        base = picker.choice(made)
+        made.append(history.make_entry(base.entry_id, 2, "R", 1, "failed", base.timestamp, f"b {number}"))
+    picker.shuffle(made)
+    return made
+
+
+def test_ordering_a_history_takes_steps_linear_in_its_length() -> None:
+    steps = []
+    for count in (500, 1000, 2000):
+        entries = _entries(count)
+        work = _work(lambda entries=entries: history.in_order(entries))  # type: ignore[misc]
+        steps.append(work["steps"])
+    assert steps[1] - steps[0] == (steps[2] - steps[1]) // 2
+
+
+def _reference_order(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
+    """The quadratic ordering ``in_order`` replaced: the same answer is the specification."""
+    pending = sorted(entries, key=lambda e: (e.timestamp, e.entry_id))
+    known = {e.entry_id for e in pending}
+    placed: set[str] = set()
+    ordered: list[HistoryEntry] = []
+    while pending:
+        ready = [e for e in pending if e.parent is None or e.parent in placed or e.parent not in known]
+        if not ready:
+            ready = pending[:1]
+        for entry in ready:
+            ordered.append(entry)
+            placed.add(entry.entry_id)
+        pending = [e for e in pending if e.entry_id not in placed]
+    return ordered
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_ordering_gives_what_the_quadratic_ordering_gave(seed: int) -> None:
+    """Random forests with forks, cycles, duplicate ids and unknown parents."""
+    picker = random.Random(seed)
+    ids = [f"{n:012x}" for n in range(picker.randint(1, 30))]
+    entries = []
+    for number in range(picker.randint(1, 40)):
+        entry_id = picker.choice(ids) if picker.random() < 0.2 else f"{1000 + number:012x}"
+        parent = picker.choice([None, "ffffffffffff", *ids, *(e.entry_id for e in entries)])
+        stamp = f"2024-01-01T00:00:{picker.randint(0, 5):02d}Z"
+        made = history.make_entry(parent, 1, "Idea", 1, "completed", stamp, str(number))
+        entries.append(
+            HistoryEntry(entry_id, *[getattr(made, f) for f in HistoryEntry.__dataclass_fields__][1:])
+        )
+    assert [id(e) for e in history.in_order(entries)] == [id(e) for e in _reference_order(entries)]
+
+
+def test_reading_a_history_opens_each_entry_once(template: Path) -> None:
+    base = template.parents[2]
+    manager = CheckpointManager(base)
+    runs = []
+    made = 0
+    for saves in (3, 6, 9):
+        while made < saves:
+            made += 1
+            manager.save_checkpoint(
+                P, "s-000", 1, "completed", [{"agent_name": "writer"}], name=f"save {made}"
+            )
+        runs.append(_work(lambda: CheckpointManager(base).history(P, "s-000")))
+    _assert_linear(runs, ("opened", "parsed", "steps"))
+
+
+def test_forking_phase_two_reads_only_phase_one(template: Path) -> None:
+    base = template.parents[2]
+    manager = CheckpointManager(base)
+    small = _work(lambda: manager.fork_session(P, "s-000", "fork-a", 2))
+    manager.save_agent_output(P, "s-000", 3, "writer", "x" * 100_000)
+    manager.save_checkpoint(P, "s-000", 3, "completed", [{"agent_name": "writer"}])
+    grown = _work(lambda: manager.fork_session(P, "s-000", "fork-b", 2))
+    assert grown["opened"] == small["opened"]
+    assert (manager.session_dir(P, "fork-b") / "phase_1_concept" / "writer.md").is_file()
+
+
+def test_every_command_has_a_home_module() -> None:
+    """The lazy group imports ``HOME[name]`` to run ``name``: the map must be right."""
+    output, _ = cli_main.load_all()
+    for name in cli_main.COMMANDS:
+        module = __import__(f"haytham.cli.{cli_main.HOME[name]}", fromlist=["COMMANDS"])
+        assert name in {command.name for command in module.COMMANDS}, name
+    assert set(cli_main.HOME) == set(cli_main.COMMANDS)
+    assert output
+
+
+_IMPORTS = """
+import sys
+from haytham.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+heavy = ("jsonschema", "rich", "asyncio", "haytham.run", "haytham.compare", "haytham.transfer")
+heavy += ("yaml", "mistune", "filelock")
+print(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.startswith("haytham.run")))
+"""
+
+
+@pytest.mark.parametrize("command", ["version", "validate"])
+def test_start_up_imports_only_what_the_command_uses(template: Path, command: str) -> None:
+    base = template.parents[2]
+    args = ["--version"]
+    if command == "validate":
+        args = ["validate", str(template / MANIFEST_FILE), str(template / "history"), "--base-dir", str(base)]
+    found = subprocess.run(
+        [sys.executable, "-c", _IMPORTS, *args], capture_output=True, text=True, check=True
+    ).stdout.splitlines()[-1]
+    assert found == "[]"
