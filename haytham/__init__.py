@@ -11,7 +11,6 @@ Features live in their own modules: ``haytham.compare.compare``, ``haytham.trans
 from haytham.compare import AgentDiff, Comparison
 from haytham.errors import (
     AlreadyExistsError,
-    DiskWriteError,
     DocumentError,
     GitError,
     HaythamError,
@@ -68,7 +67,6 @@ __all__ = [
     "CheckpointManager",
     "Comparison",
     "CurrentPhase",
-    "DiskWriteError",
     "DocumentError",
     "Event",
     "Finding",

@@ -184,19 +184,6 @@ class LockTimeout(PathError, TimeoutError):
     """Waiting for a session's lock took longer than the configured timeout."""
 
 
-class DiskWriteError(PathError, OSError):
-    """Writing a file failed (no space left, read-only, permission, a folder in the way).
-
-    The store is left as it was; the OSError is kept as ``__cause__`` and its ``errno``
-    is copied, so callers that catch OSError still do."""
-
-    def __init__(self, message: str, *, path: Path | None = None) -> None:
-        super().__init__(message, path=path)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
 class WorkflowChangedError(HaythamError, ValueError):
     """The workflow given to the runner is not the one the session was created with."""
 

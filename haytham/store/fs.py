@@ -80,9 +80,9 @@ def check_no_symlink(path: str | os.PathLike[str], root: str | os.PathLike[str] 
     do not exist yet are fine: haytham creates them as real folders.
     """
     absolute = os.path.abspath(path)
-    roots = [os.path.abspath(root)] if root is not None else list(_ROOTS.get())
-    inside = [r for r in roots if absolute == r or absolute.startswith(r.rstrip(os.sep) + os.sep)]
-    start = min(inside, key=len) if inside else os.path.dirname(absolute)
+    start = os.path.abspath(root) if root is not None else confining_root(absolute)
+    if start is None or not _below(absolute, start):
+        start = os.path.dirname(absolute)
     parts = os.path.relpath(absolute, start).split(os.sep) if absolute != start else []
     current = start
     for part in parts:
@@ -95,6 +95,18 @@ def check_no_symlink(path: str | os.PathLike[str], root: str | os.PathLike[str] 
             raise storage_error(error, current, "read") from error
         if stat.S_ISLNK(mode):
             raise _symlink_error(current, start)
+
+
+def confining_root(path: str | os.PathLike[str]) -> str | None:
+    """The outermost directory given to ``confined`` or held by ``locked`` that holds
+    ``path`` (the root ``check_no_symlink`` checks from), or None when there is none."""
+    absolute = os.path.abspath(path)
+    inside = [r for r in _ROOTS.get() if _below(absolute, r)]
+    return min(inside, key=len) if inside else None
+
+
+def _below(absolute: str, root: str) -> bool:
+    return absolute == root or absolute.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _symlink_error(link: str, root: str) -> UnsafePathError:
