@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from haytham.errors import SessionExistsError, UnsafeNameError, UnsafePathError
+from haytham.errors import SessionExistsError, UnsafeNameError, UnsafePathError, storage_error
 from haytham.format.layout import (
     ATTEMPTS_DIR,
     HISTORY_DIR,
@@ -93,8 +92,15 @@ def read_session_files(directory: Path) -> tuple[dict[str, bytes], list[str]]:
         for name in sorted(names):
             if is_session_path(prefix + name):
                 _refuse_symlink(here / name)
-                files[prefix + name] = (here / name).read_bytes()
+                files[prefix + name] = _read(here / name)
     return dict(sorted(files.items())), sorted(directories)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise storage_error(error, path, "read") from error
 
 
 def _refuse_symlink(path: Path) -> None:
@@ -153,11 +159,12 @@ def write_session_dir(
                     raise _exists(target, what)
     except BaseException:
         if staging is not None and (change is None or not change.committed or change.conflicts):
-            shutil.rmtree(staging, ignore_errors=True)
+            with contextlib.suppress(UnsafePathError):
+                _storage.remove_tree(staging, ignore_errors=True)
         for parent in reversed(made):
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, UnsafePathError):
                 if parent == project_dir:  # made by this call: its lock file goes with it
-                    (parent / _storage.LOCK_NAME).unlink(missing_ok=True)
+                    _storage.remove_file(parent / _storage.LOCK_NAME)
                 parent.rmdir()
         raise
 

@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover - Windows: filelock
 
 from filelock import FileLock, Timeout
 
-from haytham.errors import LockTimeout, UnsafePathError, storage_error
+from haytham.errors import LockTimeout, StorageAction, UnsafePathError, storage_error
 from haytham.format import layout
 
 TMP_SUFFIX = layout.TMP_SUFFIX
@@ -227,14 +227,42 @@ def make_dirs(path: Path) -> None:
         check_no_symlink(path)  # a link planted while the folders were being made
 
 
-def remove_tree(path: Path) -> None:
+def remove_tree(path: Path, *, ignore_errors: bool = False) -> None:
     """Remove the folder ``path`` and everything in it, never through a symlink (a symlink
-    inside is removed as a link; ``path`` or a folder on the way being one is refused)."""
+    inside is removed as a link; ``path`` or a folder on the way being one is refused).
+
+    With ``ignore_errors`` what cannot be removed stays (a leftover ``doctor --fix`` finds);
+    the symlink check still refuses."""
     check_no_symlink(path)
     try:
-        shutil.rmtree(path)
+        shutil.rmtree(path, ignore_errors=ignore_errors)
     except OSError as error:
         raise storage_error(error, path, "remove") from error
+
+
+def remove_file(path: Path) -> None:
+    """Remove the file ``path`` (nothing when there is none), never through a symlinked folder
+    on the way (``path`` itself being a link removes the link)."""
+    check_no_symlink(path.parent)
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as error:
+        raise storage_error(error, path, "remove") from error
+
+
+def rename(source: Path, target: Path, *, action: StorageAction = "write") -> None:
+    """Rename ``source`` to ``target`` in one atomic step and fsync the folder(s), never
+    through a symlink on either side; StorageError names ``source`` and what the rename was
+    for (``action``: ``remove`` when it hides a folder about to be deleted)."""
+    check_no_symlink(source)
+    check_no_symlink(target)
+    try:
+        os.rename(source, target)
+    except OSError as error:
+        raise storage_error(error, source, action) from error
+    fsync_dir(target.parent)
+    if source.parent != target.parent:
+        fsync_dir(source.parent)
 
 
 def temporary_leftovers(directory: Path) -> list[Path]:

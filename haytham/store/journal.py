@@ -120,11 +120,13 @@ def _fsync_fd(fd: int) -> None:
 
 
 def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        _fsync_fd(fd)
-    finally:
-        os.close(fd)
+    """fsync the folder ``directory`` (counted in ``STATS``); StorageError names it."""
+    with _naming(directory):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            _fsync_fd(fd)
+        finally:
+            os.close(fd)
 
 
 def write_new(path: Path, data: bytes) -> None:
