@@ -184,6 +184,21 @@ class LockTimeout(PathError, TimeoutError):
     """Waiting for a session's lock took longer than the configured timeout."""
 
 
+class StaleReviewError(PathError):
+    """A review was refused because the review file is no longer the version it was written
+    against (edited by hand or brought by git since): nothing was written.
+
+    ``expected`` is the version the caller saw, ``current`` the file's version now
+    (``haytham.store.fs.file_version``)."""
+
+    def __init__(
+        self, message: str, *, path: Path | None = None, expected: str = "", current: str = ""
+    ) -> None:
+        super().__init__(message, path=path)
+        self.expected = expected
+        self.current = current
+
+
 class WorkflowChangedError(HaythamError, ValueError):
     """The workflow given to the runner is not the one the session was created with."""
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import shutil
 import stat
@@ -121,6 +122,26 @@ def _symlink_error(link: str, root: str) -> UnsafePathError:
     )
     error.path = Path(link)
     return error
+
+
+NO_FILE = "none"
+"""The version (``file_version``) of a file that does not exist."""
+
+
+def file_version(path: Path) -> tuple[str, bytes | None]:
+    """The version of the file at ``path`` (a hash of its bytes; ``NO_FILE`` when there is
+    none) and its bytes (None when there is none).
+
+    A page rendered from one version of a file a person also edits (user_feedback.md) sends
+    it back with its write; the writer compares it under the lock (``save_user_feedback``'s
+    ``expected_version``), so a write over a version nobody saw is refused."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return NO_FILE, None
+    except OSError as error:
+        raise storage_error(error, path, "read") from error
+    return hashlib.sha256(data).hexdigest()[:20], data
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:
