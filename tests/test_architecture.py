@@ -32,7 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "format": {"base", "format"},
     "store": {"base", "format", "store"},
     "feature": BELOW_FEATURES | {"feature"},
-    "run": BELOW_FEATURES | {"feature", "run"},
+    "run": BELOW_FEATURES | {"feature", "git", "run"},
     "git": BELOW_FEATURES | {"feature", "git"},
     "web": BELOW_FEATURES | {"feature", "web"},
     "integrations": BELOW_FEATURES | {"feature", "integrations"},

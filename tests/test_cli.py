@@ -230,6 +230,12 @@ CONFIGURED: dict[str, tuple[list[str], str | None, str]] = {
     "log": (["log", P, S], None, "the demo session"),
     "git setup": (["git", "setup"], ".gitattributes", "data/**/session_manifest.md merge=haytham"),
     "report": (["report", P, S, "-o", "r.html"], "r.html", "Wrote r.html"),
+    "sync": (["sync", "--remote", ".", "--setup-driver"], ".gitattributes", "set up the merge driver"),
+    "runner": (
+        ["runner", "--remote", ".", "--until-idle", "--setup-driver"],
+        ".gitattributes",
+        "stopped: 0 runs",
+    ),
 }
 RUN_UNTIL_STOPPED = {"serve"}
 """Commands that run until stopped: tests/test_web.py starts them as processes in a haytham.yaml dir."""

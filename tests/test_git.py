@@ -468,27 +468,30 @@ def test_autocommit_commits_each_checkpoint_and_only_the_session(tmp_path: Path)
     assert auto.last_error is None
     subjects = git(repo, "log", "--format=%s").stdout.splitlines()
     assert subjects[-1] == "start"
-    assert subjects[:-1][::-1] == [
-        f"haytham: {P}/{S} phase {n} {name} {status} (attempt 1)"
-        for n, name in [
-            (1, "Concept Expansion"),
-            (2, "Market Research"),
-            (3, "Niche Selection"),
-            (6, "Validation"),
-            (7, "Final Synthesis"),
-        ]
-        for status in ("in_progress", "completed")
+    assert subjects[:-1][::-1] == [  # exactly one commit per event worth one
+        f"haytham: {P}/{S} phase 1 Concept Expansion finished, awaits review (attempt 1)",
+        f"haytham: {P}/{S} phase 1 Concept Expansion approved (review of attempt 1)",
+        *(
+            f"haytham: {P}/{S} phase {n} {name} completed (attempt 1)"
+            for n, name in [
+                (2, "Market Research"),
+                (3, "Niche Selection"),
+                (6, "Validation"),
+                (7, "Final Synthesis"),
+            ]
+        ),
     ]
-    assert len(auto.commits) == 10
+    assert len(auto.commits) == 6
     assert git(repo, "diff", "--cached", "--name-only").stdout == "notes.txt\n"
     assert git(repo, "status", "--porcelain").stdout.splitlines() == [
         "A  notes.txt",
         " M tracked.txt",
-        "?? projects/.gitignore",  # haytham's, outside the session: left to the user
-    ]
+    ]  # haytham's projects/.gitignore is committed with the session
     committed = set(git(repo, "log", "--name-only", "--format=").stdout.split())
     session = f"projects/{P}/sessions/{S}/"
-    assert all(path.startswith(session) or path == "tracked.txt" for path in committed)
+    assert all(
+        path.startswith(session) or path in ("tracked.txt", "projects/.gitignore") for path in committed
+    )
     assert f"{session}phase_1_concept/user_feedback.md" in committed  # saved between checkpoints
     assert not any(path.endswith(".haytham.lock") for path in committed)
     assert [c.commit for c in path_log(manager.session_dir(P, S))] == auto.commits[::-1]
@@ -513,7 +516,7 @@ def test_autocommit_without_git_installed_is_a_clear_error(
         AutoCommit(manager, repo)
 
 
-def test_a_failed_auto_commit_never_fails_the_save_and_is_kept(
+def test_a_failed_auto_commit_never_fails_the_save_and_is_loud(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     repo = init_repo(tmp_path / "repo")
@@ -522,16 +525,21 @@ def test_a_failed_auto_commit_never_fails_the_save_and_is_kept(
     hook.chmod(0o755)
     manager = CheckpointManager(repo / "projects", clock=TickingClock())
     auto = AutoCommit(manager, identity=IDENTITY)
+    failed: list[Any] = []
+    manager.on("commit_failed", failed.append)
     manager.create_session(P, S, "ada")
-    path = manager.save_checkpoint(P, S, 1, "in_progress", [{"agent_name": "concept_expansion"}])
+    path = manager.save_checkpoint(P, S, 1, "completed", [{"agent_name": "concept_expansion"}])
     assert path.is_file()
-    assert manager.load_session(P, S)["phase_statuses"][1] == "in_progress"
+    assert manager.load_session(P, S)["phase_statuses"][1] == "completed"
     assert isinstance(auto.last_error, GitError)
     assert "policy: no commits today" in str(auto.last_error)
+    assert str(auto.last_error).startswith(f"auto-commit of {P}/{S} ('haytham: {P}/{S} phase 1 ")
     assert "a checkpoint_saved callback raised" in caplog.text
+    assert [(e.name, e.project_id, e.session_id, e.phase) for e in failed] == [("commit_failed", P, S, 1)]
+    assert failed[0].data["error"] == str(auto.last_error) and auto.failures == [auto.last_error]
     hook.unlink()
-    manager.save_checkpoint(P, S, 1, "completed", [{"agent_name": "concept_expansion"}])
-    assert auto.last_error is None
+    manager.save_checkpoint(P, S, 1, "failed", [{"agent_name": "concept_expansion"}], errors=["x"])
+    assert auto.last_error is None and len(auto.failures) == 1
     assert git(repo, "status", "--porcelain", "--", "projects/demo").stdout == ""
 
 
@@ -599,7 +607,8 @@ def test_log_shows_the_session_commits(tmp_path: Path) -> None:
     AutoCommit(manager, identity=IDENTITY)
     manager.create_session(P, S, "ada")
     assert invoke("log", P, S, "--base-dir", str(base)).output == f"No commits touch {P}/{S} yet\n"
-    manager.save_checkpoint(P, S, 1, "in_progress", [{"agent_name": "concept_expansion"}])
+    manager.save_checkpoint(P, S, 1, "in_progress", [{"agent_name": "concept_expansion"}])  # no commit
+    manager.save_checkpoint(P, S, 1, "failed", [{"agent_name": "concept_expansion"}], errors=["x"])
     manager.save_checkpoint(P, S, 1, "completed", [{"agent_name": "concept_expansion"}])
     (repo / "other.txt").write_text("x\n", "utf-8")
     commit_all(repo, "unrelated")
@@ -612,7 +621,7 @@ def test_log_shows_the_session_commits(tmp_path: Path) -> None:
     data = json.loads(invoke("log", P, S, "--base-dir", str(base), "--json").output)
     assert [c["subject"] for c in data["commits"]] == [
         f"haytham: {P}/{S} phase 1 Concept Expansion completed (attempt 1)",
-        f"haytham: {P}/{S} phase 1 Concept Expansion in_progress (attempt 1)",
+        f"haytham: {P}/{S} phase 1 Concept Expansion failed (attempt 1)",
     ]
     keys = {f"commits[].{k}" for k in data["commits"][0]} | set(data)
     assert keys == set(JSON_OUTPUT["log"])

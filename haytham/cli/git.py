@@ -1,6 +1,8 @@
-"""The git commands of the ``haytham`` command line: ``git setup``, ``git merge-driver``, ``log``.
+"""The git commands of the ``haytham`` command line: ``git setup``, ``git merge-driver``,
+``log`` and ``sync``; and the ``--commit``/``--push`` options that ``resume``, ``rerun``,
+``demo``, ``feedback`` and ``review`` share (``commit_options``, ``Commits``).
 
-``COMMANDS`` holds the ``git`` group and ``log`` for ``haytham.cli.main`` to register.
+``COMMANDS`` holds the ``git`` group, ``log`` and ``sync`` for ``haytham.cli.main`` to register.
 
 ``python -m haytham.cli.git`` runs the ``git`` group on its own. ``haytham git setup``
 registers the merge driver as ``<python> -m haytham.cli.git merge-driver %O %A %B %P``,
@@ -11,15 +13,23 @@ is the one command that reports errors its own way, for git rather than a person
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from haytham.cli.common import Group, base_dir_option, command, emit_json, json_option
 from haytham.errors import HaythamError
+from haytham.git.autocommit import AutoCommit
 from haytham.git.merge import describe_conflicts, run_driver, setup
-from haytham.git.repository import path_log
+from haytham.git.repository import path_log, repo_root
+from haytham.git.sync import DEFAULT_REMOTE, DriverNotConfigured, SyncResult, driver_configured, sync
+from haytham.store.events import Event
 from haytham.store.manager import CheckpointManager
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 JSON_OUTPUT: dict[str, dict[str, str]] = {
     "log": {
@@ -32,9 +42,104 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "commits[].email": "the author's email",
         "commits[].date": "the author date, ISO 8601",
         "commits[].subject": "the first line of the message",
-    }
+    },
+    "sync": {
+        "remote": "the remote synced with",
+        "branch": "the branch synced",
+        "merged": "true when the remote had commits this clone did not (now merged)",
+        "pushed": "true when this clone's commits were pushed",
+        "retries": "how many pushes were rejected because another machine pushed first",
+        "driver_set_up": "true when this sync configured the merge driver in this clone",
+    },
 }
-"""The ``--json`` keys of ``log``, in the form of ``haytham.cli.main.JSON_OUTPUT``."""
+"""The ``--json`` keys of ``log`` and ``sync``, in the form of ``haytham.cli.main.JSON_OUTPUT``."""
+
+
+# ------------------------------------------------------------- --commit and --push
+
+
+def commit_options(function: F) -> F:
+    """``--commit``, ``--push`` and ``--remote``: commit what the command changes, and push it."""
+    function = click.option(
+        "--remote",
+        default=DEFAULT_REMOTE,
+        show_default=True,
+        metavar="NAME",
+        help="The remote --push syncs with.",
+    )(function)
+    function = click.option(
+        "--push",
+        is_flag=True,
+        help="Sync with the remote before (fetch, merge with haytham's driver) and after (push). "
+        "Implies --commit.",
+    )(function)
+    return click.option(
+        "--commit",
+        is_flag=True,
+        help="Commit to git once for each event worth a commit (a phase finished, a review saved, "
+        "an attempt archived), with a message that says what happened.",
+    )(function)
+
+
+class Commits:
+    """What ``--commit``/``--push`` do around a command: auto-commit while it runs, print each
+    failed commit as it happens (``commit_failed``), push at the end, and fail loudly."""
+
+    def __init__(self, manager: CheckpointManager, commit: bool, push: bool, remote: str) -> None:
+        self.manager = manager
+        self.push = push
+        self.remote = remote
+        self.auto: AutoCommit | None = None
+        if commit or push:
+            self.auto = AutoCommit(manager, log_failures=False)  # printed by _echo_failure
+            manager.on("commit_failed", self._echo_failure)
+
+    def pull(self) -> None:
+        """With --push, merge the remote's latest first (``sync`` without a push), so that the
+        command works on what the other machines did."""
+        if self.auto is not None and self.push:
+            result = sync(self.auto.root, self.remote, base_dir=self.manager.base_dir, push=False)
+            click.echo(describe_sync(result), err=True)
+
+    @staticmethod
+    def _echo_failure(event: Event) -> None:
+        click.echo(f"Error: {event.data.get('error')}", err=True)
+
+    def finish(self) -> bool:
+        """Push when asked (printing what sync did); False when a commit or the push failed."""
+        if self.auto is None:
+            return True
+        if self.auto.failures:
+            count = len(self.auto.failures)
+            click.echo(
+                f"Error: {count} auto-commit{'s' if count > 1 else ''} failed (above); the session's "
+                "files are saved but not committed",
+                err=True,
+            )
+            return False
+        made = len(self.auto.commits)
+        click.echo(f"Committed: {made} commit{'' if made == 1 else 's'}", err=True)
+        if not self.push:
+            return True
+        try:
+            result = sync(self.auto.root, self.remote, base_dir=self.manager.base_dir)
+        except HaythamError as error:
+            click.echo(f"Error: {error}", err=True)
+            return False
+        click.echo(describe_sync(result), err=True)
+        return True
+
+
+def describe_sync(result: SyncResult) -> str:
+    """One line saying what a sync did."""
+    parts = []
+    if result.driver_set_up:
+        parts.append("set up the merge driver")
+    parts.append(f"merged {result.remote}/{result.branch}" if result.merged else "nothing new to merge")
+    parts.append("pushed" if result.pushed else "nothing to push")
+    if result.retries:
+        parts.append(f"after {result.retries} rejected push{'es' if result.retries > 1 else ''}")
+    return f"Synced with {result.remote}: " + ", ".join(parts)
 
 
 @click.group("git", cls=Group)
@@ -130,7 +235,58 @@ def _commit_keys() -> list[str]:
     return [key for key in JSON_OUTPUT["log"] if key.startswith("commits[].")]
 
 
-COMMANDS: list[click.Command] = [git_group, log_command]
+@command("sync")
+@click.option("--remote", default=DEFAULT_REMOTE, show_default=True, metavar="NAME", help="The remote.")
+@click.option(
+    "--setup-driver",
+    is_flag=True,
+    help="Configure haytham's merge driver in this clone first if it is not (else sync asks, "
+    "or refuses when it cannot ask).",
+)
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="A directory inside the git repository.",
+)
+@base_dir_option
+@json_option
+def sync_command(remote: str, setup_driver: bool, repo: Path, base_dir: Path, as_json: bool) -> None:
+    """Fetch, merge with haytham's merge driver, and push; never force-push.
+
+    A push rejected because another machine pushed first is retried (fetch, merge, push)
+    with a growing pause, a bounded number of times. A true conflict (say, the same session
+    created on two machines) stops with the file and line; the merge is undone, so your
+    commits and working tree are as they were. The merge driver must be configured in this
+    clone (`haytham git setup`): sync checks first, and offers to set it up. See
+    docs/many-machines.md.
+    """
+    root = repo_root(repo)
+    if not setup_driver and not driver_configured(root) and sys.stdin.isatty():
+        setup_driver = click.confirm(
+            f"haytham's merge driver is not configured in {root}; set it up now?", default=True
+        )
+    try:
+        result = sync(root, remote, base_dir=base_dir.absolute(), set_up_driver=setup_driver)
+    except DriverNotConfigured as error:
+        raise click.ClickException(str(error)) from None
+    if as_json:
+        emit_json(
+            {
+                "remote": result.remote,
+                "branch": result.branch,
+                "merged": result.merged,
+                "pushed": result.pushed,
+                "retries": result.retries,
+                "driver_set_up": result.driver_set_up,
+            }
+        )
+        return
+    click.echo(describe_sync(result))
+
+
+COMMANDS: list[click.Command] = [git_group, log_command, sync_command]
 """The commands for ``haytham.cli.main`` to register: ``cli.add_command(command)`` each."""
 
 

@@ -33,6 +33,7 @@ COMMANDS = (
     "report",
     "resume",
     "rerun",
+    "runner",
     "validate",
     "doctor",
     "migrate",
@@ -44,6 +45,7 @@ COMMANDS = (
     "prune",
     "stats",
     "log",
+    "sync",
     "git",
 )
 """Every command, in the order docs/cli.md describes them."""

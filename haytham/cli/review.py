@@ -25,10 +25,12 @@ from typing import Literal
 import click
 
 from haytham.cli.common import base_dir_option, command, suggest, when
+from haytham.cli.git import Commits, commit_options, describe_sync
 from haytham.cli.present import describe_feedback, next_step
 from haytham.errors import HaythamError, Issue, ProjectNotFoundError
 from haytham.format import FEEDBACK
 from haytham.format.layout import FEEDBACK_FILE
+from haytham.git.sync import sync
 from haytham.records import UserFeedback
 from haytham.store import fs
 from haytham.store.clock import parse_timestamp
@@ -174,6 +176,7 @@ def report(manager: CheckpointManager, project: str, session: str, edited: Edite
 @click.option("--reject", is_flag=True, help="Send the phase back to be run again.")
 @click.option("--comment", help="Your comments (markdown).")
 @click.option("--change", "changes", multiple=True, help="A change you ask for (repeatable).")
+@commit_options
 @base_dir_option
 def feedback(
     project: str,
@@ -183,6 +186,9 @@ def feedback(
     reject: bool,
     comment: str | None,
     changes: tuple[str, ...],
+    commit: bool,
+    push: bool,
+    remote: str,
     base_dir: Path,
 ) -> None:
     """Review a phase: approve it, send it back, or edit its user_feedback.md.
@@ -191,7 +197,9 @@ def feedback(
     $EDITOR (created from the blank template if missing), like git commit: when it is
     saved with a mistake the editor opens again with the mistake noted at the top;
     closing the editor without a change leaves the file as it was. Exit code 1 when you
-    quit with a mistake (nothing is saved) or the file still has one.
+    quit with a mistake (nothing is saved) or the file still has one. With --commit the
+    review is its own commit, authored by you (git's user of this clone); with --push it is
+    pushed at once (haytham sync).
     """
     if approve and reject:
         raise click.UsageError("give --approve or --reject, not both")
@@ -200,6 +208,8 @@ def feedback(
             "--comment and --change need --approve or --reject (without them the editor opens)"
         )
     manager = CheckpointManager(base_dir)
+    commits = Commits(manager, commit, push, remote)
+    commits.pull()
     checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before a phase ran
     if not (approve or reject):
         edited = edit_feedback(manager, project, session, phase)
@@ -207,6 +217,10 @@ def feedback(
         if edited.outcome == "abandoned" or edited.feedback is None:
             again = suggest("feedback", project, session, str(phase))
             raise click.ClickException(f"{edited.path} still needs a review; run {again} to edit it again")
+        if commits.auto is not None and edited.outcome == "saved":
+            commits.auto.review_saved(project, session, phase)
+        if not commits.finish():
+            click.get_current_context().exit(1)
         return
     path = manager.phase_dir(project, session, phase) / FEEDBACK_FILE
     manager.save_user_feedback(
@@ -226,6 +240,8 @@ def feedback(
     click.echo(describe_feedback(understood))
     echo_warnings(path)
     click.echo(f"Next: {next_step(manager, project, session).message}")
+    if not commits.finish():
+        click.get_current_context().exit(1)
 
 
 # ------------------------------------------------------------------------- review
@@ -332,17 +348,24 @@ def walk_reviews(
 @command()
 @click.argument("project", required=False)
 @click.argument("session", required=False)
+@commit_options
 @base_dir_option
-def review(project: str | None, session: str | None, base_dir: Path) -> None:
+def review(
+    project: str | None, session: str | None, commit: bool, push: bool, remote: str, base_dir: Path
+) -> None:
     """Review every phase that awaits it, oldest finished first, each in $EDITOR.
 
     Without PROJECT every session under the base dir is looked at; with PROJECT only its
     sessions; with SESSION only that one. Each phase's user_feedback.md opens as with
     haytham feedback (again after a mistake; closing without a change moves on and leaves
     the file as it was); after each, haytham says what it understood. Exit code 1 when
-    you quit a phase with a mistake (nothing of it is saved).
+    you quit a phase with a mistake (nothing of it is saved). With --commit each review
+    saved is its own commit, authored by you; with --push the others' reviews are fetched
+    first and each of yours is pushed as soon as it is saved (haytham sync).
     """
     manager = CheckpointManager(base_dir)
+    commits = Commits(manager, commit, push, remote)
+    commits.pull()  # the others' reviews first
     items, warnings = awaiting_review(manager, project, session)
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -352,13 +375,25 @@ def review(project: str | None, session: str | None, base_dir: Path) -> None:
         return
     many = len(items) > 1
     click.echo(f"{len(items)} phase{'s' if many else ''} await{'' if many else 's'} review in {where}")
-    results = walk_reviews(manager, items)
+    hooks = None
+    if commits.auto is not None:
+        auto = commits.auto
+
+        def share(item: AwaitingReview, edited: Edited) -> None:
+            if edited.outcome == "saved":
+                auto.review_saved(item.project, item.session, item.phase)
+                if push and not auto.failures:
+                    click.echo(describe_sync(sync(auto.root, remote, base_dir=base_dir)), err=True)
+
+        hooks = ReviewHooks(after_phase=share)
+    results = walk_reviews(manager, items, hooks)
     saved = sum(e.outcome == "saved" for e in results)
     left = sum(e.outcome == "abandoned" for e in results)
     click.echo(
         f"\nReviewed {saved} of {len(results)}" + (f"; {left} left with a mistake, not saved" if left else "")
     )
-    click.get_current_context().exit(1 if left else 0)
+    committed = commits.finish() if commits.auto is None or commits.auto.failures else True
+    click.get_current_context().exit(1 if left or not committed else 0)
 
 
 JSON_OUTPUT: dict[str, dict[str, str]] = {}

@@ -1,12 +1,15 @@
-"""The commands that run agents: ``demo`` (built-in demo agents) and ``resume`` (the session's own).
+"""The commands that run agents: ``demo`` (built-in demo agents), ``resume`` and ``rerun``
+(the session's own), and ``runner`` (a worker host's loop over a shared git remote).
 
-Both save every agent output as it arrives, stop at review gates, and end with the session's
-status and what to do next; exit code 1 when the run fails.
+Each saves every agent output as it arrives, stops at review gates, and ends with the
+session's status and what to do next; exit code 1 when the run fails, is refused (another
+process runs the session), or a commit asked for with --commit fails.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,9 +17,11 @@ from pathlib import Path
 import click
 
 from haytham.cli.common import base_dir_option, command, emit_json, json_option, new_console, plain
+from haytham.cli.git import Commits, commit_options
 from haytham.cli.present import NEXT_KEYS, declare_agents, next_step, print_status
 from haytham.errors import HaythamError
 from haytham.format.workflow import IDEA_VALIDATION, Workflow
+from haytham.git.sync import DEFAULT_REMOTE
 from haytham.run.demo import (
     DEMO_PROJECT,
     REVIEW_MODES,
@@ -26,6 +31,7 @@ from haytham.run.demo import (
     run_demo,
 )
 from haytham.run.runner import Agent, PhaseRunner, load_callable, missing_agents, resolve_agents
+from haytham.run.worker import Worker
 from haytham.store.manager import CheckpointManager
 
 JSON_OUTPUT: dict[str, dict[str, str]] = {
@@ -45,8 +51,20 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "ran_agents": "`phase:agent` for every agent this run called, in order",
         **NEXT_KEYS,
     },
+    "runner": {
+        "worker": "this worker's name (host:pid unless --worker names it)",
+        "runs": "every session run, in order: [project, session, how the run ended]",
+        "agents_run": "how many agents this worker ran",
+        "claims_lost": "claims lost to another worker (it pushed its claim first)",
+        "takeovers": "sessions taken over from a worker whose claim had expired",
+        "push_retries": "pushes rejected because another machine pushed first, then retried",
+        "commits": "commits this worker made",
+        "syncs": "syncs with the remote",
+        "stopped": "true when the loop ended on SIGTERM",
+    },
 }
-"""The ``--json`` keys of ``resume``, in the form of ``haytham.cli.main.JSON_OUTPUT``."""
+"""The ``--json`` keys of ``resume``, ``rerun`` and ``runner``, in the form of
+``haytham.cli.main.JSON_OUTPUT``."""
 
 
 @command()
@@ -73,8 +91,17 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
     metavar="N",
     help="Kill the process (exit 3) right after the Nth saved output.",
 )
+@commit_options
 def demo(
-    base_dir: Path, mode: str, review: str, session: str | None, resume: bool, crash_after: int | None
+    base_dir: Path,
+    mode: str,
+    review: str,
+    session: str | None,
+    resume: bool,
+    crash_after: int | None,
+    commit: bool,
+    push: bool,
+    remote: str,
 ) -> None:
     """Run the built-in idea_validation workflow with local demo agents.
 
@@ -89,12 +116,15 @@ def demo(
     def show(event: DemoEvent) -> None:
         click.echo(str(event))  # click.echo flushes: the line is out before a crash_after exit
 
+    commits = Commits(manager, commit, push, remote)
+    commits.pull()
     result = run_demo(
         manager, session_id, mode, review, resume=resume, crash_after=crash_after, on_event=show
     )
     click.echo()
     print_status(new_console(), manager, DEMO_PROJECT, session_id)
-    click.get_current_context().exit(1 if result.status == "failed" else 0)
+    committed = commits.finish()
+    click.get_current_context().exit(1 if result.status == "failed" or not committed else 0)
 
 
 _AGENTS_OPTION = click.option(
@@ -112,9 +142,19 @@ _AGENTS_OPTION = click.option(
 @click.argument("project")
 @click.argument("session")
 @_AGENTS_OPTION
+@commit_options
 @base_dir_option
 @json_option
-def resume(project: str, session: str, agent_specs: tuple[str, ...], base_dir: Path, as_json: bool) -> None:
+def resume(
+    project: str,
+    session: str,
+    agent_specs: tuple[str, ...],
+    commit: bool,
+    push: bool,
+    remote: str,
+    base_dir: Path,
+    as_json: bool,
+) -> None:
     """Continue a session until it is done or stops for review.
 
     Each agent is played by the callable that --agents names, else by the one the session's
@@ -122,9 +162,11 @@ def resume(project: str, session: str, agent_specs: tuple[str, ...], base_dir: P
     an agent that neither names is refused before anything is written. Agent outputs saved
     by an earlier run are kept, not redone; a phase sent back or stale (built on outputs
     that changed since) runs again, its previous run kept as an attempt. Exit code 1 when
-    the run fails or is refused.
+    the run fails or is refused; a session another process is running is refused, naming
+    that process. With --commit each phase finished and attempt archived is one commit;
+    with --push the commits are pushed at the end (haytham sync).
     """
-    _run(project, session, agent_specs, base_dir, as_json, from_phase=None)
+    _run(project, session, agent_specs, base_dir, as_json, from_phase=None, git=(commit, push, remote))
 
 
 @command()
@@ -138,17 +180,26 @@ def resume(project: str, session: str, agent_specs: tuple[str, ...], base_dir: P
     help="The first phase to run again; every later phase runs again too.",
 )
 @_AGENTS_OPTION
+@commit_options
 @base_dir_option
 @json_option
 def rerun(
-    project: str, session: str, from_phase: int, agent_specs: tuple[str, ...], base_dir: Path, as_json: bool
+    project: str,
+    session: str,
+    from_phase: int,
+    agent_specs: tuple[str, ...],
+    commit: bool,
+    push: bool,
+    remote: str,
+    base_dir: Path,
+    as_json: bool,
 ) -> None:
     """Run phase N and every later phase again, keeping their runs as attempts.
 
     The agents are found as resume finds them, and a session with an agent that has none
     is refused before anything is written. Exit code 1 when the run fails or is refused.
     """
-    _run(project, session, agent_specs, base_dir, as_json, from_phase=from_phase)
+    _run(project, session, agent_specs, base_dir, as_json, from_phase=from_phase, git=(commit, push, remote))
 
 
 def _run(
@@ -159,9 +210,12 @@ def _run(
     as_json: bool,
     *,
     from_phase: int | None,
+    git: tuple[bool, bool, str] = (False, False, DEFAULT_REMOTE),
 ) -> None:
     """``resume`` and ``rerun``: resolve the agents, run, say where the run stopped."""
     manager = CheckpointManager(base_dir)
+    commits = Commits(manager, *git)
+    commits.pull()
     workflow = manager.session_workflow(project, session)
     mode = manager.load_manifest(project, session).execution_mode
     if from_phase is not None:
@@ -180,7 +234,7 @@ def _run(
         if not as_json:
             click.echo(f"  saved phase {phase} {agent}")
 
-    runner = PhaseRunner(manager, workflow, agents, on_output_saved=saved)
+    runner = PhaseRunner(manager, workflow, agents, on_output_saved=saved, autocommit=commits.auto)
     if not as_json:
         again = f" from phase {from_phase}" if from_phase is not None else ""
         click.echo(f"{'Re-running' if from_phase is not None else 'Resuming'} {project}/{session}{again}")
@@ -194,7 +248,8 @@ def _run(
     else:
         click.echo(f"Result: {result}")
         click.echo(f"Next: {step.message}")
-    click.get_current_context().exit(1 if result.status == "failed" else 0)
+    committed = commits.finish()
+    click.get_current_context().exit(1 if result.status == "failed" or not committed else 0)
 
 
 def _given_agents(specs: Sequence[str], workflow: Workflow) -> dict[str, Agent]:
@@ -234,5 +289,93 @@ def _given_agents(specs: Sequence[str], workflow: Workflow) -> dict[str, Agent]:
     return agents
 
 
-COMMANDS: list[click.Command] = [demo, resume, rerun]
+@command()
+@click.option(
+    "--remote", default=DEFAULT_REMOTE, show_default=True, metavar="NAME", help="The shared remote."
+)
+@click.option("--project", help="Only sessions of this project.")
+@click.option("--max", "max_sessions", type=click.IntRange(min=1), metavar="N", help="Stop after N runs.")
+@_AGENTS_OPTION
+@click.option(
+    "--claim-seconds",
+    type=click.FloatRange(min=1),
+    default=3600.0,
+    show_default=True,
+    metavar="S",
+    help="How long a claim holds; after it another worker may take the session over.",
+)
+@click.option(
+    "--poll",
+    "poll_seconds",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    metavar="S",
+    help="Seconds to wait before looking again when no session has work.",
+)
+@click.option("--worker", help="This worker's name in claims (default: host:pid).")
+@click.option("--until-idle", is_flag=True, help="Stop when no session has work for a runner.")
+@click.option(
+    "--setup-driver", is_flag=True, help="Configure haytham's merge driver in this clone if needed."
+)
+@base_dir_option
+@json_option
+def runner(
+    remote: str,
+    project: str | None,
+    max_sessions: int | None,
+    agent_specs: tuple[str, ...],
+    claim_seconds: float,
+    poll_seconds: float,
+    worker: str | None,
+    until_idle: bool,
+    setup_driver: bool,
+    base_dir: Path,
+    as_json: bool,
+) -> None:
+    """Work through sessions as one worker host of many sharing a git remote.
+
+    Each turn: sync with the remote; claim a session that has work for a runner (not
+    awaiting review, not complete) by pushing a claim file; run it until it stops; release
+    the claim and push. The push decides which worker wins a session; a loser is told who
+    holds it and until when. A claim older than --claim-seconds may be taken over. SIGTERM
+    stops the loop cleanly at the next safe point, releasing its claim. Agents are found as
+    resume finds them. See docs/many-machines.md.
+    """
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    manager = CheckpointManager(base_dir)
+
+    def agents_for(workflow: Workflow) -> Mapping[str, Agent]:
+        return resolve_agents(workflow, _given_agents(agent_specs, workflow))
+
+    loop = Worker(
+        manager,
+        agents_for,
+        remote=remote,
+        project=project,
+        max_sessions=max_sessions,
+        claim_seconds=claim_seconds,
+        poll_seconds=poll_seconds,
+        worker=worker,
+        set_up_driver=setup_driver,
+        until_idle=until_idle,
+        on_message=None if as_json else click.echo,
+    )
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: loop.stop())
+    try:
+        report = loop.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if as_json:
+        emit_json(plain(report))
+        return
+    click.echo(
+        f"Runner {report.worker} stopped{' (SIGTERM)' if report.stopped else ''}: {len(report.runs)} runs, "
+        f"{report.agents_run} agents, {report.commits} commits, {report.claims_lost} claims lost, "
+        f"{report.takeovers} takeovers, {report.push_retries} push retries"
+    )
+
+
+COMMANDS: list[click.Command] = [demo, resume, rerun, runner]
 """The commands for ``haytham.cli.main`` to register."""

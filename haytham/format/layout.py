@@ -10,6 +10,7 @@ A tree looks like this (``docs/formats.md`` describes each file)::
             project.yaml  latest_requirements.md  outputs/  history/changelog.md
             sessions/{session_id}/
                 session_manifest.md  workflow.yaml  history/{time}_{id}.md  .haytham.lock
+                .haytham-run.lease  claim.json    (a running runner; a worker host's claim)
                 phase_{n}_{slug}/
                     checkpoint.md  {agent}.md  user_feedback.md
                     attempts/{n}/...
@@ -63,6 +64,11 @@ USERS_DIR = "_users"
 
 LOCK_FILE = ".haytham.lock"
 """The OS lock of a session or project folder (holds no data)."""
+LEASE_FILE = ".haytham-run.lease"
+"""A session's run lease: the OS lock a runner holds for a whole run, and who holds it
+(never committed; reads never take or write it)."""
+CLAIM_FILE = "claim.json"
+"""A session's claim by a worker host (committed and pushed; the push decides the winner)."""
 TMP_SUFFIX = ".haytham-tmp"
 """A file being written; renamed over its target when complete."""
 STAGING_SUFFIX = ".haytham-staging"

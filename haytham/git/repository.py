@@ -106,23 +106,40 @@ def commit_path(
     *,
     identity: tuple[str, str] | None = None,
 ) -> str | None:
-    """Commit everything under ``path`` (new, changed and removed files) and nothing else.
+    """Commit everything under ``path`` (new, changed and removed files) and nothing else."""
+    return commit_paths(root, [path], message, identity=identity)
 
-    ``git add --all -- PATH`` then ``git commit --only -- PATH``: whatever else the user has
+
+def commit_paths(
+    root: Path,
+    paths: Sequence[str | os.PathLike[str]],
+    message: str,
+    *,
+    identity: tuple[str, str] | None = None,
+) -> str | None:
+    """Commit everything under ``paths`` (new, changed and removed files) and nothing else.
+
+    ``git add --all -- PATHS`` then ``git commit --only -- PATHS``: whatever else the user has
     staged stays staged and uncommitted, and their other changes are left alone. Returns
-    the new commit's hash, or None when nothing under ``path`` had changed. ``identity``
+    the new commit's hash, or None when nothing under ``paths`` had changed. ``identity``
     (name, email) is used for the commit instead of git's configured user.
     """
-    spec = relative_to_root(root, path)
-    run_git(["add", "--all", "--", spec], root)
-    staged = run_git(["diff", "--cached", "--quiet", "--", spec], root, check=False)
+    specs = [relative_to_root(root, path) for path in paths]
+    run_git(["add", "--all", "--", *specs], root)
+    staged = run_git(["diff", "--cached", "--quiet", "--", *specs], root, check=False)
     if staged.returncode == 0:
         return None
     if staged.returncode != 1:
         raise GitError(f"git diff --cached failed in {root}: {staged.stderr.decode('utf-8', 'replace')}")
     config = ["-c", f"user.name={identity[0]}", "-c", f"user.email={identity[1]}"] if identity else []
-    run_git([*config, "commit", "--quiet", "--only", "-m", message, "--", spec], root)
+    run_git([*config, "commit", "--quiet", "--only", "-m", message, "--", *specs], root)
     return run_git(["rev-parse", "HEAD"], root).stdout.decode("ascii").strip()
+
+
+def knows_author(root: Path) -> bool:
+    """Whether git knows who the author of a commit in ``root`` is (``user.name`` and
+    ``user.email``, or what the environment says), without asking anyone."""
+    return run_git(["var", "GIT_AUTHOR_IDENT"], root, check=False).returncode == 0
 
 
 def path_log(path: str | os.PathLike[str], *, limit: int | None = None) -> list[Commit]:
@@ -146,4 +163,14 @@ def path_log(path: str | os.PathLike[str], *, limit: int | None = None) -> list[
     return commits
 
 
-__all__ = ["Commit", "GitError", "commit_path", "git_executable", "path_log", "repo_root", "run_git"]
+__all__ = [
+    "Commit",
+    "GitError",
+    "commit_path",
+    "commit_paths",
+    "git_executable",
+    "knows_author",
+    "path_log",
+    "repo_root",
+    "run_git",
+]

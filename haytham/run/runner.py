@@ -2,13 +2,16 @@
 review, and resume after a crash, a failure or a review, using only the public store API.
 
 A phase is never run twice for the same attempt: agents whose outputs are saved as
-completed are skipped on resume, and a retried phase keeps its previous attempt under
-``attempts/{n}/`` (see ``CheckpointManager.start_attempt``).
+completed are skipped on resume, a retried phase keeps its previous attempt under
+``attempts/{n}/`` (see ``CheckpointManager.start_attempt``), and a run holds the session's
+run lease (``haytham.run.lease``) from start to end, so a second runner of the same session
+is refused at once instead of running the same attempt again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import inspect
 import time
@@ -22,7 +25,9 @@ from typing import Any, Literal
 from haytham.errors import HaythamError, InvalidArgumentError, WorkflowChangedError
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
+from haytham.git.autocommit import AutoCommit
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
+from haytham.run.lease import run_lease
 from haytham.store import lifecycle
 from haytham.store.manager import CheckpointManager
 
@@ -199,6 +204,7 @@ class PhaseRunner:
         *,
         allow_workflow_change: bool = False,
         on_output_saved: Callable[[int, str], None] | None = None,
+        autocommit: AutoCommit | None = None,
     ) -> None:
         self.manager = manager
         self.workflow = workflow
@@ -207,6 +213,9 @@ class PhaseRunner:
         self.allow_workflow_change = allow_workflow_change
         self.on_output_saved = on_output_saved
         """Called with (phase, agent) after each output is on disk (the demo's --crash-after)."""
+        self.autocommit = autocommit
+        """Commits to git as the run goes (``haytham.git.autocommit``): the manager's events
+        give a commit for each phase finished; the runner adds one for each attempt archived."""
 
     def run(self, project_id: str, session_id: str) -> RunResult:
         """Run or resume the session until it completes, fails, or a phase awaits review.
@@ -215,7 +224,19 @@ class PhaseRunner:
         needs: a pending, interrupted or failed phase runs its missing agents; a phase sent
         back (with or without a review gate) or stale (built on outputs that changed since)
         is kept as an attempt and runs again; a phase awaiting review stops the run.
+
+        The run holds the session's run lease throughout: when another process is running
+        the session, SessionBusyError names it and nothing is run.
         """
+        with self._lease(project_id, session_id):
+            return self._run(project_id, session_id)
+
+    def _lease(self, project_id: str, session_id: str) -> contextlib.AbstractContextManager[object]:
+        """The session's run lease (the session must exist: its manifest is read first)."""
+        self.manager.load_manifest(project_id, session_id)
+        return run_lease(self.manager.session_dir(project_id, session_id), f"{project_id}/{session_id}")
+
+    def _run(self, project_id: str, session_id: str) -> RunResult:
         state = self.manager.load_session(project_id, session_id)
         self._check_workflow(project_id, session_id, state)
         self._check_agents(state["execution_mode"])
@@ -252,8 +273,11 @@ class PhaseRunner:
         """Keep phase ``from_phase`` and every later phase as attempts, then run the session
         (``CheckpointManager.archive_from``, then ``run``)."""
         self._check_agents(self.manager.load_manifest(project_id, session_id).execution_mode)
-        self.manager.archive_from(project_id, session_id, from_phase)
-        return self.run(project_id, session_id)
+        with self._lease(project_id, session_id):
+            archived = self.manager.archive_from(project_id, session_id, from_phase)
+            if self.autocommit is not None:
+                self.autocommit.attempt_archived(project_id, session_id, archived)
+            return self._run(project_id, session_id)
 
     def _check_agents(self, mode: str) -> None:
         """Refuse, before anything is written, a run with no callable for an agent of ``mode``."""
@@ -461,6 +485,8 @@ class PhaseRunner:
                     retry_count=retries + 1,
                 )
         self.manager.start_attempt(project_id, session_id, phase.number)
+        if self.autocommit is not None:
+            self.autocommit.attempt_archived(project_id, session_id, [phase.number])
         return None
 
     def _await_review(

@@ -24,6 +24,7 @@ EventName = Literal[
     "session_completed",
     "session_forked",
     "cleanup_done",
+    "commit_failed",
 ]
 EVENT_NAMES: tuple[str, ...] = get_args(EventName)
 LOGGER = logging.getLogger("haytham")
@@ -39,7 +40,10 @@ class Event:
     phase: int | None = None
     path: Path | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
-    """Details that depend on the event (the status saved, what a cleanup removed, ...)."""
+    """Details that depend on the event (the status saved, what a cleanup removed, ...).
+
+    ``commit_failed`` (emitted by ``haytham.git.autocommit``, not by the store) carries the
+    commit ``message`` and the ``error`` that explains the failure."""
 
 
 Callback = Callable[[Event], object]

@@ -46,6 +46,7 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 GITIGNORE_TEXT = (
     "# Written by haytham: its lock and temporary files never belong in version control.\n"
     f"{LOCK_NAME}\n"
+    f"{layout.LEASE_FILE}\n"
     f".*{TMP_SUFFIX}\n"
     f"{layout.INDEX_DIR}/\n"
     f"{layout.JOURNAL_FILE}\n"

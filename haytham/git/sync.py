@@ -1,0 +1,285 @@
+"""``haytham sync``: fetch, merge with haytham's merge driver, push; never force.
+
+A git remote is the shared store of many machines (``docs/many-machines.md``). ``sync``
+makes this clone and the remote agree:
+
+1. It checks that the ``haytham`` merge driver is configured in this clone (its git config
+   is not cloned). Without it git would merge session manifests line by line, so ``sync``
+   refuses (``DriverNotConfigured``) unless asked to set it up (``set_up_driver``).
+2. It fetches the remote's branch and merges it. A conflict on a claim file only (two
+   workers raced for a session) is settled for the remote's side: the remote's claim is
+   the one that won. Any other conflict is a true contradiction: the merge is undone
+   (``git merge --abort``), so the working tree and every local commit are exactly as
+   before, and ``SyncConflict`` names each file and line that conflicted.
+3. It pushes (a plain push, never ``--force``). When the push is rejected because another
+   machine pushed first, it fetches, merges and pushes again, waiting a little longer each
+   time (exponential backoff with jitter), at most ``attempts`` times.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from haytham.format.layout import CLAIM_FILE
+from haytham.git.merge import DRIVER, setup
+from haytham.git.repository import GitError, commit_paths, knows_author, repo_root, run_git
+
+DEFAULT_REMOTE = "origin"
+DEFAULT_ATTEMPTS = 12
+"""How many times a rejected push is retried (fetch, merge, push) before giving up."""
+FALLBACK_IDENTITY = ("haytham", "haytham@localhost")
+"""Who a merge commit is by when git knows no user in this clone (a worker host)."""
+_REJECTED = re.compile(
+    r"\[rejected\]|fetch first|non-fast-forward|cannot lock ref|failed to update ref|"
+    r"\[remote rejected\].*(?:lock|fast-forward|update ref)"
+)
+"""What git says when another machine pushed first (or was pushing at that very moment)."""
+
+
+class PushRejected(GitError):
+    """Every push was rejected because other machines kept pushing first; nothing is lost
+    (the commits stay local) and a later sync pushes them."""
+
+
+class DriverNotConfigured(GitError):
+    """The haytham merge driver is not configured in this clone; nothing was merged."""
+
+
+@dataclass(frozen=True)
+class ConflictSpot:
+    """Where a merge left a conflict: a file and the line of its first conflict marker."""
+
+    path: str
+    line: int | None
+
+    def __str__(self) -> str:
+        return f"{self.path} line {self.line}" if self.line is not None else self.path
+
+
+class SyncConflict(GitError):
+    """A true contradiction between this clone and the remote; the merge was undone."""
+
+    def __init__(self, message: str, spots: tuple[ConflictSpot, ...], root: Path) -> None:
+        super().__init__(message, path=root)
+        self.spots = spots
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """What a sync did."""
+
+    remote: str
+    branch: str
+    merged: bool
+    """True when the remote had commits this clone did not (they are merged now)."""
+    pushed: bool
+    """True when the remote now has this clone's commits (False: nothing to push, or no push asked)."""
+    retries: int
+    """How many pushes were rejected because another machine pushed first."""
+    driver_set_up: bool
+    """True when this sync configured the merge driver in this clone."""
+
+
+def backoff_pause(attempt: int, backoff: float = 0.05) -> float:
+    """Seconds to wait before retry ``attempt`` (1, 2, ...): ``backoff`` doubling up to 2 s,
+    times a random factor in [0.5, 1.5) so that machines rejected together spread out."""
+    return min(2.0, backoff * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+
+
+def driver_configured(root: Path) -> bool:
+    """Whether ``merge.haytham.driver`` is set in this clone's git config."""
+    found = run_git(["config", "--get", f"merge.{DRIVER}.driver"], root, check=False)
+    return found.returncode == 0 and bool(found.stdout.strip())
+
+
+def ensure_driver(root: Path, base_dir: Path | None, *, set_up: bool) -> bool:
+    """Check the merge driver is configured; with ``set_up`` configure it (and commit the
+    ``.gitattributes`` lines if they were missing). True when it was set up now."""
+    if driver_configured(root):
+        return False
+    if not set_up:
+        raise DriverNotConfigured(
+            f"the haytham merge driver is not configured in {root} (its git config is not cloned), so "
+            "git would merge session files line by line; nothing was merged. Run `haytham git setup` "
+            "once in this clone, or `haytham sync --setup-driver`",
+            path=root,
+        )
+    result = setup(root, base_dir if base_dir is not None else root / "projects")
+    if result.added_lines:
+        who = None if knows_author(root) else FALLBACK_IDENTITY
+        commit_paths(
+            root, [result.attributes], "haytham: merge session files with haytham's driver", identity=who
+        )
+    return True
+
+
+def current_branch(root: Path) -> str:
+    """The branch checked out in ``root`` (GitError on a detached HEAD)."""
+    found = run_git(["symbolic-ref", "--quiet", "--short", "HEAD"], root, check=False)
+    if found.returncode != 0:
+        raise GitError(f"{root} is not on a branch (detached HEAD); check out a branch to sync", path=root)
+    return found.stdout.decode("utf-8").strip()
+
+
+def sync(
+    path: str | os.PathLike[str],
+    remote: str = DEFAULT_REMOTE,
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    set_up_driver: bool = False,
+    push: bool = True,
+    attempts: int = DEFAULT_ATTEMPTS,
+    backoff: float = 0.05,
+    on_retry: Callable[[int, float], None] | None = None,
+) -> SyncResult:
+    """Fetch ``remote``, merge its branch with the haytham driver, push (module docstring).
+
+    ``base_dir`` (default ``path``/projects) is where ``set_up_driver`` points the
+    ``.gitattributes`` lines. ``on_retry(n, seconds)`` is told of each rejected push before
+    waiting. Raises DriverNotConfigured, SyncConflict, or GitError when git fails otherwise
+    (an unreachable remote, pushes rejected ``attempts`` times); local commits are never lost.
+    """
+    root = repo_root(path)
+    if _merging(root):
+        raise GitError(
+            f"a merge is in progress in {root}: finish it (fix the files, git commit) or undo it "
+            "(git merge --abort), then sync again",
+            path=root,
+        )
+    set_now = ensure_driver(root, Path(base_dir) if base_dir is not None else None, set_up=set_up_driver)
+    branch = current_branch(root)
+    merged = False
+    retries = 0
+    for attempt in range(attempts + 1):
+        if attempt:
+            pause = backoff_pause(attempt, backoff)
+            if on_retry is not None:
+                on_retry(attempt, pause)
+            time.sleep(pause)
+        merged = _fetch_and_merge(root, remote, branch) or merged
+        if not push:
+            return SyncResult(remote, branch, merged, False, retries, set_now)
+        if not _ahead(root, remote, branch):
+            return SyncResult(remote, branch, merged, False, retries, set_now)
+        pushed = run_git(["push", "--quiet", remote, f"HEAD:refs/heads/{branch}"], root, check=False)
+        if pushed.returncode == 0:
+            return SyncResult(remote, branch, merged, True, retries, set_now)
+        said = pushed.stderr.decode("utf-8", "replace")
+        if not _REJECTED.search(said):
+            raise GitError(f"git push {remote} {branch} failed in {root}: {said.strip()}", path=root)
+        retries += 1
+    raise PushRejected(
+        f"the push to {remote}/{branch} was rejected {retries} times (other machines kept pushing "
+        f"first); your commits are kept in {root}: run haytham sync again",
+        path=root,
+    )
+
+
+def _merging(root: Path) -> bool:
+    return run_git(["rev-parse", "-q", "--verify", "MERGE_HEAD"], root, check=False).returncode == 0
+
+
+def _remote_ref(root: Path, remote: str, branch: str) -> str | None:
+    found = run_git(["rev-parse", "-q", "--verify", f"refs/remotes/{remote}/{branch}"], root, check=False)
+    return found.stdout.decode("ascii").strip() if found.returncode == 0 else None
+
+
+def _ahead(root: Path, remote: str, branch: str) -> bool:
+    """Whether HEAD has commits the remote's branch (as last fetched) lacks."""
+    theirs = _remote_ref(root, remote, branch)
+    if theirs is None:
+        return run_git(["rev-parse", "-q", "--verify", "HEAD"], root, check=False).returncode == 0
+    count = run_git(["rev-list", "--count", f"{theirs}..HEAD"], root)
+    return int(count.stdout.decode("ascii").strip() or "0") > 0
+
+
+def fetch(root: Path, remote: str, branch: str) -> str | None:
+    """Fetch the remote's branch; its commit, or None when the remote has no such branch yet."""
+    done = run_git(["fetch", "--quiet", remote], root, check=False)
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip()
+        raise GitError(f"git fetch {remote} failed in {root}: {said}", path=root)
+    return _remote_ref(root, remote, branch)
+
+
+def _fetch_and_merge(root: Path, remote: str, branch: str) -> bool:
+    """Fetch and merge the remote's branch; True when it brought commits."""
+    theirs = fetch(root, remote, branch)
+    if theirs is None:
+        return False
+    if run_git(["merge-base", "--is-ancestor", theirs, "HEAD"], root, check=False).returncode == 0:
+        return False  # nothing new there
+    identity = [] if knows_author(root) else ["-c", f"user.name={FALLBACK_IDENTITY[0]}"]
+    identity += [] if knows_author(root) else ["-c", f"user.email={FALLBACK_IDENTITY[1]}"]
+    message = f"haytham: sync with {remote}/{branch}"
+    merged = run_git([*identity, "merge", "--no-edit", "-m", message, theirs], root, check=False)
+    if merged.returncode == 0:
+        return True
+    conflicted = _conflicted(root)
+    if not conflicted:  # git refused before merging (local changes in the way, ...)
+        said = (merged.stderr or merged.stdout).decode("utf-8", "replace").strip()
+        raise GitError(f"git merge {remote}/{branch} failed in {root}: {said}", path=root)
+    if all(Path(name).name == CLAIM_FILE for name in conflicted):
+        for name in conflicted:  # the claim on the remote won the race: take it
+            if run_git(["checkout", "--theirs", "--", name], root, check=False).returncode != 0:
+                run_git(["rm", "--quiet", "--", name], root)
+            else:
+                run_git(["add", "--", name], root)
+        run_git([*identity, "commit", "--quiet", "--no-edit"], root)
+        return True
+    spots = tuple(_first_marker(root, name) for name in conflicted)
+    said = "\n".join(
+        line
+        for line in (merged.stdout + merged.stderr).decode("utf-8", "replace").splitlines()
+        if line.startswith(("CONFLICT", "haytham:", "  - "))
+    )
+    run_git(["merge", "--abort"], root)
+    where = "; ".join(str(spot) for spot in spots)
+    raise SyncConflict(
+        f"sync stopped at a true conflict with {remote}/{branch} in {where}. Nothing was lost: the "
+        f"merge was undone, so your commits and working tree in {root} are as they were before sync "
+        "(haytham doctor finds nothing to repair). To settle it: git merge "
+        f"{remote}/{branch}, keep the right lines in each file named, run haytham validate, commit, "
+        f"then haytham sync again.\n{said}".rstrip(),
+        spots,
+        root,
+    )
+
+
+def _conflicted(root: Path) -> list[str]:
+    found = run_git(["diff", "--name-only", "--diff-filter=U", "-z"], root, check=False)
+    return [name for name in found.stdout.decode("utf-8", "replace").split("\0") if name]
+
+
+def _first_marker(root: Path, name: str) -> ConflictSpot:
+    """The file and the line of its first ``<<<<<<<`` (None when it has none: a deleted side)."""
+    try:
+        lines = (root / name).read_bytes().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ConflictSpot(name, None)
+    for number, line in enumerate(lines, 1):
+        if line.startswith("<<<<<<<"):
+            return ConflictSpot(name, number)
+    return ConflictSpot(name, None)
+
+
+__all__ = [
+    "DEFAULT_REMOTE",
+    "ConflictSpot",
+    "DriverNotConfigured",
+    "PushRejected",
+    "SyncConflict",
+    "SyncResult",
+    "backoff_pause",
+    "current_branch",
+    "driver_configured",
+    "ensure_driver",
+    "fetch",
+    "sync",
+]
