@@ -184,17 +184,19 @@ class LockTimeout(PathError, TimeoutError):
     """Waiting for a session's lock took longer than the configured timeout."""
 
 
-class DiskWriteError(PathError, OSError):
-    """Writing a file failed (no space left, read-only, permission, a folder in the way).
+class StaleReviewError(PathError):
+    """A review was refused because the review file is no longer the version it was written
+    against (edited by hand or brought by git since): nothing was written.
 
-    The store is left as it was; the OSError is kept as ``__cause__`` and its ``errno``
-    is copied, so callers that catch OSError still do."""
+    ``expected`` is the version the caller saw, ``current`` the file's version now
+    (``haytham.store.fs.file_version``)."""
 
-    def __init__(self, message: str, *, path: Path | None = None) -> None:
+    def __init__(
+        self, message: str, *, path: Path | None = None, expected: str = "", current: str = ""
+    ) -> None:
         super().__init__(message, path=path)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
+        self.expected = expected
+        self.current = current
 
 
 class WorkflowChangedError(HaythamError, ValueError):

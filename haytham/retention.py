@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -490,7 +489,7 @@ def _remove(manager: CheckpointManager, policy: RetentionPolicy, item: _Planned)
     removal = item.removal
     _storage.check_no_symlink(removal.path, manager.base_dir)  # never delete through a symlink
     if removal.rule == "leftover" and removal.kind == "session":
-        shutil.rmtree(removal.path, ignore_errors=True)  # no longer a session: nothing reads it
+        _storage.remove_tree(removal.path, ignore_errors=True)  # no longer a session: nothing reads it
         return None
     session_dir = removal.path if removal.kind == "session" else removal.path.parents[2]
     if not removal.path.is_dir():
@@ -502,13 +501,13 @@ def _remove(manager: CheckpointManager, policy: RetentionPolicy, item: _Planned)
             return why_not
         if removal.kind == "session":
             hidden = _hide(removal.path)
-            (hidden / MANIFEST_FILE).unlink(missing_ok=True)  # a leftover is never taken for a session
+            _storage.remove_file(hidden / MANIFEST_FILE)  # a leftover is never taken for a session
         else:
             target = removal.path if removal.rule == "leftover" else _hide(removal.path)
-            shutil.rmtree(target)
+            _storage.remove_tree(target)
             _remove_if_empty(removal.path.parent)
     if hidden is not None:  # committed by the rename: doctor --fix removes it if this is killed
-        shutil.rmtree(hidden, ignore_errors=True)
+        _storage.remove_tree(hidden, ignore_errors=True)
     return None
 
 
@@ -543,9 +542,8 @@ def _hide(directory: Path) -> Path:
     """Rename ``directory`` to ``.{name}.removing`` beside it, durably; return the new path."""
     hidden = directory.parent / f".{directory.name}{REMOVING_SUFFIX}"
     if hidden.exists():
-        shutil.rmtree(hidden)  # debris of an earlier, interrupted removal of the same name
-    os.rename(directory, hidden)
-    _storage.fsync_dir(directory.parent)
+        _storage.remove_tree(hidden)  # debris of an earlier, interrupted removal of the same name
+    _storage.rename(directory, hidden, action="remove")
     return hidden
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from haytham.errors import DiskWriteError, HaythamError
+from haytham.errors import HaythamError, StorageError
 from haytham.format.layout import LOCK_FILE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -92,10 +92,10 @@ def test_no_space_at_any_write_changes_nothing_and_names_the_file(
 
 def check_failure(error: HaythamError) -> None:
     """The error a user sees: typed, an OSError still, naming the file, keeping its cause."""
-    assert isinstance(error, DiskWriteError)
+    assert isinstance(error, StorageError)
     assert isinstance(error, OSError)
     assert error.errno == errno.ENOSPC
     assert isinstance(error.__cause__, OSError)
     assert error.__cause__.errno == errno.ENOSPC
     assert error.path is not None
-    assert str(error) == f"cannot write {error.path}: No space left on device"
+    assert str(error) == f"no space left on device while writing {error.path}"

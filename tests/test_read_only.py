@@ -5,8 +5,10 @@ read-only, naming the file.
 The tree is made read-only for real. As a normal user, ``chmod -R a-w`` does it. As root
 (CI), permissions do not stop writes, so the commands run either in a private mount
 namespace where the tree is bind-mounted read-only (``unshare -rm``; ``EROFS``), or as user
-``nobody`` (``setpriv``; ``EACCES``): each test runs with every mechanism this machine allows, skips
-the others by name, and one test fails when none is possible.
+``nobody`` (``setpriv``; ``EACCES``). The tests are parametrized, when collected, with the
+mechanisms that work on this machine (``WORKING``, probed once), so none is skipped; one test
+fails when none is possible, and then every parametrized test runs, and fails, with all of
+them.
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ def _can(command: list[str]) -> bool:
     return subprocess.run(command, capture_output=True, check=False).returncode == 0
 
 
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
 MECHANISMS = ["chmod", "unshare", "setpriv"]
 
 
@@ -77,9 +83,19 @@ def _available(mechanism: str, base: Path) -> bool:
     return _can([*nobody, sys.executable, "-c", "import haytham.cli.main"])
 
 
-def test_some_way_to_make_a_read_only_tree_exists_here(tmp_path: Path) -> None:
-    """The parametrized tests below skip a mechanism this machine lacks: one must work."""
-    assert any(_available(m, tmp_path) for m in MECHANISMS)
+def _working() -> list[str]:
+    with tempfile.TemporaryDirectory(prefix="haytham-ro-probe-") as probe:
+        return [m for m in MECHANISMS if _available(m, Path(probe))]
+
+
+WORKING = _working()
+"""The mechanisms that make a tree read-only on this machine: chmod as a normal user, the
+read-only bind mount and ``nobody`` as root."""
+
+
+def test_some_way_to_make_a_read_only_tree_exists_here() -> None:
+    """The parametrized tests below run with the mechanisms this machine has: one must work."""
+    assert WORKING, f"none of {MECHANISMS} can make a read-only tree on this machine"
 
 
 @pytest.fixture
@@ -104,8 +120,6 @@ def tree() -> Iterator[Path]:
 
 def run_read_only(mechanism: str, base: Path, commands: list[list[str]]) -> list[dict[str, object]]:
     """Run ``commands`` (haytham's arguments) with ``base`` made read-only by ``mechanism``."""
-    if not _available(mechanism, base):
-        pytest.skip(f"{mechanism} cannot make a read-only tree on this machine")
     env = {**os.environ, "HAYTHAM_BASE_DIR": str(base), "PYTHONDONTWRITEBYTECODE": "1"}
     python = [sys.executable, "-c", DRIVER, json.dumps(commands)]
     if mechanism == "unshare":
@@ -122,10 +136,6 @@ def run_read_only(mechanism: str, base: Path, commands: list[list[str]]) -> list
     return list(json.loads(result.stdout))
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
 def _chmod_read_only(base: Path) -> None:
     for root, dirs, files in os.walk(base):
         for name in files:
@@ -139,7 +149,7 @@ def snapshot(base: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(base)): (p.stat().st_mtime_ns, p.stat().st_size) for p in base.rglob("*")}
 
 
-@pytest.mark.parametrize("mechanism", MECHANISMS)
+@pytest.mark.parametrize("mechanism", WORKING or MECHANISMS)
 def test_every_read_command_works_on_a_read_only_tree(mechanism: str, tree: Path) -> None:
     before = snapshot(tree)
     out = tree.parent / "out"
@@ -161,7 +171,7 @@ def test_every_read_command_works_on_a_read_only_tree(mechanism: str, tree: Path
     assert imported.load_manifest(P, S).status == "completed"
 
 
-@pytest.mark.parametrize("mechanism", MECHANISMS)
+@pytest.mark.parametrize("mechanism", WORKING or MECHANISMS)
 def test_a_write_on_a_read_only_tree_names_the_lock_file_in_plain_words(mechanism: str, tree: Path) -> None:
     results = run_read_only(mechanism, tree, [["feedback", P, S, "1", "--approve"]])
     lock = tree / P / "sessions" / S / ".haytham.lock"

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -177,3 +178,48 @@ def test_the_cli_describes_an_os_error_from_anywhere_in_plain_words(error: OSErr
     from haytham.cli.common import describe_error
 
     assert describe_error(error) == line
+
+
+def test_the_removal_primitives_name_the_file(tmp_path: Path) -> None:
+    from haytham.errors import StorageNotADirectoryError
+    from haytham.store import fs
+
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x.md").write_text("x")
+    (tmp_path / "source").mkdir()
+    with pytest.raises(StorageError) as caught:  # a folder cannot replace a non-empty one
+        fs.rename(tmp_path / "source", tmp_path / "full", action="remove")
+    assert str(caught.value) == f"cannot remove {tmp_path / 'source'}: directory not empty"
+    assert caught.value.__cause__ is not None and caught.value.errno == errno.ENOTEMPTY
+    with pytest.raises(StorageIsADirectoryError, match=f"^{tmp_path / 'full'} is a folder where a file"):
+        fs.remove_file(tmp_path / "full")
+    with pytest.raises(StorageNotADirectoryError, match=f"^cannot remove {tmp_path / 'full' / 'x.md'}"):
+        fs.remove_tree(tmp_path / "full" / "x.md")
+    assert (tmp_path / "source").is_dir() and (tmp_path / "full" / "x.md").is_file()
+
+
+def test_a_prune_that_cannot_remove_an_attempt_names_it_and_keeps_it(
+    manager: CheckpointManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from haytham.retention import RetentionPolicy, cleanup
+
+    for text in ("first", "second"):
+        manager.save_agent_output(P, S, 1, "writer", text)
+        manager.save_checkpoint(P, S, 1, "completed", [{"agent_name": "writer", "status": "completed"}])
+        manager.save_user_feedback(P, S, 1, True, False, "again", action="rejected")
+        manager.start_attempt(P, S, 1)
+    attempt = manager.session_dir(P, S) / "phase_1_concept" / "attempts" / "1"
+    real_rename = os.rename
+
+    def refuse(source: Any, target: Any) -> None:
+        if Path(source) == attempt:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        real_rename(source, target)
+
+    monkeypatch.setattr(os, "rename", refuse)  # an injected EACCES: root can rename anything
+    policy = RetentionPolicy(max_attempts_per_phase=2, include_in_progress=True)
+    with pytest.raises(StorageError) as caught:
+        cleanup(manager, policy)
+    assert str(caught.value) == f"cannot remove {attempt}: permission denied"
+    assert isinstance(caught.value, PermissionError) and caught.value.path == attempt
+    assert (attempt / "writer.md").is_file()

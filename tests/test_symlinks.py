@@ -5,6 +5,7 @@ written where it points."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,61 @@ def test_an_import_never_writes_through_a_symlinked_project(tmp_path: Path, outs
     with pytest.raises(UnsafePathError):
         transfer.import_session(CheckpointManager(base_dir=base), archive)
     assert tree(outside) == []
+
+
+def test_a_change_refused_for_a_symlink_stages_nothing(tmp_path: Path, outside: Path) -> None:
+    from haytham.store import journal
+
+    folder = tmp_path / "session"
+    folder.mkdir()
+    (folder / "a.md").write_text("old a\n")
+    os.symlink(outside, folder / "history")
+
+    def save() -> None:
+        with journal.Change(folder, "test") as change:
+            change.write(folder / "a.md", "new a\n")
+            change.write(folder / "history" / "entry.md", "entry\n")
+
+    with pytest.raises(UnsafePathError, match=f"^{folder / 'history'} is a symlink \\(to {outside}\\)"):
+        save()
+    assert sorted(p.name for p in folder.iterdir()) == ["a.md", "history"]
+    assert (folder / "a.md").read_text() == "old a\n"
+    assert tree(outside) == []
+
+
+def test_recovery_never_follows_a_symlink_planted_after_the_commit_point(
+    tmp_path: Path, outside: Path
+) -> None:
+    from haytham.format.layout import JOURNAL_FILE
+    from haytham.store import journal
+
+    folder = tmp_path / "session"
+    (folder / "history").mkdir(parents=True)
+    (folder / "a.md").write_text("old a\n")
+    change = journal.Change(folder, "test")
+    change.write(folder / "a.md", "new a\n")
+    change.write(folder / "history" / "entry.md", "entry\n")
+    (folder / JOURNAL_FILE).write_bytes(journal.encode(change.operation, change.steps))  # killed here
+    shutil.rmtree(folder / "history")
+    os.symlink(outside, folder / "history")
+    with pytest.raises(UnsafePathError, match=f"^{folder / 'history'} is a symlink \\(to {outside}\\)"):
+        journal.recover(folder)
+    assert (folder / "a.md").read_text() == "old a\n"  # refused before any step was applied
+    assert (folder / JOURNAL_FILE).is_file()  # kept: recovery finishes once the link is gone
+    assert tree(outside) == []
+
+
+def test_a_record_that_is_a_symlink_is_never_read_or_followed(tmp_path: Path, outside: Path) -> None:
+    from haytham.format.layout import JOURNAL_FILE
+    from haytham.store import journal
+
+    folder = tmp_path / "session"
+    folder.mkdir()
+    planted = outside / "record"
+    planted.write_bytes(journal.encode("hostile", [journal.Step("rmtree", "x")]))
+    os.symlink(planted, folder / JOURNAL_FILE)
+    found = journal.pending(folder)
+    assert found is not None and found.operation is None
+    with pytest.raises(UnsafePathError, match=f"^{folder / JOURNAL_FILE} is a symlink"):
+        journal.recover(folder)
+    assert planted.is_file()

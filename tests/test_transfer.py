@@ -24,7 +24,7 @@ from haytham import (
     transfer,
 )
 from haytham.cli.history import export_command, import_command
-from haytham.errors import DiskWriteError
+from haytham.errors import StorageError
 from haytham.format.schema import schema_errors
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.store.copy import is_session_path, write_session_dir
@@ -339,7 +339,7 @@ def test_import_refuses_files_that_are_not_exports(target: CheckpointManager, tm
 
 def test_a_failed_write_leaves_no_staging_and_no_new_directories(tmp_path: Path) -> None:
     session = tmp_path / "base" / "acme" / "sessions" / "s-1"
-    with pytest.raises(DiskWriteError) as raised:  # "a" is a file, so "a/b" cannot be written
+    with pytest.raises(StorageError) as raised:  # "a" is a file, so "a/b" cannot be written
         write_session_dir(session, {"a": b"1", "a/b": b"2"})
     assert raised.value.errno == errno.ENOTDIR and "a/b" in str(raised.value)  # names the file
     assert not (tmp_path / "base").exists()

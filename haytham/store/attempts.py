@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from haytham.errors import storage_error
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE
 from haytham.records import Attempt, PhaseCheckpoint
@@ -27,7 +28,11 @@ def stage_archive(change: journal.Change, directory: Path, number: int) -> None:
     target = directory / ATTEMPTS_DIR / str(number)
     for path in [directory / CHECKPOINT_FILE, *agent_files(directory), directory / FEEDBACK_FILE]:
         if path.is_file() and not (target / path.name).exists():
-            change.write(target / path.name, path.read_bytes())
+            try:
+                data = path.read_bytes()
+            except OSError as error:
+                raise storage_error(error, path, "read") from error
+            change.write(target / path.name, data)
     for path in agent_files(directory):
         change.remove(path)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -160,11 +159,12 @@ def write_session_dir(
                     raise _exists(target, what)
     except BaseException:
         if staging is not None and (change is None or not change.committed or change.conflicts):
-            shutil.rmtree(staging, ignore_errors=True)
+            with contextlib.suppress(UnsafePathError):
+                _storage.remove_tree(staging, ignore_errors=True)
         for parent in reversed(made):
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, UnsafePathError):
                 if parent == project_dir:  # made by this call: its lock file goes with it
-                    (parent / _storage.LOCK_NAME).unlink(missing_ok=True)
+                    _storage.remove_file(parent / _storage.LOCK_NAME)
                 parent.rmdir()
         raise
 

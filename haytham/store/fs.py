@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import shutil
 import stat
@@ -34,7 +35,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: filelock
     fcntl = None  # type: ignore[assignment]
 
-from haytham.errors import LockTimeout, UnsafePathError, storage_error
+from haytham.errors import LockTimeout, StorageAction, UnsafePathError, storage_error
 from haytham.format import layout
 
 TMP_SUFFIX = layout.TMP_SUFFIX
@@ -79,9 +80,9 @@ def check_no_symlink(path: str | os.PathLike[str], root: str | os.PathLike[str] 
     do not exist yet are fine: haytham creates them as real folders.
     """
     absolute = os.path.abspath(path)
-    roots = [os.path.abspath(root)] if root is not None else list(_ROOTS.get())
-    inside = [r for r in roots if absolute == r or absolute.startswith(r.rstrip(os.sep) + os.sep)]
-    start = min(inside, key=len) if inside else os.path.dirname(absolute)
+    start = os.path.abspath(root) if root is not None else confining_root(absolute)
+    if start is None or not _below(absolute, start):
+        start = os.path.dirname(absolute)
     parts = os.path.relpath(absolute, start).split(os.sep) if absolute != start else []
     current = start
     for part in parts:
@@ -96,6 +97,18 @@ def check_no_symlink(path: str | os.PathLike[str], root: str | os.PathLike[str] 
             raise _symlink_error(current, start)
 
 
+def confining_root(path: str | os.PathLike[str]) -> str | None:
+    """The outermost directory given to ``confined`` or held by ``locked`` that holds
+    ``path`` (the root ``check_no_symlink`` checks from), or None when there is none."""
+    absolute = os.path.abspath(path)
+    inside = [r for r in _ROOTS.get() if _below(absolute, r)]
+    return min(inside, key=len) if inside else None
+
+
+def _below(absolute: str, root: str) -> bool:
+    return absolute == root or absolute.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def _symlink_error(link: str, root: str) -> UnsafePathError:
     try:
         target = os.readlink(link)
@@ -108,6 +121,26 @@ def _symlink_error(link: str, root: str) -> UnsafePathError:
     )
     error.path = Path(link)
     return error
+
+
+NO_FILE = "none"
+"""The version (``file_version``) of a file that does not exist."""
+
+
+def file_version(path: Path) -> tuple[str, bytes | None]:
+    """The version of the file at ``path`` (a hash of its bytes; ``NO_FILE`` when there is
+    none) and its bytes (None when there is none).
+
+    A page rendered from one version of a file a person also edits (user_feedback.md) sends
+    it back with its write; the writer compares it under the lock (``save_user_feedback``'s
+    ``expected_version``), so a write over a version nobody saw is refused."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return NO_FILE, None
+    except OSError as error:
+        raise storage_error(error, path, "read") from error
+    return hashlib.sha256(data).hexdigest()[:20], data
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:
@@ -214,14 +247,42 @@ def make_dirs(path: Path) -> None:
         check_no_symlink(path)  # a link planted while the folders were being made
 
 
-def remove_tree(path: Path) -> None:
+def remove_tree(path: Path, *, ignore_errors: bool = False) -> None:
     """Remove the folder ``path`` and everything in it, never through a symlink (a symlink
-    inside is removed as a link; ``path`` or a folder on the way being one is refused)."""
+    inside is removed as a link; ``path`` or a folder on the way being one is refused).
+
+    With ``ignore_errors`` what cannot be removed stays (a leftover ``doctor --fix`` finds);
+    the symlink check still refuses."""
     check_no_symlink(path)
     try:
-        shutil.rmtree(path)
+        shutil.rmtree(path, ignore_errors=ignore_errors)
     except OSError as error:
         raise storage_error(error, path, "remove") from error
+
+
+def remove_file(path: Path) -> None:
+    """Remove the file ``path`` (nothing when there is none), never through a symlinked folder
+    on the way (``path`` itself being a link removes the link)."""
+    check_no_symlink(path.parent)
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as error:
+        raise storage_error(error, path, "remove") from error
+
+
+def rename(source: Path, target: Path, *, action: StorageAction = "write") -> None:
+    """Rename ``source`` to ``target`` in one atomic step and fsync the folder(s), never
+    through a symlink on either side; StorageError names ``source`` and what the rename was
+    for (``action``: ``remove`` when it hides a folder about to be deleted)."""
+    check_no_symlink(source)
+    check_no_symlink(target)
+    try:
+        os.rename(source, target)
+    except OSError as error:
+        raise storage_error(error, source, action) from error
+    fsync_dir(target.parent)
+    if source.parent != target.parent:
+        fsync_dir(source.parent)
 
 
 def temporary_leftovers(directory: Path) -> list[Path]:

@@ -22,6 +22,13 @@ and never loses a person's edit: each file step records the hash of its target b
 after; a target that holds neither was edited by a person since, and is left as it is and
 reported (``Conflict``).
 
+No step goes through a symlink: every path a step stages, replaces, creates, renames or
+removes is checked by ``fs.check_no_symlink`` (below the roots ``fs.locked``/``fs.confined``
+set, or the change's folder) when the step is planned, before anything of it is staged, so a
+refused call changes nothing. ``recover`` checks every step of a record the same way before
+it applies any. A failure of the file system is a ``StorageError`` naming the file, made by
+``haytham.errors.storage_error`` like every other primitive's.
+
 An operation of exactly one atomic step (moving a staged session folder into place) needs
 no record: the rename itself is the commit point.
 """
@@ -39,8 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from haytham.errors import DiskWriteError
+from haytham.errors import StorageAction, storage_error
 from haytham.format.layout import JOURNAL_FILE, STAGING_SUFFIX, TMP_SUFFIX
+from haytham.store import fs
 
 JOURNAL_VERSION = 1
 SYNC_NEW_NAMES = False
@@ -112,24 +120,28 @@ def _fsync_fd(fd: int) -> None:
 
 
 def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        _fsync_fd(fd)
-    finally:
-        os.close(fd)
+    """fsync the folder ``directory`` (counted in ``STATS``); StorageError names it."""
+    with _naming(directory):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            _fsync_fd(fd)
+        finally:
+            os.close(fd)
 
 
 def write_new(path: Path, data: bytes) -> None:
     """Create the file ``path`` (it must not exist) holding ``data``, fsynced; an OSError
-    becomes a DiskWriteError naming it."""
+    becomes a StorageError naming it, a symlink on the way an UnsafePathError."""
+    fs.check_no_symlink(path)
     with _naming(path):
         _write_synced(path, data)
 
 
 def make_folder(path: Path) -> None:
     """Create the folder ``path`` (an existing folder is fine); an OSError becomes a
-    DiskWriteError naming it."""
-    with _naming(path):
+    StorageError naming it, a symlink on the way an UnsafePathError."""
+    fs.check_no_symlink(path)
+    with _naming(path, "create"):
         if not path.is_dir():
             os.mkdir(path)
 
@@ -151,16 +163,22 @@ def _hidden_name(name: str, suffix: str) -> str:
 
 
 @contextlib.contextmanager
-def _naming(path: Path) -> Iterator[None]:
-    """Turn an OSError while changing ``path`` into a DiskWriteError that names it."""
+def _naming(path: Path, action: StorageAction = "write") -> Iterator[None]:
+    """Turn an OSError while changing ``path`` into the StorageError that names it
+    (``storage_error``, the one wording of every primitive)."""
     try:
         yield
-    except DiskWriteError:
-        raise
     except OSError as error:
-        wrapped = DiskWriteError(f"cannot write {path}: {error.strerror or error}", path=path)
-        wrapped.errno = error.errno
+        wrapped = storage_error(error, path, action)
+        if wrapped is error:
+            raise
         raise wrapped from error
+
+
+def _check(path: Path, folder: Path) -> None:
+    """Refuse ``path`` when it or a folder on the way is a symlink: below the outermost root
+    ``fs.locked``/``fs.confined`` set that holds it, else below ``folder`` (the change's)."""
+    fs.check_no_symlink(path, None if fs.confining_root(path) is not None else folder)
 
 
 class Change:
@@ -226,10 +244,10 @@ class Change:
     def write(self, path: Path, data: str | bytes, *, mtime_ns: int | None = None) -> None:
         """Stage ``data`` (UTF-8 when text) to replace the file at ``path``; fsynced now."""
         content = data.encode("utf-8") if isinstance(data, str) else data
-        if path.is_dir() and not path.is_symlink():
-            error = DiskWriteError(f"cannot write {path}: it is a folder, not a file", path=path)
-            error.errno = errno.EISDIR
-            raise error
+        _check(path, self.folder)
+        if path.is_dir():
+            error = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+            raise storage_error(error, path, "write")
         self._claim(path)
         folder = self._stage_folder(path.parent)
         staged = folder / _hidden_name(path.name, TMP_SUFFIX)
@@ -251,6 +269,7 @@ class Change:
 
     def remove(self, path: Path) -> None:
         """Remove the file at ``path`` (nothing when there is none)."""
+        _check(path, self.folder)
         before = file_digest(path)
         if before == ABSENT:
             return
@@ -260,18 +279,23 @@ class Change:
 
     def move_into_place(self, staged: Path, target: Path) -> None:
         """Move the complete, fsynced folder ``staged`` to ``target`` (which must not exist)."""
+        _check(staged, self.folder)
+        _check(target, self.folder)
         self._claim(target)
         self._touched.update({target.parent, staged.parent})
         self.steps.append(Step("move", self._relative(target), self._relative(staged)))
 
     def rename(self, source: Path, target: Path) -> None:
         """Rename the folder ``source`` to ``target``."""
+        _check(source, self.folder)
+        _check(target, self.folder)
         self._claim(target)
         self._touched.update({target.parent, source.parent})
         self.steps.append(Step("rename", self._relative(target), self._relative(source)))
 
     def remove_tree(self, path: Path) -> None:
         """Remove the folder ``path`` and everything in it (a folder haytham owns)."""
+        _check(path, self.folder)
         self._touched.add(path.parent)
         self.steps.append(Step("rmtree", self._relative(path)))
 
@@ -404,9 +428,15 @@ def pending(folder: Path) -> Pending | None:
     """The record an interrupted operation left in ``folder``, if any (read only)."""
     record = folder / JOURNAL_FILE
     try:
-        data = record.read_bytes()
+        fd = os.open(record, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as error:
+        if os.path.islink(record):  # never read through: recovery refuses it, naming it
+            return Pending(record, None)
+        raise storage_error(error, record, "read") from error
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read()
     found = decode(data)
     if found is None:
         return Pending(record, None)
@@ -423,8 +453,13 @@ def recover(folder: Path) -> list[Conflict]:
     found = pending(folder)
     if found is None:
         return []
+    _check(found.record, folder)
+    for step in found.steps:  # every path, before any step is applied
+        for relative in (step.path, step.staged):
+            if relative is not None:
+                _check(folder / relative, folder)
     conflicts: list[Conflict] = []
-    with _naming(found.record):
+    with _naming(found.record, "remove"):
         if found.operation is not None:
             conflicts = _apply(folder, found.steps, check=True)
             touched = {(folder / s.path).parent for s in found.steps}
@@ -461,40 +496,55 @@ def _apply(folder: Path, steps: list[Step], *, check: bool) -> list[Conflict]:
     conflicts: list[Conflict] = []
     for step in steps[start:]:
         target = folder / step.path
-        staged = folder / step.staged if step.staged else None
-        if step.kind == "replace":
-            assert staged is not None
-            if not os.path.lexists(staged):
-                continue
-            if check and file_digest(target) not in (step.before, step.after):
-                _remove_any(staged)
-                conflicts.append(Conflict(target, "changed by hand since; kept as it is, not replaced"))
-                continue
-            os.replace(staged, target)
-            if step.mtime_ns is not None:
-                os.utime(target, ns=(step.mtime_ns, step.mtime_ns))
-        elif step.kind == "mkdir":
-            if not os.path.isdir(target):
-                os.mkdir(target)
-        elif step.kind == "remove":
-            now = file_digest(target)
-            if now == ABSENT:
-                continue
-            if check and now != step.before:
-                conflicts.append(Conflict(target, "changed by hand since; kept, not removed"))
-                continue
-            os.unlink(target)
-        elif step.kind in ("move", "rename"):
-            assert staged is not None
-            if not os.path.lexists(staged):
-                continue
-            if os.path.lexists(target):
-                conflicts.append(Conflict(target, f"exists; {staged.name} was not moved there"))
-                continue
-            os.rename(staged, target)
-        elif step.kind == "rmtree" and target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
+        with _naming(target, _ACTIONS[step.kind]):
+            conflict = _apply_step(step, target, folder / step.staged if step.staged else None, check)
+        if conflict is not None:
+            conflicts.append(conflict)
     return conflicts
+
+
+_ACTIONS: dict[StepKind, StorageAction] = {
+    "replace": "write",
+    "remove": "remove",
+    "mkdir": "create",
+    "move": "write",
+    "rename": "write",
+    "rmtree": "remove",
+}
+
+
+def _apply_step(step: Step, target: Path, staged: Path | None, check: bool) -> Conflict | None:
+    """Apply one step; the conflict when recovery (``check``) leaves its target alone."""
+    if step.kind == "replace":
+        assert staged is not None
+        if not os.path.lexists(staged):
+            return None
+        if check and file_digest(target) not in (step.before, step.after):
+            _remove_any(staged)
+            return Conflict(target, "changed by hand since; kept as it is, not replaced")
+        os.replace(staged, target)
+        if step.mtime_ns is not None:
+            os.utime(target, ns=(step.mtime_ns, step.mtime_ns))
+    elif step.kind == "mkdir":
+        if not os.path.isdir(target):
+            os.mkdir(target)
+    elif step.kind == "remove":
+        now = file_digest(target)
+        if now == ABSENT:
+            return None
+        if check and now != step.before:
+            return Conflict(target, "changed by hand since; kept, not removed")
+        os.unlink(target)
+    elif step.kind in ("move", "rename"):
+        assert staged is not None
+        if not os.path.lexists(staged):
+            return None
+        if os.path.lexists(target):
+            return Conflict(target, f"exists; {staged.name} was not moved there")
+        os.rename(staged, target)
+    elif step.kind == "rmtree" and target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    return None
 
 
 def leftovers(folder: Path) -> list[Path]:
@@ -509,9 +559,11 @@ def leftovers(folder: Path) -> list[Path]:
 def remove_leftovers(folder: Path) -> list[Path]:
     """Remove what ``leftovers`` finds (the caller holds the folder's lock and there is no
     record: nothing staged there was committed)."""
+    fs.check_no_symlink(folder)
     removed = []
     for path in leftovers(folder):
-        _remove_any(path)
+        with _naming(path, "remove"):
+            _remove_any(path)
         removed.append(path)
     return removed
 

@@ -33,6 +33,7 @@ from haytham.errors import (
     ProjectNotFoundError,
     SessionExistsError,
     SessionNotFoundError,
+    StaleReviewError,
     UnknownPhaseError,
 )
 from haytham.format import (
@@ -570,8 +571,14 @@ class CheckpointManager:
         requested_changes: Sequence[str] | None = None,
         action: str = "approved",
         retry_count: int = 0,
+        *,
+        expected_version: str | None = None,
     ) -> Path:
-        """Write the phase's user_feedback.md (the file people also edit by hand)."""
+        """Write the phase's user_feedback.md (the file people also edit by hand).
+
+        With ``expected_version`` (``fs.file_version`` of the file the review was written
+        against, ``fs.NO_FILE`` for none) the file must still be that version, checked under
+        the session's lock: otherwise StaleReviewError, and nothing is written."""
         check_choice("action", action, FEEDBACK_ACTIONS)
         check_count("retry_count", retry_count)
         check_flag("reviewed", reviewed)
@@ -583,6 +590,8 @@ class CheckpointManager:
         phase = session.phase(phase_num)
         with self._lock(session.directory, project_id, session_id):
             directory = session.phase_dir(phase_num)
+            if expected_version is not None:
+                _check_version(directory / FEEDBACK_FILE, expected_version)
             record = UserFeedback(
                 phase_name=phase.name,
                 reviewed=reviewed,
@@ -1336,6 +1345,19 @@ class CheckpointManager:
 
     def _load_optional(self, kind: DocumentFormat[R], path: Path) -> R | None:
         return kind.load_optional(path, cache=self.cache)
+
+
+def _check_version(path: Path, expected: str) -> None:
+    """Refuse (StaleReviewError) a write over ``path`` unless it is still version ``expected``."""
+    current = _storage.file_version(path)[0]
+    if current != expected:
+        raise StaleReviewError(
+            f"{path} changed since the review was written against it (edited by hand or brought "
+            "by git); nothing was saved",
+            path=path,
+            expected=expected,
+            current=current,
+        )
 
 
 def _check_built_from(value: Mapping[int, str] | None) -> tuple[tuple[int, str], ...] | None:

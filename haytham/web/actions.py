@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from haytham.errors import HaythamError
+from haytham.errors import HaythamError, StaleReviewError
 from haytham.store import lifecycle
 from haytham.store.manager import CheckpointManager
 from haytham.web.pages import check_names, feedback_version
@@ -62,31 +62,44 @@ def parse_changes(text: str) -> tuple[str, ...]:
 
 def submit_review(manager: CheckpointManager, project: str, session: str, phase: int, review: Review) -> None:
     """Save ``review`` into the phase's user_feedback.md if the file is still the version the
-    form was rendered from (Conflict otherwise) and the lifecycle allows the move (Refused)."""
+    form was rendered from (Conflict otherwise) and the lifecycle allows the move (Refused).
+
+    The version is compared by the manager under the session's lock, with the write
+    (``save_user_feedback(expected_version=...)``): a change between the check and the save
+    cannot slip in. A move refused on a page that is out of date is a Conflict too, so the
+    person sees the file as it is now and keeps their text."""
     check_names(project, session)
     checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before it ran
-    version, text = feedback_version(manager, project, session, phase)
-    if version != review.version:
-        raise Conflict(
-            "user_feedback.md changed since this page was loaded (edited by hand or brought by git); "
-            "nothing was saved",
-            text,
-            review,
-        )
     state = manager.state(project, session).phase(phase).state
     move = lifecycle.check_move(review.event, state, "reviewer")
     if isinstance(move, str):
+        if feedback_version(manager, project, session, phase)[0] != review.version:
+            raise _conflict(manager, project, session, phase, review)
         raise Refused(move)
-    manager.save_user_feedback(
-        project,
-        session,
-        phase,
-        reviewed=True,
-        approved=review.approve,
-        comments=review.comments,
-        requested_changes=list(review.changes),
-        action="approved" if review.approve else "retry",
-        retry_count=checkpoint.retry_count + (0 if review.approve else 1),
+    try:
+        manager.save_user_feedback(
+            project,
+            session,
+            phase,
+            reviewed=True,
+            approved=review.approve,
+            comments=review.comments,
+            requested_changes=list(review.changes),
+            action="approved" if review.approve else "retry",
+            retry_count=checkpoint.retry_count + (0 if review.approve else 1),
+            expected_version=review.version,
+        )
+    except StaleReviewError:
+        raise _conflict(manager, project, session, phase, review) from None
+
+
+def _conflict(manager: CheckpointManager, project: str, session: str, phase: int, review: Review) -> Conflict:
+    """The Conflict for ``review``, holding user_feedback.md as it is now."""
+    return Conflict(
+        "user_feedback.md changed since this page was loaded (edited by hand or brought by git); "
+        "nothing was saved",
+        feedback_version(manager, project, session, phase)[1],
+        review,
     )
 
 

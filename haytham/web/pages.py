@@ -18,7 +18,7 @@ from pathlib import Path
 from haytham.errors import HaythamError, NotFoundError
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
-from haytham.store import lifecycle
+from haytham.store import fs, lifecycle
 from haytham.store.clock import parse_timestamp
 from haytham.store.lifecycle import PhaseView, SessionView
 from haytham.store.manager import CheckpointManager
@@ -30,7 +30,7 @@ INBOX_KINDS = ("awaiting_review", "failed", "stale")
 """What the inbox lists: phases awaiting review, failed sessions, stale phases."""
 REVIEW_MOVES = ("approve", "send back")
 """The lifecycle moves the review form makes."""
-NO_FILE = "none"
+NO_FILE = fs.NO_FILE
 """The version of a user_feedback.md that does not exist."""
 
 
@@ -314,12 +314,9 @@ def feedback_path(manager: CheckpointManager, project: str, session: str, phase:
 def feedback_version(
     manager: CheckpointManager, project: str, session: str, phase: int
 ) -> tuple[str, str | None]:
-    """The version (a hash of its bytes) of the phase's user_feedback.md, and its text."""
-    try:
-        data = feedback_path(manager, project, session, phase).read_bytes()
-    except FileNotFoundError:
-        return NO_FILE, None
-    return hashlib.sha256(data).hexdigest()[:20], data.decode("utf-8", "replace")
+    """The version (``fs.file_version``) of the phase's user_feedback.md, and its text."""
+    version, data = fs.file_version(feedback_path(manager, project, session, phase))
+    return version, None if data is None else data.decode("utf-8", "replace")
 
 
 def phase_page(manager: CheckpointManager, project: str, session: str, phase: int) -> PhasePage:
