@@ -160,6 +160,22 @@ def test_doctor_finishes_a_committed_operation(manager: CheckpointManager) -> No
     assert journal.pending(session) is None
 
 
+def test_validate_warns_of_a_committed_operation_until_it_is_finished(manager: CheckpointManager) -> None:
+    """A reader never writes, so it cannot finish the operation; validate says what it sees."""
+    session = manager.session_dir(P, S)
+    change = journal.Change(session, "save_checkpoint")
+    change.write(session / "phase_1_concept" / "writer.md", "staged\n")
+    staged_but_not_applied(change)
+    [warning] = [i for i in manager.validate_session(P, S) if i.path == session / ".haytham-journal"]
+    assert warning.severity == "warning"
+    assert str(warning) == (
+        f"{session / '.haytham-journal'}: an interrupted save_checkpoint is not finished yet (1 step): "
+        "the next write to this session, or haytham doctor --fix, finishes it"
+    )
+    manager.check(P, S, fix=True)
+    assert not [i for i in manager.validate_session(P, S) if i.path == session / ".haytham-journal"]
+
+
 def test_a_history_entry_cut_short_fails_validation(manager: CheckpointManager) -> None:
     entry = sorted((manager.session_dir(P, S) / "history").glob("*.md"))[0]
     text = entry.read_text()

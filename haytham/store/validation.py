@@ -16,13 +16,28 @@ from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST, ReadCac
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.records import PhaseCheckpoint, SessionManifest
-from haytham.store import history, lifecycle
+from haytham.store import history, journal, lifecycle
 from haytham.store import progress as _progress
 from haytham.store.disagreements import disagreements, folder_disagreements
 from haytham.store.scan import agent_files, kind_of
 
 WorkflowOf = Callable[[Path, SessionManifest], Workflow]
 """How the manager finds a session's workflow: its own copy, else the registered one."""
+
+
+def interrupted_issues(directory: Path) -> list[Issue]:
+    """A warning when an operation was killed after its commit point in ``directory``: until
+    the next write (or ``haytham doctor --fix``) rolls it forward, a reader may see it half
+    done. A record cut short before its commit point is nothing a reader sees, so no issue."""
+    found = journal.pending(directory)
+    if found is None or found.operation is None:
+        return []
+    steps = len(found.steps)
+    message = (
+        f"an interrupted {found.operation} is not finished yet ({steps} step{'s' * (steps != 1)}): "
+        "the next write to this session, or haytham doctor --fix, finishes it"
+    )
+    return [Issue(found.record, None, None, message, severity="warning")]
 
 
 def session_issues(
@@ -34,6 +49,7 @@ def session_issues(
     if manifest is None:
         return issues
     issues += folder_disagreements(manifest_path, manifest)
+    issues += interrupted_issues(directory)
     workflow = workflow_of(directory, manifest)
     phases = workflow.phases_for(manifest.execution_mode)
     checkpoints: dict[int, PhaseCheckpoint] = {}
