@@ -197,3 +197,19 @@ def test_rerun_fork_and_record_each_make_one_commit_saying_what_happened(tmp_pat
     ]
     assert len(auto.commits) == before + 4 and auto.failures == []
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_import_commit_and_push_make_one_commit_saying_what_happened(tmp_path: Path) -> None:
+    origin = seeded_origin(tmp_path, 1)
+    first = clone(origin, tmp_path / "first", "ada")
+    second = clone(origin, tmp_path / "second", "bob")
+    exported = tmp_path / "s-001.json"
+    assert haytham(first, "export", PROJECT, "s-001", "-o", str(exported)).returncode == 0
+    before = git(origin, "rev-list", "--count", "main")
+    result = haytham(second, "import", str(exported), "--session", "s-copy", "--push")
+    assert result.returncode == 0, result.stderr
+    assert "Committed: 1 commit" in result.stderr
+    assert int(git(origin, "rev-list", "--count", "main")) == int(before) + 1
+    subject = git(origin, "log", "-1", "--format=%s", "main").strip()
+    assert subject == f"haytham: {PROJECT}/s-copy imported from s-001.json"
+    assert git(second, "status", "--porcelain") == ""

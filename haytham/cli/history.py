@@ -17,6 +17,7 @@ import click
 
 from haytham import transfer
 from haytham.cli.common import base_dir_option, command, emit_json, json_option, suggest
+from haytham.cli.git import Commits, commit_options
 from haytham.compare import Comparison, compare
 from haytham.errors import NotFoundError
 from haytham.records import PHASE_STATUSES, Attempt, HistoryEntry
@@ -350,20 +351,35 @@ def export_command(project: str, session: str, output: Path | None, base_dir: Pa
 @click.option("--overwrite", is_flag=True, help="Replace a session that already exists.")
 @click.option("--project", "project_id", help="Import under this project id (default: the export's).")
 @click.option("--session", "session_id", help="Import under this session id (default: the export's).")
+@commit_options
 @base_dir_option
 def import_command(
-    file: Path, overwrite: bool, project_id: str | None, session_id: str | None, base_dir: Path
+    file: Path,
+    overwrite: bool,
+    project_id: str | None,
+    session_id: str | None,
+    commit: bool,
+    push: bool,
+    remote: str,
+    base_dir: Path,
 ) -> None:
     """Import a session from FILE, a .json export or a .tar.gz archive.
 
     Everything is checked before anything is written; an existing session is refused
-    unless --overwrite is given.
+    unless --overwrite is given. With --commit the import is one commit; with --push it is
+    pushed (haytham sync).
     """
     manager = CheckpointManager(base_dir)
+    commits = Commits(manager, commit, push, remote)
+    commits.pull()
     directory = transfer.import_session(
         manager, file, project_id=project_id, session_id=session_id, overwrite=overwrite
     )
     click.echo(f"Imported {file} into {directory}")
+    if commits.auto is not None:
+        commits.auto.record(directory.parent.parent.name, directory.name, f"imported from {file.name}")
+    if not commits.finish():
+        click.get_current_context().exit(1)
 
 
 COMMANDS: list[click.Command] = [history_command, diff_command, fork_command, export_command, import_command]

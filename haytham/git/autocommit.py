@@ -33,6 +33,7 @@ from pathlib import Path
 
 from haytham.errors import HaythamError, InvalidArgumentError
 from haytham.git.repository import GitError, commit_paths, knows_author, relative_to_root, repo_root, run_git
+from haytham.store import lifecycle
 from haytham.store.events import Event, EventName
 from haytham.store.manager import CheckpointManager
 
@@ -162,8 +163,7 @@ class AutoCommit:
         if feedback is None or not feedback.reviewed:
             return None
         checkpoint = self.manager.load_checkpoint(project_id, session_id, phase)
-        approves = feedback.approved or feedback.action in ("approved", "skipped")
-        verdict = "approved" if approves else "sent back"
+        verdict = {"approved": "approved", "skipped": "skipped"}.get(lifecycle.verdict(feedback), "sent back")
         attempt = checkpoint.retry_count + 1
         where = f"haytham: {project_id}/{session_id}"
         return f"{where} phase {phase} {feedback.phase_name} {verdict} (review of attempt {attempt})"
