@@ -134,7 +134,8 @@ def check_session(base_dir: Path, acks: list[list[str]], counts: Counts) -> None
         counts.problems.append("load_session wrote the manifest (reads never write)")
     # A save killed after its commit point is finished by the repair (docs/architecture.md,
     # "Multi-file changes"): only then may what a reader sees change, and validate said so.
-    interrupted = journal.pending(session) is not None
+    found = journal.pending(session)
+    interrupted = found is not None and found.operation is not None  # a cut-short record: not done
     if interrupted and not any(
         "interrupted" in i.message for i in manager.validate_session(PROJECT, SESSION)
     ):
