@@ -18,7 +18,6 @@ import dataclasses
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
@@ -33,7 +32,7 @@ from haytham.format.layout import FEEDBACK_FILE
 from haytham.git.sync import sync
 from haytham.records import UserFeedback
 from haytham.store import fs
-from haytham.store.clock import parse_timestamp
+from haytham.store.clock import sort_time
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import list_sessions
 
@@ -297,19 +296,8 @@ def awaiting_review(
         items.append(
             AwaitingReview(project_id, session_id, current.number, current.name, current.waiting_since, path)
         )
-    items.sort(key=lambda i: (_moment(i.finished), i.project, i.session, i.phase))
+    items.sort(key=lambda i: (sort_time(i.finished), i.project, i.session, i.phase))
     return items, warnings
-
-
-def _moment(timestamp: str | None) -> datetime:
-    """A timestamp as a time to sort by; an unknown or unreadable one sorts first."""
-    try:
-        return parse_timestamp(timestamp) if timestamp else _UNKNOWN
-    except ValueError:
-        return _UNKNOWN
-
-
-_UNKNOWN = datetime.min.replace(tzinfo=timezone.utc)
 
 
 @dataclasses.dataclass(frozen=True)

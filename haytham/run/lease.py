@@ -17,7 +17,6 @@ many-machines claims (``haytham.git.claims``) extend the idea across hosts.
 from __future__ import annotations
 
 import contextlib
-import errno
 import getpass
 import json
 import os
@@ -32,12 +31,9 @@ try:
 except ImportError:  # pragma: no cover - Windows: filelock
     fcntl = None  # type: ignore[assignment]
 
-from filelock import FileLock, Timeout
-
-from haytham.errors import HaythamError
+from haytham.errors import HaythamError, LockTimeout
 from haytham.format.layout import LEASE_FILE
-
-_CONTENTION = frozenset({errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK})
+from haytham.store.fs import flock_path
 
 
 @dataclass(frozen=True)
@@ -95,7 +91,13 @@ def run_lease(session_dir: Path, what: str) -> Iterator[LeaseHolder]:
     """
     path = session_dir / LEASE_FILE
     me = current_holder()
-    if fcntl is None:  # pragma: no cover - Windows
+    try:
+        fd = flock_path(str(path), 0, what, session_dir) if fcntl is not None else None
+    except LockTimeout:
+        raise _busy(session_dir, what) from None
+    if fd is None:  # no flock (Windows, or a file system without it): filelock decides
+        from filelock import FileLock, Timeout
+
         lock = FileLock(str(path), timeout=0)
         try:
             lock.acquire()
@@ -106,7 +108,6 @@ def run_lease(session_dir: Path, what: str) -> Iterator[LeaseHolder]:
         finally:
             lock.release()
         return
-    fd = _take(path, session_dir, what)
     try:
         record = json.dumps(asdict(me), sort_keys=True).encode("utf-8") + b"\n"
         os.ftruncate(fd, 0)
@@ -118,33 +119,6 @@ def run_lease(session_dir: Path, what: str) -> Iterator[LeaseHolder]:
                 path.unlink()
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
-        os.close(fd)
-
-
-def _take(path: Path, session_dir: Path, what: str) -> int:
-    """An open descriptor of the lease file holding its flock, or SessionBusyError.
-
-    The holder removes the file when it is done; a process that opened the old file just
-    before that would lock a file no longer in place, so the lock counts only when the file
-    locked is still the one at ``path`` (otherwise try again with the new one).
-    """
-    assert fcntl is not None
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-    while True:
-        fd = os.open(path, flags, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            os.close(fd)
-            if error.errno in _CONTENTION:
-                raise _busy(session_dir, what) from None
-            raise
-        try:
-            same = os.path.samestat(os.fstat(fd), os.stat(path))
-        except FileNotFoundError:
-            same = False
-        if same:
-            return fd
         os.close(fd)
 
 

@@ -30,3 +30,16 @@ def parse_timestamp(text: str) -> datetime:
     if value.tzinfo is None:
         raise ValueError(f"timestamp {text!r} has no time zone")
     return value.astimezone(timezone.utc)
+
+
+EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+"""Where a missing or unreadable timestamp sorts: before every real one."""
+
+
+def sort_time(text: str | None) -> datetime:
+    """A stored timestamp as a time to sort by, oldest first; a missing or unreadable one is
+    ``EARLIEST`` (the inbox of the CLI and of the web pages shows such a phase first)."""
+    try:
+        return parse_timestamp(text) if text else EARLIEST
+    except ValueError:
+        return EARLIEST

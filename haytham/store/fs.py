@@ -329,7 +329,7 @@ def locked(directory: Path, timeout: float, what: str, *, root: Path | None = No
     path = os.path.join(directory, LOCK_NAME)
     check_no_symlink(path, root)
     try:
-        fd = _flock(path, timeout, what, directory) if fcntl is not None else None
+        fd = flock_path(path, timeout, what, directory) if fcntl is not None else None
     except OSError as error:
         raise _lock_error(error, path) from error
     if fd is None:
@@ -361,7 +361,7 @@ def read_locked(directory: Path, timeout: float, what: str) -> Iterator[bool]:
     fd = None
     if fcntl is not None and os.path.isfile(path) and not os.path.islink(path):
         try:
-            fd = _flock(path, timeout, what, directory, create=False)
+            fd = flock_path(path, timeout, what, directory, create=False)
         except LockTimeout:
             raise  # a writer holds it: as for a writer, the caller is told
         except OSError:
@@ -387,8 +387,9 @@ def _lock_error(error: OSError, path: str) -> Exception:
 _CONTENTION = frozenset({errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK})
 
 
-def _flock(path: str, timeout: float, what: str, directory: Path, *, create: bool = True) -> int | None:
-    """An open descriptor of ``path`` holding its flock, or None when flock is unavailable.
+def flock_path(path: str, timeout: float, what: str, directory: Path, *, create: bool = True) -> int | None:
+    """An open descriptor of ``path`` holding its flock, or None when flock is unavailable;
+    LockTimeout after ``timeout`` seconds of contention (0: try once, as the run lease does).
 
     With ``create=False`` (a reader), the file is not made, is opened read-only when it cannot
     be opened for writing, and the lock is shared: readers exclude writers, not each other."""

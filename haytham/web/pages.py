@@ -12,14 +12,14 @@ import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 from haytham.errors import HaythamError, NotFoundError
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import fs, lifecycle
-from haytham.store.clock import parse_timestamp
+from haytham.store.clock import parse_timestamp, sort_time
 from haytham.store.lifecycle import PhaseView, SessionView
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_path_name
@@ -100,7 +100,7 @@ def inbox(manager: CheckpointManager) -> Inbox:
                     checkpoint.cost if checkpoint else None,
                 )
             )
-    items.sort(key=lambda i: (INBOX_KINDS.index(i.kind), _moment(i.since), i.project, i.session, i.phase))
+    items.sort(key=lambda i: (INBOX_KINDS.index(i.kind), sort_time(i.since), i.project, i.session, i.phase))
     return Inbox(items, sorted({s.project_id for s in found}), warnings)
 
 
@@ -109,17 +109,6 @@ def _inbox_kind(view: SessionView, phase: PhaseView) -> str | None:
     if view.current is not None and phase.number == view.current.number and phase.state in INBOX_KINDS[:2]:
         return phase.state
     return "stale" if phase.state == "stale" else None
-
-
-def _moment(timestamp: str | None) -> datetime:
-    """A timestamp to sort by; an unknown or unreadable one sorts first."""
-    try:
-        return parse_timestamp(timestamp) if timestamp else _UNKNOWN
-    except ValueError:
-        return _UNKNOWN
-
-
-_UNKNOWN = datetime.min.replace(tzinfo=timezone.utc)
 
 
 def waited(since: str | None, now: datetime) -> str:
