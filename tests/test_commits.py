@@ -19,16 +19,8 @@ from haytham.run.runner import PhaseRunner
 from haytham.store.events import Event
 from haytham.store.manager import CheckpointManager
 
-
-@pytest.fixture(autouse=True)
-def git_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    for key in list(os.environ):
-        if key.startswith("GIT_") or key == "XDG_CONFIG_HOME":
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+pytestmark = pytest.mark.usefixtures("isolated_git")
+"""Every test runs real git with no system or user configuration (conftest.py)."""
 
 
 def haytham(repo: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

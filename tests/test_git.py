@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -50,16 +49,8 @@ class TickingClock:
         return self.now
 
 
-@pytest.fixture(autouse=True)
-def git_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """git (and the merge driver it starts) sees no system or user configuration."""
-    home = tmp_path / "home"
-    home.mkdir()
-    for key in list(os.environ):
-        if key.startswith("GIT_") or key == "XDG_CONFIG_HOME":
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+pytestmark = pytest.mark.usefixtures("isolated_git")
+"""Every test runs real git with no system or user configuration (conftest.py)."""
 
 
 def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -29,17 +29,8 @@ from haytham.git.claims import SessionClaimed, claim_session, read_claim
 from haytham.git.sync import DriverNotConfigured, SyncConflict, driver_configured, sync
 from haytham.store.manager import CheckpointManager
 
-
-@pytest.fixture(autouse=True)
-def git_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """git (and every process started here) sees no system or user configuration."""
-    home = tmp_path / "home"
-    home.mkdir()
-    for key in list(os.environ):
-        if key.startswith("GIT_") or key == "XDG_CONFIG_HOME":
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+pytestmark = pytest.mark.usefixtures("isolated_git")
+"""Every test runs real git with no system or user configuration (conftest.py)."""
 
 
 def check_outcome(tmp_path: Path, workers: int, reviewers: int, sessions: int) -> dict[str, object]:
