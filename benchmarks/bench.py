@@ -704,7 +704,7 @@ def s7_s8(root: Path, sizes: Sizes, repeats: int) -> None:
         "batch": lambda i: save_phase_batch(manager, f"b-{i}", 1),
         "journal floor (batch)": floor_batch,
     }
-    runs_count = max(repeats, 5)
+    runs_count = max(repeats * 5, 15)  # each run takes milliseconds: enough for a steady median
     for i in range(runs_count):
         session(f"c-{i}")
         session(f"b-{i}")

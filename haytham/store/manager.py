@@ -1454,7 +1454,9 @@ class CheckpointManager:
     def _render(self, kind: DocumentFormat[R], path: Path, record: R) -> str:
         """The text of ``record`` for ``path``, checked against its schema first."""
         kind.check_record(record, path)
-        text = kind.render_at(record, path)  # a person's added sections stay (formats.md, "Hand edits")
+        # A person's added sections stay (formats.md, "Hand edits"); the record is remembered
+        # as the read of its text, so that reading back what was just written parses nothing.
+        text = kind.render_at(record, path, cache=self.cache)
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:
