@@ -297,7 +297,8 @@ class CheckpointManager:
             session = self._open(project_id, session_id)
             directory = session.phase_dir(phase_num)
             path = directory / CHECKPOINT_FILE
-            record, previous, now = self._checkpoint_record(session, phase, checked)
+            current = self._checkpoints(session)
+            record, previous, now = self._checkpoint_record(session, phase, checked, current)
             if previous == record and name is None and reason is None:
                 return path  # the same data again: no byte changes, no history entry
             _storage.make_dirs(directory)
@@ -305,7 +306,9 @@ class CheckpointManager:
             _storage.remove_leftovers(session.directory)
             before_status = session.manifest.status
             with journal.Change(session.directory, "save_checkpoint") as change:
-                manifest = self._stage_checkpoint(change, session, path, record, now, name, reason)
+                manifest = self._stage_checkpoint(
+                    change, session, path, record, now, name, reason, current=current
+                )
         self.events.emit(
             _checkpoint_events(
                 project_id, session_id, session, phase.number, path, status, before_status, manifest
@@ -318,13 +321,15 @@ class CheckpointManager:
         session: _Session,
         phase: PhaseDefinition,
         checked: _CheckpointArgs,
+        current: Mapping[int, PhaseCheckpoint],
         staged: Mapping[str, str] | None = None,
     ) -> tuple[PhaseCheckpoint, PhaseCheckpoint | None, str]:
         """The checkpoint ``save_checkpoint`` writes, the one it replaces and the time now
-        (the caller holds the lock). ``staged``: agent outputs (name -> content) an operation
+        (the caller holds the lock and has read the session's ``current`` checkpoints, once
+        for the whole operation). ``staged``: agent outputs (name -> content) an operation
         is about to write, which count for the phase's outputs digest instead of the files."""
         directory = session.phase_dir(phase.number)
-        previous = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+        previous = current.get(phase.number)
         status, runs, retry_count = checked.status, checked.runs, checked.retry_count
         started, completed, duration = checked.started, checked.completed, checked.duration
         if retry_count is None:  # the attempt in progress, as start_attempt left it
@@ -343,7 +348,7 @@ class CheckpointManager:
         elif previous is not None and previous.retry_count == retry_count and _has_results(previous):
             sources = previous.built_from
         else:
-            sources = self._sources(session, phase)
+            sources = self._sources(session, phase, current)
         digest = self._outputs_digest(directory, runs, staged) if status == "completed" else None
         before = session.phases[position - 1] if position > 0 else None
         after = session.phases[position + 1] if position + 1 < len(session.phases) else None
@@ -439,11 +444,14 @@ class CheckpointManager:
         checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
         reviews: Mapping[int, _progress.Review | None] | None = None,
         head: str | None = None,
+        current: Mapping[int, PhaseCheckpoint] | None = None,
     ) -> SessionManifest:
         """Stage the manifest as the session's files will say it should be once ``change``
         is applied: the checkpoints and reviews it writes (None: a review it removes) count
-        instead of the files on disk. Returns the manifest (the old one when unchanged)."""
-        found = {**self._checkpoints(session), **(checkpoints or {})}
+        instead of the files on disk. ``current``: the session's checkpoints as the caller
+        read them under the lock (default: read now). Returns the manifest (the old one
+        when unchanged)."""
+        found = {**(self._checkpoints(session) if current is None else current), **(checkpoints or {})}
         read = _progress.read_reviews(session.directory, session.phases, self.cache)
         for number, review in (reviews or {}).items():
             if review is None:
@@ -488,6 +496,7 @@ class CheckpointManager:
         reason: str | None = None,
         *,
         stage_manifest: bool = True,
+        current: Mapping[int, PhaseCheckpoint] | None = None,
     ) -> SessionManifest:
         """Stage a checkpoint, its history entry and the manifest (the caller holds the lock).
 
@@ -510,7 +519,7 @@ class CheckpointManager:
         if not stage_manifest:
             return dataclasses.replace(session.manifest, history_head=entry.entry_id)
         return self._stage_manifest(
-            change, session, checkpoints={record.phase_number: record}, head=entry.entry_id
+            change, session, checkpoints={record.phase_number: record}, head=entry.entry_id, current=current
         )
 
     def save_agent_output(
@@ -715,7 +724,8 @@ class CheckpointManager:
                     written.append((path, output, fields))
             staged = {agent: fields["content"] for agent, fields in output_fields.items()}
             checkpoint_path = directory / CHECKPOINT_FILE
-            record, previous, now = self._checkpoint_record(session, phase, checked, staged)
+            current = self._checkpoints(session)
+            record, previous, now = self._checkpoint_record(session, phase, checked, current, staged)
             new_checkpoint = previous != record or name is not None or reason is not None
             feedback_path, found = (
                 self._feedback_change(directory, phase, review) if review is not None else (None, None)
@@ -726,23 +736,28 @@ class CheckpointManager:
                 for path, output, _ in written:
                     change.write(path, self._render(AGENT_OUTPUT, path, output))
                 head = None
-                current = session
+                parent = session  # the review's entry follows the checkpoint's
                 if new_checkpoint:
                     moved = self._stage_checkpoint(
                         change, session, checkpoint_path, record, now, name, reason, stage_manifest=False
                     )
                     head = moved.history_head
-                    current = dataclasses.replace(session, manifest=moved)
+                    parent = dataclasses.replace(session, manifest=moved)
                 reviews: dict[int, _progress.Review | None] = {}
                 if found is not None and feedback_path is not None:
                     change.write(feedback_path, found[0])
                     reviews, reviewed_head = self._stage_review(
-                        change, current, phase, found[1], checkpoint=record, stage_manifest=False
+                        change, parent, phase, found[1], checkpoint=record, stage_manifest=False
                     )
                     head = reviewed_head or head
                 if new_checkpoint or found is not None:
                     manifest = self._stage_manifest(
-                        change, session, checkpoints={phase.number: record}, reviews=reviews, head=head
+                        change,
+                        session,
+                        checkpoints={phase.number: record},
+                        reviews=reviews,
+                        head=head,
+                        current=current,
                     )
         events = [_output_event(project_id, session_id, phase.number, p, f) for p, _, f in written]
         if new_checkpoint:
