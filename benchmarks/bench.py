@@ -825,7 +825,7 @@ def s9(root: Path, sizes: Sizes, repeats: int) -> None:
             "the text and the content sliced from it are both alive for a moment",
         )
     )
-    # export: peak of a child process against the largest file
+    # export and import: the peak of a child process against the largest file + 50 MB
     part = sizes.export_bytes // 10
     if not manager.session_dir(PROJECT, "export").exists():
         manager.create_session(PROJECT, "export", "ada", BENCH, "full")
@@ -833,41 +833,86 @@ def s9(root: Path, sizes: Sizes, repeats: int) -> None:
             manager.save_agent_output(
                 PROJECT, "export", 1 + number // 3, AGENTS[number % 3], "y" * part + "\n"
             )
+    limit = part + 50_000_000
     code = (
         "import sys, tracemalloc\n"
         "from pathlib import Path\n"
         "from haytham.store.manager import CheckpointManager\n"
-        "from haytham.transfer import export_session\n"
+        "from haytham.transfer import export_session, import_session\n"
         "tracemalloc.start()\n"
-        "export_session(CheckpointManager(sys.argv[1]), 'bench', 'export', Path(sys.argv[2]))\n"
+        "if sys.argv[1] == 'export':\n"
+        "    export_session(CheckpointManager(sys.argv[2]), 'bench', sys.argv[4], Path(sys.argv[3]))\n"
+        "else:\n"
+        "    import_session(CheckpointManager(sys.argv[2]), Path(sys.argv[3]), session_id='imported')\n"
         "print(tracemalloc.get_traced_memory()[1])\n"
     )
-    target = root / "s9-export.tar.gz"
-    target.unlink(missing_ok=True)
-    try:
+
+    def peak_of(step: str, session: str, archive: Path, base_dir: Path) -> tuple[int | None, str]:
         done = subprocess.run(
-            py(code, str(base), str(target)), capture_output=True, text=True, env=child_env()
+            py(code, step, str(base_dir), str(archive), session),
+            capture_output=True,
+            text=True,
+            env=child_env(),
         )
-        peak = int(done.stdout.strip().splitlines()[-1])
-        limit = part + 50_000_000
+        try:
+            return int(done.stdout.strip().splitlines()[-1]), ""
+        except (ValueError, IndexError):
+            return None, done.stderr.strip().splitlines()[-1][-110:] if done.stderr.strip() else "failed"
+
+    def peak_row(what: str, peak: int | None, error: str, note: str) -> None:
+        if peak is None:
+            ROWS.append(
+                Row("S9", what, "-", f"{limit / 1e6:.0f} MB", "-", "<= largest file + 50 MB", "NO", error)
+            )
+            return
         ROWS.append(
             Row(
                 "S9",
-                f"export a {sizes.export_bytes / 1e6:.0f} MB session: peak Python memory",
+                what,
                 f"{peak / 1e6:.0f} MB",
                 f"{limit / 1e6:.0f} MB",
                 f"{peak / limit:.2f}x",
                 "<= largest file + 50 MB",
                 "yes" if peak <= limit else "NO",
-                "export and import read the whole session into memory (not changed here)",
+                note,
             )
         )
-    except (ValueError, IndexError):
-        ROWS.append(
-            Row("S9", "export", "-", "-", "-", "<= largest file + 50 MB", "?", done.stderr.strip()[-120:])
+
+    size = f"{sizes.export_bytes / 1e6:.0f} MB"
+    target = root / "s9-export.tar.gz"
+    imported = root / "s9-import"
+    try:
+        target.unlink(missing_ok=True)
+        peak, error = peak_of("export", "export", target, base)
+        peak_row(f"export a {size} session (.tar.gz): peak Python memory", peak, error, "")
+        shutil.rmtree(imported, ignore_errors=True)
+        peak, error = peak_of("import", "export", target, imported)
+        peak_row(
+            "import it (.tar.gz): peak Python memory",
+            peak,
+            error,
+            "checks every file, then writes: holds the files' texts" if peak else error,
+        )
+        # the largest session an import accepts (transfer.MAX_EXPORT_BYTES): 4 of the parts
+        if not manager.session_dir(PROJECT, "export-4").exists():
+            manager.create_session(PROJECT, "export-4", "ada", BENCH, "full")
+            for number in range(4):
+                manager.save_agent_output(
+                    PROJECT, "export-4", 1 + number // 3, AGENTS[number % 3], "y" * part + "\n"
+                )
+        target.unlink(missing_ok=True)
+        peak_of("export", "export-4", target, base)
+        shutil.rmtree(imported, ignore_errors=True)
+        peak, error = peak_of("import", "export-4", target, imported)
+        peak_row(
+            f"import a {4 * part / 1e6:.0f} MB session (.tar.gz): peak Python memory",
+            peak,
+            error,
+            "holds every file's text until all are checked",
         )
     finally:
         target.unlink(missing_ok=True)
+        shutil.rmtree(imported, ignore_errors=True)
     # fork of phase 2: files read against files copied
     session = full_session(base, "forkable")
     target_id = f"fork-{os.getpid()}"
