@@ -27,7 +27,7 @@ import re
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any, cast, overload
@@ -40,14 +40,20 @@ from haytham.errors import (
     storage_error,
 )
 from haytham.format import MANIFEST
-from haytham.format.document import MAX_DOCUMENT_BYTES
+from haytham.format.document import MAX_DOCUMENT_BYTES, read_file
 from haytham.format.layout import HISTORY_DIR, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.workflow import Workflow, load_workflow
 from haytham.records import AgentOutput, PhaseCheckpoint, SessionManifest
 from haytham.store import fs as _storage
-from haytham.store.copy import is_session_directory, is_session_path, read_session_files, write_session_dir
+from haytham.store.copy import (
+    is_session_directory,
+    is_session_path,
+    read_session_files,
+    session_listing,
+    write_session_dir,
+)
 from haytham.store.names import check_inside, check_name, check_no_case_twin, check_path_name
 from haytham.store.scan import kind_of
 
@@ -100,9 +106,7 @@ def export_session(
         return _document(files, project_id, session_id)
     path = Path(target)
     if path.name.endswith(ARCHIVE_SUFFIXES):
-        files, directories = _snapshot(manager, project_id, session_id)
-        with _storage.atomic_stream(path) as handle:
-            _write_archive(handle, project_id, session_id, files, directories)
+        _export_archive(manager, project_id, session_id, path)
         return path
     if path.suffix != ".json":
         raise InvalidArgumentError(
@@ -135,8 +139,39 @@ def _document(files: Mapping[str, bytes], project_id: str, session_id: str) -> d
     }
 
 
+def _export_archive(manager: CheckpointManager, project_id: str, session_id: str, path: Path) -> None:
+    """Write the session's ``.tar.gz`` to ``path`` as a consistent snapshot (``_snapshot``).
+
+    Under the session's lock each file is read as it goes into the archive, so no more than
+    one file is held at a time: a 500 MB session exports in the memory of its largest file.
+    A session without a lock is read whole until two reads agree, as ``_snapshot`` does."""
+    directory = check_inside(manager.base_dir, manager.session_dir(project_id, session_id))
+    manager.load_manifest(project_id, session_id)  # a missing session is a NotFoundError
+    with _storage.read_locked(directory, manager.lock_timeout, f"session {project_id}/{session_id}") as held:
+        if held:
+            names, directories = session_listing(directory)
+            with _storage.atomic_stream(path) as handle:
+                _write_archive(
+                    handle,
+                    project_id,
+                    session_id,
+                    names,
+                    directories,
+                    lambda name: read_file(directory / name),
+                )
+            return
+    files, directories = _agreeing_reads(directory)
+    with _storage.atomic_stream(path) as handle:
+        _write_archive(handle, project_id, session_id, list(files), directories, files.__getitem__)
+
+
 def _write_archive(
-    handle: IO[bytes], project_id: str, session_id: str, files: Mapping[str, bytes], directories: list[str]
+    handle: IO[bytes],
+    project_id: str,
+    session_id: str,
+    files: list[str],
+    directories: list[str],
+    read: Callable[[str], bytes],
 ) -> None:
     """Write a deterministic ``.tar.gz`` of a session's files to ``handle``, as a stream.
 
@@ -146,32 +181,34 @@ def _write_archive(
     bytes.
     """
     prefix = f"{project_id}/sessions/{session_id}"
-    members: dict[str, bytes | None] = {prefix: None}
+    members: dict[str, str | None] = {prefix: None}  # member -> the file's relative path
     members.update({f"{prefix}/{d}": None for d in directories})
-    for path, data in files.items():
+    for path in files:
         parent = PurePosixPath(path).parent
         while str(parent) != ".":
             members.setdefault(f"{prefix}/{parent}", None)
             parent = parent.parent
-        members[f"{prefix}/{path}"] = data
+        members[f"{prefix}/{path}"] = path
     with (
         gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0) as zipped,
         tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive,
     ):
         for name in sorted(members):
-            content = members[name]
+            relative = members[name]
             info = tarfile.TarInfo(name)
             info.mtime = 0
             info.uid = info.gid = 0
             info.uname = info.gname = ""
-            if content is None:
+            if relative is None:
                 info.type = tarfile.DIRTYPE
                 info.mode = 0o755
                 archive.addfile(info)
             else:
+                content = read(relative)  # each file read only as its member is written
                 info.mode = 0o644
                 info.size = len(content)
                 archive.addfile(info, io.BytesIO(content))
+                del content
 
 
 def _snapshot(
@@ -189,6 +226,12 @@ def _snapshot(
     with _storage.read_locked(directory, manager.lock_timeout, f"session {project_id}/{session_id}") as held:
         if held:
             return read_session_files(directory)
+    return _agreeing_reads(directory)
+
+
+def _agreeing_reads(directory: Path) -> tuple[dict[str, bytes], list[str]]:
+    """The session's files read until two reads agree (a save in between shows as a
+    difference): the snapshot of a session whose lock cannot be had."""
     found = read_session_files(directory)
     while (again := read_session_files(directory)) != found:
         found = again

@@ -72,6 +72,16 @@ def run_save_checkpoint(root: Path) -> None:
     manager(root).save_checkpoint(P, S, 2, "completed", _agents())
 
 
+def setup_save_phase(root: Path) -> None:
+    _session(root, phases=1)
+
+
+def run_save_phase(root: Path) -> None:
+    outputs = {"writer": "phase 2 output\n", "critic": {"output_content": "fine\n", "model": "m"}}
+    review = {"reviewed": True, "approved": True, "comments": "good"}
+    manager(root).save_phase(P, S, 2, outputs, "completed", review)
+
+
 def setup_review(root: Path) -> None:
     _session(root, phases=1)
     manager(root).update_feedback(P, S, 1, reviewed=False, approved=False, action="pending")
@@ -225,6 +235,7 @@ def run_change_workflow(root: Path) -> None:
 Operation = tuple[Callable[[Path], None], Callable[[Path], None]]
 OPERATIONS: dict[str, Operation] = {
     "save_checkpoint": (setup_save_checkpoint, run_save_checkpoint),
+    "save_phase": (setup_save_phase, run_save_phase),
     "review": (setup_review, run_review),
     "update_feedback": (setup_update_feedback, run_update_feedback),
     "start_attempt": (setup_start_attempt, run_start_attempt),

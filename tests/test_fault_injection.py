@@ -48,7 +48,7 @@ import fault_ops
 
 WORKER = Path(__file__).resolve().parent / "fault_worker.py"
 TRACES = (TMP_SUFFIX, STAGING_SUFFIX, REPLACED_SUFFIX, TRASH_SUFFIX, ".removing")
-FAST = ("save_checkpoint", "start_attempt", "import_overwrite", "complete_session")
+FAST = ("save_checkpoint", "save_phase", "start_attempt", "import_overwrite", "complete_session")
 SLOW = tuple(name for name in fault_ops.OPERATIONS if name not in FAST)
 
 

@@ -252,3 +252,29 @@ def test_start_up_imports_only_what_the_command_uses(template: Path, command: st
         [sys.executable, "-c", _IMPORTS, *args], capture_output=True, text=True, check=True
     ).stdout.splitlines()[-1]
     assert found == "[]"
+
+
+def test_a_tar_export_holds_one_file_at_a_time(tmp_path: Path) -> None:
+    """S9: the archive is written as each file is read, so exporting three 4 MB outputs
+    never holds two of them (Python allocations, counted by tracemalloc: no timing)."""
+    import tarfile
+    import tracemalloc
+
+    from haytham.transfer import export_session
+
+    manager = CheckpointManager(tmp_path / "base")
+    manager.create_session("p", "s", "u", execution_mode="mvp")
+    size = 4_000_000
+    for phase in (1, 2, 3):
+        manager.save_agent_output("p", "s", phase, "writer", "z" * size + "\n")
+    fresh = CheckpointManager(tmp_path / "base")
+    tracemalloc.start()
+    try:
+        export_session(fresh, "p", "s", tmp_path / "s.tar.gz")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * size
+    with tarfile.open(tmp_path / "s.tar.gz") as archive:
+        outputs = [m for m in archive.getmembers() if m.name.endswith("/writer.md")]
+    assert len(outputs) == 3 and all(m.size > size for m in outputs)

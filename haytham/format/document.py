@@ -215,22 +215,40 @@ class DocumentFormat(ABC, Generic[R]):
         added to it are kept, each after the section it followed (docs/formats.md, "Hand
         edits"). Cheap when there are none: only a file with a heading haytham does not
         write is parsed."""
+        return self._render_over(record, old_text)[0]
+
+    def _render_over(self, record: R, old_text: str | None) -> tuple[str, bool]:
+        """``render_over`` and whether its text is ``render(record)`` itself."""
         text = self.render(record)
         if old_text is None or not self.sections or not _has_other_headings(old_text, text):
-            return text
+            return text, True
         old = self._reader(old_text, None).document
         new = self._reader(text, None).document
-        return keep_added(old, old_text, new, text, self.sections, near_misses_read=self.reads_near_misses)
+        kept = keep_added(old, old_text, new, text, self.sections, near_misses_read=self.reads_near_misses)
+        return kept, kept == text
 
-    def render_at(self, record: R, path: Path) -> str:
-        """``render_over`` the file at ``path`` as it is now (none, or not UTF-8: ``render``)."""
+    def render_at(self, record: R, path: Path, *, cache: ReadCache | None = None) -> str:
+        """``render_over`` the file at ``path`` as it is now (none, or not UTF-8: ``render``).
+
+        With ``cache`` the record is remembered as the read of the text (when the text is
+        ``render(record)`` itself, whose read is the record with no issue): the writer that
+        is about to write it, and the next call that reads it back, parse nothing."""
         if not self.sections:
-            return self.render(record)
-        try:
-            old_text = read_file(path).decode("utf-8")
-        except (OSError, UnicodeDecodeError, DocumentError):
-            old_text = None
-        return self.render_over(record, old_text)
+            text, canonical = self.render(record), True
+        else:
+            try:
+                old_text: str | None = read_file(path).decode("utf-8")
+            except (OSError, UnicodeDecodeError, DocumentError):
+                old_text = None
+            text, canonical = self._render_over(record, old_text)
+        if cache is not None and canonical and len(text) <= cache.max_item_chars:
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: the writer refuses the text
+                return text
+            # An entry is used only for exactly these bytes: a write that fails leaves it unused.
+            cache.remember(_key(self, path), (data, text, record, ()))
+        return text
 
     def parse(self, text: str, path: Path | None = None, *, cache: ReadCache | None = None) -> R:
         """Parse ``text`` or raise DocumentError naming the file, line and field."""

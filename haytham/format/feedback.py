@@ -96,7 +96,19 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
     def _build(self, data: dict[str, Any]) -> UserFeedback:
         return UserFeedback(**{**data, "requested_changes": tuple(data["requested_changes"])})
 
+    _last: tuple[UserFeedback, str] | None = None
+    """The last record rendered and its text: a review is rendered for its file and again
+    for its history entry, and the plain form is checked by parsing it."""
+
     def render(self, record: UserFeedback) -> str:
+        last = self._last
+        if last is not None and last[0] == record:
+            return last[1]
+        text = self._render_checked(record)
+        self._last = (record, text)
+        return text
+
+    def _render_checked(self, record: UserFeedback) -> str:
         if "\r" not in record.comments:
             plain = self._render(record, record.comments or NO_COMMENTS)
             parsed, _ = self.read(plain)

@@ -72,18 +72,10 @@ def _safe_part(part: str) -> bool:
     return True
 
 
-def read_session_files(
-    directory: Path, *, only: Collection[str] | None = None
-) -> tuple[dict[str, bytes], list[str]]:
-    """The session's files by relative path (sorted) and its directories, as they are now.
-
-    Only what ``is_session_path`` and ``is_session_directory`` accept is read; the lock,
-    temporary files and anything a person added are left out. A symlink where a session
-    file or directory belongs is refused: a session holds regular files only. With
-    ``only``, just the top-level names it holds (phase directories, ``workflow.yaml``) are
-    read: a fork of phase 2 reads phase 1, not the whole session.
-    """
-    files: dict[str, bytes] = {}
+def session_listing(directory: Path, *, only: Collection[str] | None = None) -> tuple[list[str], list[str]]:
+    """The relative paths of the session's files and of its directories, sorted, read from
+    the folders alone (no file is opened): what ``read_session_files`` reads."""
+    files: list[str] = []
     directories: list[str] = []
     for root, subdirs, names in os.walk(directory):
         here = Path(root)
@@ -99,8 +91,23 @@ def read_session_files(
         for name in sorted(names):
             if is_session_path(prefix + name) and (only is None or prefix or name in only):
                 _refuse_symlink(here / name)
-                files[prefix + name] = read_file(here / name)
-    return dict(sorted(files.items())), sorted(directories)
+                files.append(prefix + name)
+    return sorted(files), sorted(directories)
+
+
+def read_session_files(
+    directory: Path, *, only: Collection[str] | None = None
+) -> tuple[dict[str, bytes], list[str]]:
+    """The session's files by relative path (sorted) and its directories, as they are now.
+
+    Only what ``is_session_path`` and ``is_session_directory`` accept is read; the lock,
+    temporary files and anything a person added are left out. A symlink where a session
+    file or directory belongs is refused: a session holds regular files only. With
+    ``only``, just the top-level names it holds (phase directories, ``workflow.yaml``) are
+    read: a fork of phase 2 reads phase 1, not the whole session.
+    """
+    names, directories = session_listing(directory, only=only)
+    return {name: read_file(directory / name) for name in names}, directories
 
 
 def _refuse_symlink(path: Path) -> None:
@@ -204,4 +211,10 @@ def _missing(directory: Path) -> Iterator[Path]:
     return reversed(missing)
 
 
-__all__ = ["is_session_directory", "is_session_path", "read_session_files", "write_session_dir"]
+__all__ = [
+    "is_session_directory",
+    "is_session_path",
+    "read_session_files",
+    "session_listing",
+    "write_session_dir",
+]

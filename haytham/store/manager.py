@@ -56,6 +56,7 @@ from haytham.records import (
     PHASE_STATUSES,
     RUN_STYLES,
     AgentOutput,
+    AgentRun,
     Attempt,
     HistoryEntry,
     PhaseCheckpoint,
@@ -278,69 +279,27 @@ class CheckpointManager:
         the difference. Saving exactly what is already there
         changes no byte. ``name`` and ``reason`` label the history entry.
         """
-        for key, label in (("name", name), ("reason", reason)):
-            if label is not None and not isinstance(label, str):
-                raise InvalidArgumentError(f"{key} must be a string or None, got {label!r}", field=key)
-        check_choice("status", status, PHASE_STATUSES)
-        check_choice("execution_mode", execution_mode, RUN_STYLES)
-        check_count("retry_count", retry_count, optional=True)
-        runs = tuple(agent_run(index, agent) for index, agent in enumerate(agents))
-        names = [run.agent_name for run in runs]
-        if len(set(names)) != len(names):
-            raise InvalidArgumentError(f"agents lists an agent twice: {names}", field="agents")
-        error_list = tuple(check_text_list("errors", errors or ()))
-        started = check_timestamp("started", started)
-        completed = check_timestamp("completed", completed)
-        duration = check_seconds("duration", duration)
-        given = _check_built_from(built_from)
+        checked = _checkpoint_args(
+            status,
+            agents,
+            started,
+            completed,
+            duration,
+            retry_count,
+            execution_mode,
+            errors,
+            name,
+            reason,
+            built_from,
+        )
         session = self._open(project_id, session_id)
         phase = session.phase(phase_num)
         with self._lock(session.directory, project_id, session_id):
             session = self._open(project_id, session_id)
             directory = session.phase_dir(phase_num)
             path = directory / CHECKPOINT_FILE
-            previous = self._load_optional(CHECKPOINT, path)
-            if retry_count is None:  # the attempt in progress, as start_attempt left it
-                retry_count = previous.retry_count if previous else 0
-            now = self._now()
-            if started is None and status != "pending":
-                started = previous.started if previous and previous.started else now
-            if completed is None and status in ("completed", "failed", "skipped"):
-                same = previous is not None and previous.status == status and previous.completed
-                completed = previous.completed if same and previous else now
-            if duration is None and started and completed:
-                duration = _seconds_between(started, completed)
-            position = session.phases.index(phase)
-            if given is not None:
-                sources = given
-            elif previous is not None and previous.retry_count == retry_count and _has_results(previous):
-                sources = previous.built_from
-            else:
-                sources = self._sources(session, phase)
-            digest = self._outputs_digest(directory, runs) if status == "completed" else None
-            before = session.phases[position - 1] if position > 0 else None
-            after = session.phases[position + 1] if position + 1 < len(session.phases) else None
-            record = PhaseCheckpoint(
-                phase_number=phase.number,
-                phase_name=phase.name,
-                status=status,  # type: ignore[arg-type]
-                started=started,
-                completed=completed,
-                duration=duration,
-                retry_count=retry_count,
-                execution_mode=execution_mode,  # type: ignore[arg-type]
-                agents=runs,
-                previous_phase=before.name if before else None,
-                next_phase=after.number if after else None,
-                next_phase_name=after.name if after else None,
-                total_tokens=_sum(run.tokens for run in runs),
-                input_tokens=_sum(_int_or_none(a.get("input_tokens")) for a in agents),
-                output_tokens=_sum(_int_or_none(a.get("output_tokens")) for a in agents),
-                cost=round_or_none(_sum(run.cost for run in runs), 4),
-                errors=error_list,
-                outputs_digest=digest,
-                built_from=sources,
-            )
+            current = self._checkpoints(session)
+            record, previous, now = self._checkpoint_record(session, phase, checked, current)
             if previous == record and name is None and reason is None:
                 return path  # the same data again: no byte changes, no history entry
             _storage.make_dirs(directory)
@@ -348,14 +307,74 @@ class CheckpointManager:
             _storage.remove_leftovers(session.directory)
             before_status = session.manifest.status
             with journal.Change(session.directory, "save_checkpoint") as change:
-                manifest = self._stage_checkpoint(change, session, path, record, now, name, reason)
-        events = [Event("checkpoint_saved", project_id, session_id, phase.number, path, {"status": status})]
-        if status == "completed":
-            events.append(Event("phase_completed", project_id, session_id, phase.number, path))
-        if manifest.status == "completed" and before_status != "completed":
-            events.append(Event("session_completed", project_id, session_id, None, session.directory))
-        self.events.emit(events)
+                manifest = self._stage_checkpoint(
+                    change, session, path, record, now, name, reason, current=current
+                )
+        self.events.emit(
+            _checkpoint_events(
+                project_id, session_id, session, phase.number, path, status, before_status, manifest
+            )
+        )
         return path
+
+    def _checkpoint_record(
+        self,
+        session: _Session,
+        phase: PhaseDefinition,
+        checked: _CheckpointArgs,
+        current: Mapping[int, PhaseCheckpoint],
+        staged: Mapping[str, str] | None = None,
+    ) -> tuple[PhaseCheckpoint, PhaseCheckpoint | None, str]:
+        """The checkpoint ``save_checkpoint`` writes, the one it replaces and the time now
+        (the caller holds the lock and has read the session's ``current`` checkpoints, once
+        for the whole operation). ``staged``: agent outputs (name -> content) an operation
+        is about to write, which count for the phase's outputs digest instead of the files."""
+        directory = session.phase_dir(phase.number)
+        previous = current.get(phase.number)
+        status, runs, retry_count = checked.status, checked.runs, checked.retry_count
+        started, completed, duration = checked.started, checked.completed, checked.duration
+        if retry_count is None:  # the attempt in progress, as start_attempt left it
+            retry_count = previous.retry_count if previous else 0
+        now = self._now()
+        if started is None and status != "pending":
+            started = previous.started if previous and previous.started else now
+        if completed is None and status in ("completed", "failed", "skipped"):
+            same = previous is not None and previous.status == status and previous.completed
+            completed = previous.completed if same and previous else now
+        if duration is None and started and completed:
+            duration = _seconds_between(started, completed)
+        position = session.phases.index(phase)
+        if checked.built_from is not None:
+            sources = checked.built_from
+        elif previous is not None and previous.retry_count == retry_count and _has_results(previous):
+            sources = previous.built_from
+        else:
+            sources = self._sources(session, phase, current)
+        digest = self._outputs_digest(directory, runs, staged) if status == "completed" else None
+        before = session.phases[position - 1] if position > 0 else None
+        after = session.phases[position + 1] if position + 1 < len(session.phases) else None
+        record = PhaseCheckpoint(
+            phase_number=phase.number,
+            phase_name=phase.name,
+            status=status,  # type: ignore[arg-type]
+            started=started,
+            completed=completed,
+            duration=duration,
+            retry_count=retry_count,
+            execution_mode=checked.execution_mode,  # type: ignore[arg-type]
+            agents=runs,
+            previous_phase=before.name if before else None,
+            next_phase=after.number if after else None,
+            next_phase_name=after.name if after else None,
+            total_tokens=_sum(run.tokens for run in runs),
+            input_tokens=_sum(_int_or_none(a.get("input_tokens")) for a in checked.agents),
+            output_tokens=_sum(_int_or_none(a.get("output_tokens")) for a in checked.agents),
+            cost=round_or_none(_sum(run.cost for run in runs), 4),
+            errors=checked.errors,
+            outputs_digest=digest,
+            built_from=sources,
+        )
+        return record, previous, now
 
     def _sources(
         self,
@@ -374,17 +393,28 @@ class CheckpointManager:
         return tuple(found)
 
     def _stage_review(
-        self, change: journal.Change, session: _Session, phase: PhaseDefinition, feedback: UserFeedback
-    ) -> None:
+        self,
+        change: journal.Change,
+        session: _Session,
+        phase: PhaseDefinition,
+        feedback: UserFeedback,
+        *,
+        checkpoint: PhaseCheckpoint | None = None,
+        stage_manifest: bool = True,
+    ) -> tuple[dict[int, _progress.Review | None], str | None]:
         """Stage a review's history entry and the manifest brought up to date with the review
         file being written (the caller holds the lock and stages the file itself).
 
         Only a review is recorded: a file that says it is not reviewed yet (the blank file
         the runner writes for a gated phase) decides nothing, so it adds no entry.
+        ``checkpoint``: the phase's checkpoint the operation writes (default: the file's).
+        Returns the review and the new History Head (None: unchanged), for a caller that
+        stages the manifest itself (``stage_manifest=False``).
         """
-        directory = session.phase_dir(phase.number)
-        checkpoint = self._load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
-        review = {phase.number: (lifecycle.verdict(feedback), None)}
+        if checkpoint is None:
+            checkpoint = self._load_optional(CHECKPOINT, session.phase_dir(phase.number) / CHECKPOINT_FILE)
+        review: dict[int, _progress.Review | None] = {phase.number: (lifecycle.verdict(feedback), None)}
+        head = None
         if checkpoint is not None and feedback.reviewed:
             entry = history.make_entry(
                 session.manifest.history_head,
@@ -398,9 +428,10 @@ class CheckpointManager:
                 feedback_text=FEEDBACK.render(feedback),
             )
             self._stage_entry(change, session, entry)
-            self._stage_manifest(change, session, reviews=review, head=entry.entry_id)
-            return
-        self._stage_manifest(change, session, reviews=review)
+            head = entry.entry_id
+        if stage_manifest:
+            self._stage_manifest(change, session, reviews=review, head=head)
+        return review, head
 
     def _stage_entry(self, change: journal.Change, session: _Session, entry: HistoryEntry) -> None:
         path = session.directory / history.HISTORY_DIR / history.file_name(entry)
@@ -414,11 +445,14 @@ class CheckpointManager:
         checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
         reviews: Mapping[int, _progress.Review | None] | None = None,
         head: str | None = None,
+        current: Mapping[int, PhaseCheckpoint] | None = None,
     ) -> SessionManifest:
         """Stage the manifest as the session's files will say it should be once ``change``
         is applied: the checkpoints and reviews it writes (None: a review it removes) count
-        instead of the files on disk. Returns the manifest (the old one when unchanged)."""
-        found = {**self._checkpoints(session), **(checkpoints or {})}
+        instead of the files on disk. ``current``: the session's checkpoints as the caller
+        read them under the lock (default: read now). Returns the manifest (the old one
+        when unchanged)."""
+        found = {**(self._checkpoints(session) if current is None else current), **(checkpoints or {})}
         read = _progress.read_reviews(session.directory, session.phases, self.cache)
         for number, review in (reviews or {}).items():
             if review is None:
@@ -434,15 +468,22 @@ class CheckpointManager:
         change.write(path, self._render(MANIFEST, path, updated))
         return updated
 
-    def _outputs_digest(self, directory: Path, runs: Sequence[Any]) -> str:
-        """``lifecycle.outputs_digest`` of the agent outputs in a phase directory, as saved."""
+    def _outputs_digest(
+        self, directory: Path, runs: Sequence[Any], staged: Mapping[str, str] | None = None
+    ) -> str:
+        """``lifecycle.outputs_digest`` of the agent outputs in a phase directory, as saved,
+        with ``staged`` (agent name -> content, about to be written) in place of the files."""
+        staged = staged or {}
         outputs = {}
         if directory.is_dir():
             for path in agent_files(directory, [run.agent_name for run in runs]):
+                if path.stem in staged:
+                    continue
                 record = AGENT_OUTPUT.read_path(path, cache=self.cache)[0]
                 outputs[path.stem] = (
                     record.content if record is not None else path.read_bytes().decode("utf-8", "replace")
                 )
+        outputs.update(staged)
         return lifecycle.outputs_digest(outputs)
 
     def _stage_checkpoint(
@@ -456,6 +497,7 @@ class CheckpointManager:
         reason: str | None = None,
         *,
         stage_manifest: bool = True,
+        current: Mapping[int, PhaseCheckpoint] | None = None,
     ) -> SessionManifest:
         """Stage a checkpoint, its history entry and the manifest (the caller holds the lock).
 
@@ -478,7 +520,7 @@ class CheckpointManager:
         if not stage_manifest:
             return dataclasses.replace(session.manifest, history_head=entry.entry_id)
         return self._stage_manifest(
-            change, session, checkpoints={record.phase_number: record}, head=entry.entry_id
+            change, session, checkpoints={record.phase_number: record}, head=entry.entry_id, current=current
         )
 
     def save_agent_output(
@@ -500,65 +542,45 @@ class CheckpointManager:
         cost: float | None = None,
     ) -> Path:
         """Write ``{agent_name}.md`` with the output exactly as given."""
-        check_agent_name(agent_name)
-        check_choice("status", status, PHASE_STATUSES)
-        if not isinstance(output_content, str):
-            raise InvalidArgumentError(
-                f"output_content must be a string, got {type(output_content).__name__}",
-                field="output_content",
-            )
-        for key, value in (
-            ("model", model),
-            ("error_type", error_type),
-            ("error_message", error_message),
-            ("stack_trace", stack_trace),
-        ):
-            if value is not None and not isinstance(value, str):
-                raise InvalidArgumentError(f"{key} must be a string or None, got {value!r}", field=key)
-        check_count("input_tokens", input_tokens, optional=True)
-        check_count("output_tokens", output_tokens, optional=True)
+        fields = _output_fields(
+            agent_name,
+            output_content,
+            status,
+            duration,
+            model,
+            input_tokens,
+            output_tokens,
+            tools_used,
+            error_type,
+            error_message,
+            stack_trace,
+            cost,
+        )
         session = self._open(project_id, session_id)
         phase = session.phase(phase_num)
         with self._lock(session.directory, project_id, session_id):
             directory = session.phase_dir(phase_num)
-            record = AgentOutput(
-                agent_name=agent_name,
-                phase_number=phase.number,
-                phase_name=phase.name,
-                executed=self._now(),
-                duration=check_seconds("duration", duration),
-                status=status,  # type: ignore[arg-type]
-                model=model,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                tools_used=tuple(check_text_list("tools_used", tools_used or ())),
-                content=output_content,
-                error_type=error_type,
-                error_message=error_message,
-                stack_trace=stack_trace,
-                cost=round_or_none(check_amount("cost", cost), 4),
-            )
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
-            check_no_case_twin(directory, f"{agent_name}.md", "agent_name")
-            path = directory / f"{agent_name}.md"
-            existing = AGENT_OUTPUT.read_path(path, cache=self.cache)[0] if path.exists() else None
-            if existing is not None and dataclasses.replace(existing, executed=record.executed) == record:
+            path, record = self._output_change(directory, phase, fields)
+            if record is None:
                 return path  # the same output again: no byte changes
             self._write(AGENT_OUTPUT, path, record)
-        self.events.emit(
-            [
-                Event(
-                    "agent_output_saved",
-                    project_id,
-                    session_id,
-                    phase.number,
-                    path,
-                    {"agent_name": agent_name, "status": status},
-                )
-            ]
-        )
+        self.events.emit([_output_event(project_id, session_id, phase.number, path, fields)])
         return path
+
+    def _output_change(
+        self, directory: Path, phase: PhaseDefinition, fields: Mapping[str, Any]
+    ) -> tuple[Path, AgentOutput | None]:
+        """The file of an agent output and its record, None when it holds that output already
+        (the caller holds the lock and has made ``directory``)."""
+        record = AgentOutput(phase_number=phase.number, phase_name=phase.name, executed=self._now(), **fields)
+        check_no_case_twin(directory, f"{record.agent_name}.md", "agent_name")
+        path = directory / f"{record.agent_name}.md"
+        existing = AGENT_OUTPUT.read_path(path, cache=self.cache)[0] if path.exists() else None
+        if existing is not None and dataclasses.replace(existing, executed=record.executed) == record:
+            return path, None
+        return path, record
 
     def save_user_feedback(
         self,
@@ -579,60 +601,189 @@ class CheckpointManager:
         With ``expected_version`` (``fs.file_version`` of the file the review was written
         against, ``fs.NO_FILE`` for none) the file must still be that version, checked under
         the session's lock: otherwise StaleReviewError, and nothing is written."""
-        check_choice("action", action, FEEDBACK_ACTIONS)
-        check_count("retry_count", retry_count)
-        check_flag("reviewed", reviewed)
-        check_flag("approved", approved)
-        if not isinstance(comments, str):
-            raise InvalidArgumentError(f"comments must be a string, got {comments!r}", field="comments")
-        changes = tuple(check_text_list("requested_changes", requested_changes or ()))
+        fields = _feedback_fields(reviewed, approved, comments, requested_changes, action, retry_count)
         session = self._open(project_id, session_id)
         phase = session.phase(phase_num)
         with self._lock(session.directory, project_id, session_id):
             directory = session.phase_dir(phase_num)
             if expected_version is not None:
                 _check_version(directory / FEEDBACK_FILE, expected_version)
-            record = UserFeedback(
-                phase_name=phase.name,
-                reviewed=reviewed,
-                approved=approved,
-                timestamp=self._now() if reviewed or approved else None,  # a blank template has no time
-                comments=comments,
-                requested_changes=changes,
-                action=action,  # type: ignore[arg-type]
-                retry_count=retry_count,
-            )
-            record = settle_feedback(record)  # what the file will say (an approval implies a review)
             _storage.make_dirs(directory)
             _storage.remove_leftovers(directory)
-            path = directory / FEEDBACK_FILE
-            existing = FEEDBACK.read_path(path, cache=self.cache)[0] if path.exists() else None
-            if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
+            path, found = self._feedback_change(directory, phase, fields)
+            if found is None:
                 return path  # the same review again: no byte changes
-            try:  # a person's sections and lines in the file stay (formats.md, "Hand edits")
-                kept = rewrite_feedback(path.read_bytes().decode("utf-8"), record)
-            except (FileNotFoundError, UnicodeDecodeError):
-                kept = None
-            if kept is None:
-                kept = self._render(FEEDBACK, path, record)
-            else:
-                FEEDBACK.check_record(record, path)
+            text, record = found
             with journal.Change(session.directory, "save_user_feedback") as change:
-                change.write(path, kept)
+                change.write(path, text)
                 self._stage_review(change, session, phase, record)
-        self.events.emit(
-            [
-                Event(
-                    "feedback_saved",
-                    project_id,
-                    session_id,
-                    phase.number,
-                    path,
-                    {"approved": approved, "action": action},
-                )
-            ]
-        )
+        self.events.emit([_feedback_event(project_id, session_id, phase.number, path, fields)])
         return path
+
+    def _feedback_change(
+        self, directory: Path, phase: PhaseDefinition, fields: Mapping[str, Any]
+    ) -> tuple[Path, tuple[str, UserFeedback] | None]:
+        """The feedback file, with the text to write there and its record, None when it says
+        that already (the caller holds the lock and has made ``directory``)."""
+        reviewed, approved = fields["reviewed"], fields["approved"]
+        record = UserFeedback(
+            phase_name=phase.name,
+            timestamp=self._now() if reviewed or approved else None,  # a blank template has no time
+            **fields,
+        )
+        record = settle_feedback(record)  # what the file will say (an approval implies a review)
+        path = directory / FEEDBACK_FILE
+        existing = FEEDBACK.read_path(path, cache=self.cache)[0] if path.exists() else None
+        if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
+            return path, None
+        try:  # a person's sections and lines in the file stay (formats.md, "Hand edits")
+            kept = rewrite_feedback(path.read_bytes().decode("utf-8"), record)
+        except (FileNotFoundError, UnicodeDecodeError):
+            kept = None
+        if kept is None:
+            kept = self._render(FEEDBACK, path, record)
+        else:
+            FEEDBACK.check_record(record, path)
+        return path, (kept, record)
+
+    def save_phase(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        outputs: Mapping[str, str | Mapping[str, Any]] | None = None,
+        status: str = "completed",
+        feedback: Mapping[str, Any] | None = None,
+        *,
+        agents: Sequence[Mapping[str, Any]] | None = None,
+        started: str | None = None,
+        completed: str | None = None,
+        duration: float | None = None,
+        retry_count: int | None = None,
+        execution_mode: str = "single",
+        errors: Sequence[str] | None = None,
+        name: str | None = None,
+        reason: str | None = None,
+        built_from: Mapping[int, str] | None = None,
+    ) -> Path:
+        """Save a whole phase at once: its agent outputs, its checkpoint (with its history
+        entry and the manifest) and optionally its feedback, under one lock and as one
+        journaled operation (``haytham.store.journal``): one durability point, so a crash
+        leaves all of it saved or none, with fewer fsyncs than the calls one by one
+        (docs/architecture.md, "Multi-file changes").
+
+        The files are those of ``save_agent_output`` for each of ``outputs``, then
+        ``save_checkpoint``, then ``save_user_feedback``, byte for byte:
+
+        - ``outputs`` maps an agent name to its content, or to ``save_agent_output``'s
+          keyword arguments (``output_content``, ``status``, ``duration``, ``model``, ...);
+        - ``agents`` is the checkpoint's agents (``save_checkpoint``); by default one row per
+          output, with its status, duration, tokens and cost; the other keyword arguments
+          are ``save_checkpoint``'s;
+        - ``feedback`` holds ``save_user_feedback``'s keyword arguments (``reviewed``,
+          ``approved``, ``comments``, ...), or None to leave the feedback as it is.
+
+        What is already saved is not written again. The events are those of the calls one by
+        one. Returns the checkpoint's path.
+        """
+        given: dict[str, dict[str, Any]] = {}
+        for agent, value in (outputs or {}).items():
+            if isinstance(value, str):
+                given[agent] = {"output_content": value}
+            elif isinstance(value, Mapping):
+                given[agent] = dict(value)
+            else:
+                raise InvalidArgumentError(
+                    f"outputs[{agent!r}] must be the content or a dict of save_agent_output's "
+                    f"arguments, got {type(value).__name__}",
+                    field="outputs",
+                )
+        try:
+            output_fields = {agent: _output_fields(agent, **kwargs) for agent, kwargs in given.items()}
+            review = None if feedback is None else _feedback_fields(**feedback)
+        except TypeError as error:  # an unknown or missing keyword
+            raise InvalidArgumentError(str(error), field="outputs" if feedback is None else None) from None
+        if agents is None:
+            agents = [_agent_row(fields) for fields in output_fields.values()]
+        checked = _checkpoint_args(
+            status,
+            agents,
+            started,
+            completed,
+            duration,
+            retry_count,
+            execution_mode,
+            errors,
+            name,
+            reason,
+            built_from,
+        )
+        session = self._open(project_id, session_id)
+        phase = session.phase(phase_num)
+        with self._lock(session.directory, project_id, session_id):
+            session = self._open(project_id, session_id)
+            directory = session.phase_dir(phase_num)
+            _storage.make_dirs(directory)
+            _storage.remove_leftovers(directory)
+            _storage.remove_leftovers(session.directory)
+            written = []
+            for fields in output_fields.values():
+                path, output = self._output_change(directory, phase, fields)
+                if output is not None:
+                    written.append((path, output, fields))
+            staged = {agent: fields["content"] for agent, fields in output_fields.items()}
+            checkpoint_path = directory / CHECKPOINT_FILE
+            current = self._checkpoints(session)
+            record, previous, now = self._checkpoint_record(session, phase, checked, current, staged)
+            new_checkpoint = previous != record or name is not None or reason is not None
+            feedback_path, found = (
+                self._feedback_change(directory, phase, review) if review is not None else (None, None)
+            )
+            before_status = session.manifest.status
+            manifest = session.manifest
+            with journal.Change(session.directory, "save_phase") as change:
+                for path, output, _ in written:
+                    change.write(path, self._render(AGENT_OUTPUT, path, output))
+                head = None
+                parent = session  # the review's entry follows the checkpoint's
+                if new_checkpoint:
+                    moved = self._stage_checkpoint(
+                        change, session, checkpoint_path, record, now, name, reason, stage_manifest=False
+                    )
+                    head = moved.history_head
+                    parent = dataclasses.replace(session, manifest=moved)
+                reviews: dict[int, _progress.Review | None] = {}
+                if found is not None and feedback_path is not None:
+                    change.write(feedback_path, found[0])
+                    reviews, reviewed_head = self._stage_review(
+                        change, parent, phase, found[1], checkpoint=record, stage_manifest=False
+                    )
+                    head = reviewed_head or head
+                if new_checkpoint or found is not None:
+                    manifest = self._stage_manifest(
+                        change,
+                        session,
+                        checkpoints={phase.number: record},
+                        reviews=reviews,
+                        head=head,
+                        current=current,
+                    )
+        events = [_output_event(project_id, session_id, phase.number, p, f) for p, _, f in written]
+        if new_checkpoint:
+            events += _checkpoint_events(
+                project_id,
+                session_id,
+                session,
+                phase.number,
+                checkpoint_path,
+                status,
+                before_status,
+                manifest,
+            )
+        if found is not None and feedback_path is not None and review is not None:
+            events.append(_feedback_event(project_id, session_id, phase.number, feedback_path, review))
+        self.events.emit(events)
+        return checkpoint_path
 
     def session_workflow(self, project_id: str, session_id: str) -> Workflow:
         """The workflow a session runs: its own saved copy, else the registered one by name."""
@@ -1327,7 +1478,9 @@ class CheckpointManager:
     def _render(self, kind: DocumentFormat[R], path: Path, record: R) -> str:
         """The text of ``record`` for ``path``, checked against its schema first."""
         kind.check_record(record, path)
-        text = kind.render_at(record, path)  # a person's added sections stay (formats.md, "Hand edits")
+        # A person's added sections stay (formats.md, "Hand edits"); the record is remembered
+        # as the read of its text, so that reading back what was just written parses nothing.
+        text = kind.render_at(record, path, cache=self.cache)
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:
@@ -1358,6 +1511,176 @@ def _check_version(path: Path, expected: str) -> None:
             expected=expected,
             current=current,
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class _CheckpointArgs:
+    """``save_checkpoint``'s arguments, checked (before the session is opened)."""
+
+    status: str
+    agents: Sequence[Mapping[str, Any]]
+    runs: tuple[AgentRun, ...]
+    started: str | None
+    completed: str | None
+    duration: float | None
+    retry_count: int | None
+    execution_mode: str
+    errors: tuple[str, ...]
+    built_from: tuple[tuple[int, str], ...] | None
+
+
+def _checkpoint_args(
+    status: str,
+    agents: Sequence[Mapping[str, Any]],
+    started: str | None,
+    completed: str | None,
+    duration: float | None,
+    retry_count: int | None,
+    execution_mode: str,
+    errors: Sequence[str] | None,
+    name: str | None,
+    reason: str | None,
+    built_from: Mapping[int, str] | None,
+) -> _CheckpointArgs:
+    for key, label in (("name", name), ("reason", reason)):
+        if label is not None and not isinstance(label, str):
+            raise InvalidArgumentError(f"{key} must be a string or None, got {label!r}", field=key)
+    check_choice("status", status, PHASE_STATUSES)
+    check_choice("execution_mode", execution_mode, RUN_STYLES)
+    check_count("retry_count", retry_count, optional=True)
+    runs = tuple(agent_run(index, agent) for index, agent in enumerate(agents))
+    names = [run.agent_name for run in runs]
+    if len(set(names)) != len(names):
+        raise InvalidArgumentError(f"agents lists an agent twice: {names}", field="agents")
+    return _CheckpointArgs(
+        status,
+        agents,
+        runs,
+        check_timestamp("started", started),
+        check_timestamp("completed", completed),
+        check_seconds("duration", duration),
+        retry_count,
+        execution_mode,
+        tuple(check_text_list("errors", errors or ())),
+        _check_built_from(built_from),
+    )
+
+
+def _checkpoint_events(
+    project_id: str,
+    session_id: str,
+    session: _Session,
+    phase: int,
+    path: Path,
+    status: str,
+    before_status: str,
+    manifest: SessionManifest,
+) -> list[Event]:
+    """What a saved checkpoint announces: saved, the phase completed, the session completed."""
+    events = [Event("checkpoint_saved", project_id, session_id, phase, path, {"status": status})]
+    if status == "completed":
+        events.append(Event("phase_completed", project_id, session_id, phase, path))
+    if manifest.status == "completed" and before_status != "completed":
+        events.append(Event("session_completed", project_id, session_id, None, session.directory))
+    return events
+
+
+def _output_fields(
+    agent_name: str,
+    output_content: str,
+    status: str = "completed",
+    duration: float | None = None,
+    model: str | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    tools_used: Sequence[str] | None = None,
+    error_type: str | None = None,
+    error_message: str | None = None,
+    stack_trace: str | None = None,
+    cost: float | None = None,
+) -> dict[str, Any]:
+    """``save_agent_output``'s arguments, checked: the fields of its ``AgentOutput`` but the
+    phase and the time."""
+    check_agent_name(agent_name)
+    check_choice("status", status, PHASE_STATUSES)
+    if not isinstance(output_content, str):
+        raise InvalidArgumentError(
+            f"output_content must be a string, got {type(output_content).__name__}",
+            field="output_content",
+        )
+    for key, value in (
+        ("model", model),
+        ("error_type", error_type),
+        ("error_message", error_message),
+        ("stack_trace", stack_trace),
+    ):
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgumentError(f"{key} must be a string or None, got {value!r}", field=key)
+    check_count("input_tokens", input_tokens, optional=True)
+    check_count("output_tokens", output_tokens, optional=True)
+    return {
+        "agent_name": agent_name,
+        "duration": check_seconds("duration", duration),
+        "status": status,
+        "model": model,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "tools_used": tuple(check_text_list("tools_used", tools_used or ())),
+        "content": output_content,
+        "error_type": error_type,
+        "error_message": error_message,
+        "stack_trace": stack_trace,
+        "cost": round_or_none(check_amount("cost", cost), 4),
+    }
+
+
+def _agent_row(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The checkpoint's row for an agent output (``save_phase`` without ``agents``)."""
+    row = {"agent_name": fields["agent_name"], "status": fields["status"]}
+    for key in ("duration", "input_tokens", "output_tokens", "cost"):
+        if fields[key] is not None:
+            row[key] = fields[key]
+    return row
+
+
+def _output_event(
+    project_id: str, session_id: str, phase: int, path: Path, fields: Mapping[str, Any]
+) -> Event:
+    details = {"agent_name": fields["agent_name"], "status": fields["status"]}
+    return Event("agent_output_saved", project_id, session_id, phase, path, details)
+
+
+def _feedback_fields(
+    reviewed: bool,
+    approved: bool,
+    comments: str = "",
+    requested_changes: Sequence[str] | None = None,
+    action: str = "approved",
+    retry_count: int = 0,
+) -> dict[str, Any]:
+    """``save_user_feedback``'s arguments, checked: the fields of its ``UserFeedback`` but the
+    phase and the time."""
+    check_choice("action", action, FEEDBACK_ACTIONS)
+    check_count("retry_count", retry_count)
+    check_flag("reviewed", reviewed)
+    check_flag("approved", approved)
+    if not isinstance(comments, str):
+        raise InvalidArgumentError(f"comments must be a string, got {comments!r}", field="comments")
+    return {
+        "reviewed": reviewed,
+        "approved": approved,
+        "comments": comments,
+        "requested_changes": tuple(check_text_list("requested_changes", requested_changes or ())),
+        "action": action,
+        "retry_count": retry_count,
+    }
+
+
+def _feedback_event(
+    project_id: str, session_id: str, phase: int, path: Path, fields: Mapping[str, Any]
+) -> Event:
+    details = {"approved": fields["approved"], "action": fields["action"]}
+    return Event("feedback_saved", project_id, session_id, phase, path, details)
 
 
 def _check_built_from(value: Mapping[int, str] | None) -> tuple[tuple[int, str], ...] | None:
