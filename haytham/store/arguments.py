@@ -7,10 +7,11 @@ and returns the value in the form the records keep (a timestamp normalised, seco
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from haytham.errors import InvalidArgumentError
-from haytham.records import PHASE_STATUSES, AgentRun
+from haytham.records import FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES, AgentRun
 from haytham.store.clock import format_timestamp, parse_timestamp
 from haytham.store.names import check_agent_name, check_name
 
@@ -129,3 +130,153 @@ def agent_run(index: int, agent: Mapping[str, Any]) -> AgentRun:
 def round_or_none(value: float | None, digits: int) -> float | None:
     """``round(value, digits)`` as a float, None for an unknown value."""
     return None if value is None else round(float(value), digits)
+
+
+@dataclass(frozen=True)
+class CheckpointArgs:
+    """``save_checkpoint``'s arguments, checked (before the session is opened)."""
+
+    status: str
+    agents: Sequence[Mapping[str, Any]]
+    runs: tuple[AgentRun, ...]
+    started: str | None
+    completed: str | None
+    duration: float | None
+    retry_count: int | None
+    execution_mode: str
+    errors: tuple[str, ...]
+    built_from: tuple[tuple[int, str], ...] | None
+
+
+def checkpoint_args(
+    status: str,
+    agents: Sequence[Mapping[str, Any]],
+    started: str | None,
+    completed: str | None,
+    duration: float | None,
+    retry_count: int | None,
+    execution_mode: str,
+    errors: Sequence[str] | None,
+    name: str | None,
+    reason: str | None,
+    built_from: Mapping[int, str] | None,
+) -> CheckpointArgs:
+    for key, label in (("name", name), ("reason", reason)):
+        if label is not None and not isinstance(label, str):
+            raise InvalidArgumentError(f"{key} must be a string or None, got {label!r}", field=key)
+    check_choice("status", status, PHASE_STATUSES)
+    check_choice("execution_mode", execution_mode, RUN_STYLES)
+    check_count("retry_count", retry_count, optional=True)
+    runs = tuple(agent_run(index, agent) for index, agent in enumerate(agents))
+    names = [run.agent_name for run in runs]
+    if len(set(names)) != len(names):
+        raise InvalidArgumentError(f"agents lists an agent twice: {names}", field="agents")
+    return CheckpointArgs(
+        status,
+        agents,
+        runs,
+        check_timestamp("started", started),
+        check_timestamp("completed", completed),
+        check_seconds("duration", duration),
+        retry_count,
+        execution_mode,
+        tuple(check_text_list("errors", errors or ())),
+        check_built_from(built_from),
+    )
+
+
+def output_fields(
+    agent_name: str,
+    output_content: str,
+    status: str = "completed",
+    duration: float | None = None,
+    model: str | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    tools_used: Sequence[str] | None = None,
+    error_type: str | None = None,
+    error_message: str | None = None,
+    stack_trace: str | None = None,
+    cost: float | None = None,
+) -> dict[str, Any]:
+    """``save_agent_output``'s arguments, checked: the fields of its ``AgentOutput`` but the
+    phase and the time."""
+    check_agent_name(agent_name)
+    check_choice("status", status, PHASE_STATUSES)
+    if not isinstance(output_content, str):
+        raise InvalidArgumentError(
+            f"output_content must be a string, got {type(output_content).__name__}",
+            field="output_content",
+        )
+    for key, value in (
+        ("model", model),
+        ("error_type", error_type),
+        ("error_message", error_message),
+        ("stack_trace", stack_trace),
+    ):
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgumentError(f"{key} must be a string or None, got {value!r}", field=key)
+    check_count("input_tokens", input_tokens, optional=True)
+    check_count("output_tokens", output_tokens, optional=True)
+    return {
+        "agent_name": agent_name,
+        "duration": check_seconds("duration", duration),
+        "status": status,
+        "model": model,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "tools_used": tuple(check_text_list("tools_used", tools_used or ())),
+        "content": output_content,
+        "error_type": error_type,
+        "error_message": error_message,
+        "stack_trace": stack_trace,
+        "cost": round_or_none(check_amount("cost", cost), 4),
+    }
+
+
+def agent_row(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The checkpoint's row for an agent output (``save_phase`` without ``agents``)."""
+    row = {"agent_name": fields["agent_name"], "status": fields["status"]}
+    for key in ("duration", "input_tokens", "output_tokens", "cost"):
+        if fields[key] is not None:
+            row[key] = fields[key]
+    return row
+
+
+def feedback_fields(
+    reviewed: bool,
+    approved: bool,
+    comments: str = "",
+    requested_changes: Sequence[str] | None = None,
+    action: str = "approved",
+    retry_count: int = 0,
+) -> dict[str, Any]:
+    """``save_user_feedback``'s arguments, checked: the fields of its ``UserFeedback`` but the
+    phase and the time."""
+    check_choice("action", action, FEEDBACK_ACTIONS)
+    check_count("retry_count", retry_count)
+    check_flag("reviewed", reviewed)
+    check_flag("approved", approved)
+    if not isinstance(comments, str):
+        raise InvalidArgumentError(f"comments must be a string, got {comments!r}", field="comments")
+    return {
+        "reviewed": reviewed,
+        "approved": approved,
+        "comments": comments,
+        "requested_changes": tuple(check_text_list("requested_changes", requested_changes or ())),
+        "action": action,
+        "retry_count": retry_count,
+    }
+
+
+def check_built_from(value: Mapping[int, str] | None) -> tuple[tuple[int, str], ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 1 and isinstance(d, str)
+        for n, d in value.items()
+    ):
+        raise InvalidArgumentError(
+            f"built_from must map phase numbers to digests, got {value!r}", field="built_from"
+        )
+    return tuple(sorted(value.items()))

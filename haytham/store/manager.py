@@ -54,9 +54,7 @@ from haytham.format.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow
 from haytham.records import (
     FEEDBACK_ACTIONS,
     PHASE_STATUSES,
-    RUN_STYLES,
     AgentOutput,
-    AgentRun,
     Attempt,
     HistoryEntry,
     PhaseCheckpoint,
@@ -68,14 +66,15 @@ from haytham.store import fs as _storage
 from haytham.store import history, journal, lifecycle
 from haytham.store import progress as _progress
 from haytham.store.arguments import (
-    agent_run,
-    check_amount,
+    CheckpointArgs,
+    agent_row,
     check_choice,
     check_count,
     check_flag,
-    check_seconds,
-    check_text_list,
     check_timestamp,
+    checkpoint_args,
+    feedback_fields,
+    output_fields,
     round_or_none,
 )
 from haytham.store.clock import Clock, format_timestamp, parse_timestamp, utc_now
@@ -279,7 +278,7 @@ class CheckpointManager:
         the difference. Saving exactly what is already there
         changes no byte. ``name`` and ``reason`` label the history entry.
         """
-        checked = _checkpoint_args(
+        checked = checkpoint_args(
             status,
             agents,
             started,
@@ -321,7 +320,7 @@ class CheckpointManager:
         self,
         session: _Session,
         phase: PhaseDefinition,
-        checked: _CheckpointArgs,
+        checked: CheckpointArgs,
         current: Mapping[int, PhaseCheckpoint],
         staged: Mapping[str, str] | None = None,
     ) -> tuple[PhaseCheckpoint, PhaseCheckpoint | None, str]:
@@ -542,7 +541,7 @@ class CheckpointManager:
         cost: float | None = None,
     ) -> Path:
         """Write ``{agent_name}.md`` with the output exactly as given."""
-        fields = _output_fields(
+        fields = output_fields(
             agent_name,
             output_content,
             status,
@@ -601,7 +600,7 @@ class CheckpointManager:
         With ``expected_version`` (``fs.file_version`` of the file the review was written
         against, ``fs.NO_FILE`` for none) the file must still be that version, checked under
         the session's lock: otherwise StaleReviewError, and nothing is written."""
-        fields = _feedback_fields(reviewed, approved, comments, requested_changes, action, retry_count)
+        fields = feedback_fields(reviewed, approved, comments, requested_changes, action, retry_count)
         session = self._open(project_id, session_id)
         phase = session.phase(phase_num)
         with self._lock(session.directory, project_id, session_id):
@@ -699,13 +698,13 @@ class CheckpointManager:
                     field="outputs",
                 )
         try:
-            output_fields = {agent: _output_fields(agent, **kwargs) for agent, kwargs in given.items()}
-            review = None if feedback is None else _feedback_fields(**feedback)
+            checked_outputs = {agent: output_fields(agent, **kwargs) for agent, kwargs in given.items()}
+            review = None if feedback is None else feedback_fields(**feedback)
         except TypeError as error:  # an unknown or missing keyword
             raise InvalidArgumentError(str(error), field="outputs" if feedback is None else None) from None
         if agents is None:
-            agents = [_agent_row(fields) for fields in output_fields.values()]
-        checked = _checkpoint_args(
+            agents = [agent_row(fields) for fields in checked_outputs.values()]
+        checked = checkpoint_args(
             status,
             agents,
             started,
@@ -727,11 +726,11 @@ class CheckpointManager:
             _storage.remove_leftovers(directory)
             _storage.remove_leftovers(session.directory)
             written = []
-            for fields in output_fields.values():
+            for fields in checked_outputs.values():
                 path, output = self._output_change(directory, phase, fields)
                 if output is not None:
                     written.append((path, output, fields))
-            staged = {agent: fields["content"] for agent, fields in output_fields.items()}
+            staged = {agent: fields["content"] for agent, fields in checked_outputs.items()}
             checkpoint_path = directory / CHECKPOINT_FILE
             current = self._checkpoints(session)
             record, previous, now = self._checkpoint_record(session, phase, checked, current, staged)
@@ -1513,59 +1512,6 @@ def _check_version(path: Path, expected: str) -> None:
         )
 
 
-@dataclasses.dataclass(frozen=True)
-class _CheckpointArgs:
-    """``save_checkpoint``'s arguments, checked (before the session is opened)."""
-
-    status: str
-    agents: Sequence[Mapping[str, Any]]
-    runs: tuple[AgentRun, ...]
-    started: str | None
-    completed: str | None
-    duration: float | None
-    retry_count: int | None
-    execution_mode: str
-    errors: tuple[str, ...]
-    built_from: tuple[tuple[int, str], ...] | None
-
-
-def _checkpoint_args(
-    status: str,
-    agents: Sequence[Mapping[str, Any]],
-    started: str | None,
-    completed: str | None,
-    duration: float | None,
-    retry_count: int | None,
-    execution_mode: str,
-    errors: Sequence[str] | None,
-    name: str | None,
-    reason: str | None,
-    built_from: Mapping[int, str] | None,
-) -> _CheckpointArgs:
-    for key, label in (("name", name), ("reason", reason)):
-        if label is not None and not isinstance(label, str):
-            raise InvalidArgumentError(f"{key} must be a string or None, got {label!r}", field=key)
-    check_choice("status", status, PHASE_STATUSES)
-    check_choice("execution_mode", execution_mode, RUN_STYLES)
-    check_count("retry_count", retry_count, optional=True)
-    runs = tuple(agent_run(index, agent) for index, agent in enumerate(agents))
-    names = [run.agent_name for run in runs]
-    if len(set(names)) != len(names):
-        raise InvalidArgumentError(f"agents lists an agent twice: {names}", field="agents")
-    return _CheckpointArgs(
-        status,
-        agents,
-        runs,
-        check_timestamp("started", started),
-        check_timestamp("completed", completed),
-        check_seconds("duration", duration),
-        retry_count,
-        execution_mode,
-        tuple(check_text_list("errors", errors or ())),
-        _check_built_from(built_from),
-    )
-
-
 def _checkpoint_events(
     project_id: str,
     session_id: str,
@@ -1585,64 +1531,6 @@ def _checkpoint_events(
     return events
 
 
-def _output_fields(
-    agent_name: str,
-    output_content: str,
-    status: str = "completed",
-    duration: float | None = None,
-    model: str | None = None,
-    input_tokens: int | None = None,
-    output_tokens: int | None = None,
-    tools_used: Sequence[str] | None = None,
-    error_type: str | None = None,
-    error_message: str | None = None,
-    stack_trace: str | None = None,
-    cost: float | None = None,
-) -> dict[str, Any]:
-    """``save_agent_output``'s arguments, checked: the fields of its ``AgentOutput`` but the
-    phase and the time."""
-    check_agent_name(agent_name)
-    check_choice("status", status, PHASE_STATUSES)
-    if not isinstance(output_content, str):
-        raise InvalidArgumentError(
-            f"output_content must be a string, got {type(output_content).__name__}",
-            field="output_content",
-        )
-    for key, value in (
-        ("model", model),
-        ("error_type", error_type),
-        ("error_message", error_message),
-        ("stack_trace", stack_trace),
-    ):
-        if value is not None and not isinstance(value, str):
-            raise InvalidArgumentError(f"{key} must be a string or None, got {value!r}", field=key)
-    check_count("input_tokens", input_tokens, optional=True)
-    check_count("output_tokens", output_tokens, optional=True)
-    return {
-        "agent_name": agent_name,
-        "duration": check_seconds("duration", duration),
-        "status": status,
-        "model": model,
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "tools_used": tuple(check_text_list("tools_used", tools_used or ())),
-        "content": output_content,
-        "error_type": error_type,
-        "error_message": error_message,
-        "stack_trace": stack_trace,
-        "cost": round_or_none(check_amount("cost", cost), 4),
-    }
-
-
-def _agent_row(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The checkpoint's row for an agent output (``save_phase`` without ``agents``)."""
-    row = {"agent_name": fields["agent_name"], "status": fields["status"]}
-    for key in ("duration", "input_tokens", "output_tokens", "cost"):
-        if fields[key] is not None:
-            row[key] = fields[key]
-    return row
-
-
 def _output_event(
     project_id: str, session_id: str, phase: int, path: Path, fields: Mapping[str, Any]
 ) -> Event:
@@ -1650,50 +1538,11 @@ def _output_event(
     return Event("agent_output_saved", project_id, session_id, phase, path, details)
 
 
-def _feedback_fields(
-    reviewed: bool,
-    approved: bool,
-    comments: str = "",
-    requested_changes: Sequence[str] | None = None,
-    action: str = "approved",
-    retry_count: int = 0,
-) -> dict[str, Any]:
-    """``save_user_feedback``'s arguments, checked: the fields of its ``UserFeedback`` but the
-    phase and the time."""
-    check_choice("action", action, FEEDBACK_ACTIONS)
-    check_count("retry_count", retry_count)
-    check_flag("reviewed", reviewed)
-    check_flag("approved", approved)
-    if not isinstance(comments, str):
-        raise InvalidArgumentError(f"comments must be a string, got {comments!r}", field="comments")
-    return {
-        "reviewed": reviewed,
-        "approved": approved,
-        "comments": comments,
-        "requested_changes": tuple(check_text_list("requested_changes", requested_changes or ())),
-        "action": action,
-        "retry_count": retry_count,
-    }
-
-
 def _feedback_event(
     project_id: str, session_id: str, phase: int, path: Path, fields: Mapping[str, Any]
 ) -> Event:
     details = {"approved": fields["approved"], "action": fields["action"]}
     return Event("feedback_saved", project_id, session_id, phase, path, details)
-
-
-def _check_built_from(value: Mapping[int, str] | None) -> tuple[tuple[int, str], ...] | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping) or not all(
-        isinstance(n, int) and not isinstance(n, bool) and n >= 1 and isinstance(d, str)
-        for n, d in value.items()
-    ):
-        raise InvalidArgumentError(
-            f"built_from must map phase numbers to digests, got {value!r}", field="built_from"
-        )
-    return tuple(sorted(value.items()))
 
 
 def _has_results(checkpoint: PhaseCheckpoint) -> bool:
