@@ -156,22 +156,29 @@ def newest(entries: Iterable[HistoryEntry], head: str | None) -> HistoryEntry | 
     by_id = {e.entry_id: e for e in ordered}
     if head is not None and head not in by_id:
         return by_id.get(head)
-    descendants = [e for e in ordered if head is None or _descends(e, head, by_id)]
+    descendants = ordered if head is None else _descendants(ordered, head)
     if not descendants:
         return by_id[head] if head is not None else None
     return max(descendants, key=lambda e: (e.timestamp, e.entry_id))
 
 
-def _descends(entry: HistoryEntry, ancestor: str, by_id: dict[str, HistoryEntry]) -> bool:
-    seen: set[str] = set()
-    step = entry.parent
-    while step is not None and step not in seen:
-        if step == ancestor:
-            return True
-        seen.add(step)
-        parent = by_id.get(step)
-        step = parent.parent if parent is not None else None
-    return False
+def _descendants(entries: list[HistoryEntry], ancestor: str) -> list[HistoryEntry]:
+    """The entries whose chain of parents reaches ``ancestor``: one walk down from it over
+    the children, so a long history costs linear time, not one walk up per entry."""
+    children: dict[str, list[HistoryEntry]] = {}
+    for entry in entries:
+        if entry.parent is not None:
+            children.setdefault(entry.parent, []).append(entry)
+    found: dict[int, HistoryEntry] = {}
+    reached = {ancestor}
+    pending = [ancestor]
+    while pending:
+        for child in children.get(pending.pop(), ()):
+            found[id(child)] = child
+            if child.entry_id not in reached:
+                reached.add(child.entry_id)
+                pending.append(child.entry_id)
+    return [entry for entry in entries if id(entry) in found]
 
 
 def verify(entry: HistoryEntry) -> bool:
