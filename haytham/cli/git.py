@@ -152,14 +152,18 @@ def git_group() -> None:
     """
 
 
-@git_group.command("setup")
-@click.option(
+_REPO_OPTION = click.option(
     "--repo",
     type=click.Path(file_okay=False, path_type=Path),
     default=".",
     show_default=True,
     help="A directory inside the git repository.",
 )
+"""``--repo`` of ``git setup`` and ``sync``."""
+
+
+@git_group.command("setup")
+@_REPO_OPTION
 @base_dir_option
 def setup_command(repo: Path, base_dir: Path) -> None:
     """Write .gitattributes and register the merge driver in this clone's git config.
@@ -243,13 +247,7 @@ def _commit_keys() -> list[str]:
     help="Configure haytham's merge driver in this clone first if it is not (else sync asks, "
     "or refuses when it cannot ask).",
 )
-@click.option(
-    "--repo",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    show_default=True,
-    help="A directory inside the git repository.",
-)
+@_REPO_OPTION
 @base_dir_option
 @json_option
 def sync_command(remote: str, setup_driver: bool, repo: Path, base_dir: Path, as_json: bool) -> None:
