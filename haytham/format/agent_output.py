@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from haytham.errors import DocumentError, Issue
 from haytham.format import values as v
-from haytham.format.document import DocumentFormat, ReadCache, map_file
+from haytham.format.document import DocumentFormat, ReadCache, _record_or_raise, map_file
 from haytham.format.markdown import first_fence, iter_fences, normalise_label
 from haytham.format.reader import Reader
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
@@ -296,6 +296,10 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
         except UnicodeDecodeError:
             pass
         return self.read_data(bytes(buffer), path)
+
+    def parse_mapped(self, buffer: mmap.mmap | bytes, path: Path | None = None) -> AgentOutput:
+        """``read_mapped``'s record, or its first error raised (DocumentError)."""
+        return _record_or_raise(*self.read_mapped(buffer, path))
 
     def _mapped_reader(self, buffer: mmap.mmap | bytes, path: Path | None) -> Reader | None:
         """The reader of a mapped file, or None when it must be read whole."""
