@@ -359,8 +359,9 @@ class _Importer:
         self.target = target
         self.overwrite = overwrite
         self.folded: dict[str, str] = {}
-        self.facts: list[tuple[str, object]] = []
-        """Each staged file and what later checks need of its record (never its content)."""
+        self.facts: list[tuple[str, int | str | None]] = []
+        """Each staged file and what the later checks need of its record, never its content:
+        a checkpoint's phase number, an agent output's agent name."""
         self.manifest: tuple[SessionManifest, bytes] | None = None
         self.workflow: bytes | None = None
 
@@ -532,6 +533,7 @@ def _document_members(document: object, origin: Path | None) -> tuple[tuple[str,
 
 
 def _document_files(ids: tuple[str, str], texts: dict[str, str], origin: Path | None) -> Iterator[_Member]:
+    """The files of an export document as members, each text encoded as it is taken."""
     for relative, text in texts.items():
         _check_relative(relative, origin)
         try:
