@@ -225,3 +225,18 @@ def test_loading_a_20_mb_output_holds_the_content_and_a_fixed_slack(tmp_path: Pa
         tracemalloc.stop()
     assert outputs[1]["writer"] == "x" * SIZE + ending
     assert peak <= SIZE + SLACK, peak
+
+
+def test_an_output_line_in_a_fence_that_closes_later_is_skipped_as_in_the_whole_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first window ends inside a fence that holds ``## Output``: no answer there; the
+    grown window sees the fence close and finds the real line after it."""
+    text = AGENT_OUTPUT.render(dataclasses.replace(RECORD, content="real\n"))
+    text = text.replace("## Output", "```\n## Output\nnot this\n" + "x\n" * 50 + "```\n\n## Output", 1)
+    data = text.encode("utf-8")
+    assert_same(data, monkeypatch)
+    monkeypatch.setattr(agent_output_module, "_HEAD_BYTES", 200)
+    assert data.find(b"```", data.find(b"```") + 1) > 200  # the fence closes past the first window
+    record = AGENT_OUTPUT.read_mapped(data, PATH)[0]
+    assert record is not None and record.content == "real\n"
