@@ -174,6 +174,7 @@ class _Output:
 def _content(
     text: str, body_start: int, final_newlines: int | None, crlf: bool, legacy: bool
 ) -> tuple[str, dict[str, Any]]:
+    """``_Output.content`` of ``text`` whose output body starts at ``body_start``."""
     details: dict[str, Any] = {}
     if legacy:
         found = legacy_error_tail(text[body_start:])
@@ -211,9 +212,8 @@ class _MappedOutput(_Output):
             end = _before_newlines(buffer, start, end)
             if end + final_newlines <= trailing:
                 content = _decode(buffer, start, end + final_newlines)
-            else:  # the breaks are put back; a str only this function holds grows in place
-                content = _decode(buffer, start, end)
-                content += "\n" * final_newlines
+            else:  # the breaks are put back: two copies for a moment, as decode_content makes
+                content = _decode(buffer, start, end) + "\n" * final_newlines
         return (content.replace("\n", "\r\n") if crlf else content), {}
 
 
