@@ -191,7 +191,7 @@ def _plan(path: Path) -> tuple[Change, bytes] | Skipped | None:
     if kind is None:
         return None
     try:
-        data = read_file(path)
+        data = read_file(path, kind.max_bytes if isinstance(kind, DocumentFormat) else None)
         text = decode(data, path)
         version = kind.version(text, path)
     except DocumentError as error:

@@ -2,35 +2,40 @@
 
 An export carries every file of the session that haytham knows (the manifest, the phase
 files and their attempts, the history, ``workflow.yaml``) byte for byte, and nothing else:
-no lock, no temporary file, no stray notes. An import checks everything before it writes
-anything: the document against ``schemas/export.schema.json``, every path (relative, no
-``..``, a name a session holds), every tar member (regular files and directories only),
-every markdown file against its format, and that the ids agree. Only then are the files
-written into a hidden staging directory that is renamed into place, so a failed or
-interrupted import never leaves half a session behind.
+no lock, no temporary file, no stray notes. An import checks everything: the document
+against ``schemas/export.schema.json``, every path (relative, no ``..``, a name a session
+holds), every tar member (regular files and directories only), every markdown file against
+its format, and that the ids agree. It reads the export one file at a time: each file is
+checked as it is written into a hidden staging directory, which is renamed into place only
+once every check passed, so a failed or interrupted import never leaves half a session
+behind, and an archive is imported in about the memory of its largest file.
 
 Inputs are bounded (docs/formats.md, "Limits"): an archive is read as a stream, member by
-member, and each member's size (at most ``MAX_FILE_BYTES``), the sum of them and of the whole
-decompressed stream (at most ``MAX_EXPORT_BYTES``) and the number of members (at most
-``MAX_MEMBERS``) are checked from the headers before any data is read, so a small ``.tar.gz``
-that expands to gigabytes is refused without using the memory. A ``.json`` export is refused
-above ``MAX_EXPORT_BYTES`` before it is read. Exports are written as streams too.
+member, and each member's size (at most ``MAX_FILE_BYTES``, and its kind's limit), the sum
+of them and of the whole decompressed stream (at most ``MAX_EXPORT_BYTES``) and the number of
+members (at most ``MAX_MEMBERS``) are checked from the headers before any data is read, so a
+small ``.tar.gz`` that expands to gigabytes is refused without using the memory. A ``.json``
+export, parsed whole, is refused above ``MAX_JSON_BYTES`` before it is read. Exports are
+written as streams too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
+import itertools
 import json
+import mmap
 import os
 import re
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
-from typing import IO, TYPE_CHECKING, Any, cast, overload
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast, overload
 
 from haytham.errors import (
     DocumentError,
@@ -40,16 +45,20 @@ from haytham.errors import (
     storage_error,
 )
 from haytham.format import MANIFEST
-from haytham.format.document import MAX_DOCUMENT_BYTES, read_file
+from haytham.format import document as document_format
+from haytham.format.agent_output import AGENT_OUTPUT, MAPPED_FROM, MAX_OUTPUT_BYTES
+from haytham.format.document import map_file, read_file
 from haytham.format.layout import HISTORY_DIR, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.workflow import Workflow, load_workflow
-from haytham.records import AgentOutput, PhaseCheckpoint, SessionManifest
+from haytham.records import PhaseCheckpoint, SessionManifest
 from haytham.store import fs as _storage
 from haytham.store.copy import (
+    Staging,
     is_session_directory,
     is_session_path,
+    read_session_file,
     read_session_files,
     session_listing,
     write_session_dir,
@@ -66,10 +75,14 @@ VERSION = 1
 """The ``version`` of the export format this module writes and reads."""
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 """The suffixes of an export written as an archive; ``.json`` is the document."""
-MAX_FILE_BYTES = MAX_DOCUMENT_BYTES
-"""The largest file an export may hold: the limit of every markdown file haytham reads."""
-MAX_EXPORT_BYTES = 256 * 1024 * 1024
-"""The largest export: a ``.json`` file, or an archive's files together once decompressed."""
+MAX_FILE_BYTES = MAX_OUTPUT_BYTES
+"""The largest file an export may hold: an agent output's limit (each other file is held to
+its kind's, ``MAX_DOCUMENT_BYTES``)."""
+MAX_EXPORT_BYTES = 1024 * 1024 * 1024
+"""The largest archive: its files together once decompressed. An archive is imported file by
+file (in about the memory of its largest file), so this bounds the disk it may fill."""
+MAX_JSON_BYTES = 256 * 1024 * 1024
+"""The largest ``.json`` export: it is parsed whole, so it is held in memory several times."""
 MAX_MEMBERS = 100_000
 """The most members an archive may hold."""
 EXPECTED = "session_manifest.md, workflow.yaml, history/*.md, phase_*/*.md or phase_*/attempts/N/*.md"
@@ -157,7 +170,7 @@ def _export_archive(manager: CheckpointManager, project_id: str, session_id: str
                     session_id,
                     names,
                     directories,
-                    lambda name: read_file(directory / name),
+                    lambda name: read_session_file(directory, name),
                 )
             return
     files, directories = _agreeing_reads(directory)
@@ -250,14 +263,13 @@ def _text(data: bytes, path: str) -> str:
 # -------------------------------------------------------------------- importing
 
 
-@dataclass(frozen=True)
-class _Checked:
-    """An import that passed every check: where it goes and exactly what to write."""
+class _Member(NamedTuple):
+    """One file or directory of an export, as it is read: its data comes as chunks."""
 
-    project_id: str
-    session_id: str
-    files: dict[str, bytes]
-    directories: list[str]
+    ids: tuple[str, str]
+    relative: str
+    chunks: Iterable[bytes] | None
+    """The file's bytes, read as they are consumed; None for a directory."""
 
 
 def import_session(
@@ -272,53 +284,197 @@ def import_session(
 
     ``source`` is an export document, a ``.json`` file or a ``.tar.gz``/``.tgz`` archive.
     ``project_id`` and ``session_id`` put the session under other ids (its manifest is
-    rewritten to say so). Everything is checked before anything is written; an existing
-    session is refused (SessionExistsError) unless ``overwrite=True``, which replaces it
-    whole. The files go to a hidden staging directory renamed into place, so a crash leaves
-    either no session or the complete one.
+    rewritten to say so). An existing session is refused (SessionExistsError) unless
+    ``overwrite=True``, which replaces it whole.
+
+    The files are read one at a time: each is checked and written to a hidden staging
+    directory, then let go, so an archive is imported in about the memory of its largest
+    file. Only when every file passed (and the manifest, the workflow and the ids agree) is
+    the staging directory renamed into place (``write_session_dir``): a failed or
+    interrupted import leaves no session behind, or the complete one.
     """
-    if isinstance(source, Mapping):
-        origin = None
-        found_project, found_session, texts = _read_document(source, None)
-    elif isinstance(source, (str, os.PathLike)):
-        origin = Path(source)
-        if origin.name.endswith(ARCHIVE_SUFFIXES):
-            found_project, found_session, texts = _read_archive(origin)
-        elif origin.suffix == ".json":
-            found_project, found_session, texts = _read_document(_load_json(origin), origin)
+    origin: Path | None = None
+    with contextlib.ExitStack() as stack:
+        members: Iterator[_Member]
+        if isinstance(source, Mapping):
+            found, members = _document_members(source, None)
+        elif isinstance(source, (str, os.PathLike)):
+            origin = Path(source)
+            if origin.name.endswith(ARCHIVE_SUFFIXES):
+                archive = _archive_members(origin)
+                stack.callback(archive.close)  # the archive's file, when the import stops early
+                first = next(archive, None)
+                if first is None:
+                    raise DocumentError("the archive is empty", path=origin)
+                found, members = first.ids, itertools.chain([first], archive)
+            elif origin.suffix == ".json":
+                found, members = _document_members(_load_json(origin), origin)
+            else:
+                raise InvalidArgumentError(
+                    f"{origin} must end with .json, .tar.gz or .tgz (the form of the export)", field="source"
+                )
         else:
             raise InvalidArgumentError(
-                f"{origin} must end with .json, .tar.gz or .tgz (the form of the export)", field="source"
+                f"source must be an export document or the path of a .json or .tar.gz file, not "
+                f"{type(source).__name__}",
+                field="source",
             )
-    else:
-        raise InvalidArgumentError(
-            f"source must be an export document or the path of a .json or .tar.gz file, not "
-            f"{type(source).__name__}",
-            field="source",
+        check_path_name("project_id", found[0])
+        check_path_name("session_id", found[1])
+        wanted = (
+            check_name("project_id", project_id or found[0]),
+            check_name("session_id", session_id or found[1]),
         )
-    checked = _check(manager, found_project, found_session, texts, origin, project_id, session_id)
-    target = manager.session_dir(checked.project_id, checked.session_id)
-    if target.exists() and not overwrite:
-        raise SessionExistsError(
-            f"session {checked.project_id}/{checked.session_id} already exists at {target}; it was "
-            "left untouched (pass overwrite=True to replace it)",
-            path=target,
-        )
-    with _storage.confined(manager.base_dir):  # never through a symlink below base_dir
-        write_session_dir(
-            target,
-            checked.files,
-            checked.directories,
-            overwrite=overwrite,
-            lock_timeout=manager.lock_timeout,
-            what=f"session {checked.project_id}/{checked.session_id}",
-        )
+        target = check_inside(manager.base_dir, manager.session_dir(*wanted))
+        importer = _Importer(manager, origin, found, wanted, target, overwrite)
+        importer.refuse_existing()  # before anything is read or written; again under the lock
+        with _storage.confined(manager.base_dir):  # never through a symlink below base_dir
+            write_session_dir(
+                target,
+                lambda staging: importer.fill(staging, members),
+                overwrite=overwrite,
+                lock_timeout=manager.lock_timeout,
+                what=f"session {wanted[0]}/{wanted[1]}",
+            )
     _storage.ensure_gitignore(manager.base_dir)
     return target
 
 
+class _Importer:
+    """The checks of one import, file by file as the files are staged, then of the whole."""
+
+    def __init__(
+        self,
+        manager: CheckpointManager,
+        origin: Path | None,
+        found: tuple[str, str],
+        wanted: tuple[str, str],
+        target: Path,
+        overwrite: bool,
+    ) -> None:
+        self.manager = manager
+        self.origin = origin
+        self.found = found
+        self.wanted = wanted
+        self.target = target
+        self.overwrite = overwrite
+        self.folded: dict[str, str] = {}
+        self.facts: list[tuple[str, int | str | None]] = []
+        """Each staged file and what the later checks need of its record, never its content:
+        a checkpoint's phase number, an agent output's agent name."""
+        self.manifest: tuple[SessionManifest, bytes] | None = None
+        self.workflow: bytes | None = None
+
+    def refuse_existing(self) -> None:
+        """SessionExistsError when the session is there and may not be replaced."""
+        if self.target.exists() and not self.overwrite:
+            project_id, session_id = self.wanted
+            raise SessionExistsError(
+                f"session {project_id}/{session_id} already exists at {self.target}; it was "
+                "left untouched (pass overwrite=True to replace it)",
+                path=self.target,
+            )
+
+    def fill(self, staging: Staging, members: Iterable[_Member]) -> None:
+        """Check and stage every file of the export, then check the whole (``finish``)."""
+        for member in members:
+            if member.chunks is not None:
+                self.add(staging, member.relative, member.chunks)
+        self.finish(staging)
+
+    def add(self, staging: Staging, relative: str, chunks: Iterable[bytes]) -> None:
+        """Check one file's path, stage it, and check it as its kind (read back mapped)."""
+        origin = self.origin
+        _check_relative(relative, origin)
+        twin = self.folded.setdefault(relative.casefold(), relative)
+        if twin != relative:
+            raise UnsafePathError(
+                f"{relative!r} and {twin!r} differ only by letter case: they cannot both exist on "
+                "a case-insensitive file system",
+                field="path",
+            )
+        shown = _shown(origin, relative)
+        if relative in (MANIFEST_FILE, WORKFLOW_FILE):  # small; written last (a rename rewrites it)
+            data = b"".join(chunks)
+            if relative == WORKFLOW_FILE:
+                _text(data, str(shown))
+                self.workflow = data
+            else:
+                record = MANIFEST.parse(decode(data, shown), shown)
+                self.manifest = (record, data)
+            return
+        path = staging.write(relative, chunks)
+        kind = kind_of(Path(relative))
+        assert kind is not None  # is_session_path accepted the name
+        if kind is AGENT_OUTPUT:
+            mapped = map_file(path, AGENT_OUTPUT.max_bytes, MAPPED_FROM)
+            try:
+                output = AGENT_OUTPUT.parse_mapped(mapped, shown)
+            finally:
+                if isinstance(mapped, mmap.mmap):
+                    mapped.close()
+            self.facts.append((relative, output.agent_name))
+            del output  # its content: the largest thing an import holds, one file at a time
+        else:
+            found = kind.parse(decode(read_file(path, kind.max_bytes), shown), shown)
+            number = found.phase_number if isinstance(found, PhaseCheckpoint) else None
+            self.facts.append((relative, number))
+
+    def finish(self, staging: Staging) -> None:
+        """The checks of the whole export, then the manifest and the empty phase directories."""
+        origin = self.origin
+        if self.manifest is None:
+            raise DocumentError(f"the export has no {MANIFEST_FILE}", path=origin)
+        manifest, data = self.manifest
+        if (manifest.project_id, manifest.session_id) != self.found:
+            raise DocumentError(
+                f"the manifest is of session {manifest.project_id}/{manifest.session_id}, but the export "
+                f"says {self.found[0]}/{self.found[1]}",
+                path=_shown(origin, MANIFEST_FILE),
+                field="Session ID",
+            )
+        workflow = _workflow(self.manager, manifest, self.workflow, origin)
+        phases = workflow.phases_for(manifest.execution_mode)
+        directories = {phase.directory: phase.number for phase in workflow.phases}
+        for relative, fact in self.facts:
+            parts = relative.split("/")
+            if parts[0] == HISTORY_DIR or len(parts) == 1:
+                continue
+            if parts[0] not in directories:
+                raise UnsafePathError(
+                    f"{relative!r} is in {parts[0]!r}, which is no phase directory of workflow "
+                    f"{workflow.name!r}",
+                    field="path",
+                )
+            if isinstance(fact, int) and fact != directories[parts[0]]:
+                raise DocumentError(
+                    f"{fact} is not this directory's phase {directories[parts[0]]}",
+                    path=_shown(origin, relative),
+                    field="Phase Number",
+                )
+            if isinstance(fact, str) and fact != PurePosixPath(relative).stem:
+                raise DocumentError(
+                    f"{fact!r} does not match the file name {parts[-1]!r}",
+                    path=_shown(origin, relative),
+                    field="Agent",
+                )
+        project_id, session_id = self.wanted
+        if (project_id, session_id) != (manifest.project_id, manifest.session_id):
+            renamed = replace(manifest, project_id=project_id, session_id=session_id)
+            MANIFEST.check_record(renamed)
+            data = MANIFEST.render(renamed).encode("utf-8")
+        check_no_case_twin(self.manager.base_dir, project_id, "project_id")
+        check_no_case_twin(self.target.parent, session_id, "session_id")
+        self.refuse_existing()
+        staging.write(MANIFEST_FILE, data)
+        if self.workflow is not None:
+            staging.write(WORKFLOW_FILE, self.workflow)
+        for phase in phases:
+            staging.folder(phase.directory)
+
+
 def _load_json(path: Path) -> object:
-    data = _read_bounded(path, MAX_EXPORT_BYTES)
+    data = _read_bounded(path, MAX_JSON_BYTES)
     try:
         return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
     except UnicodeDecodeError:
@@ -364,7 +520,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def _read_document(document: object, origin: Path | None) -> tuple[str, str, dict[str, str]]:
+def _document_members(document: object, origin: Path | None) -> tuple[tuple[str, str], Iterator[_Member]]:
     """The ids and files of an export document that passes its schema."""
     if not isinstance(document, Mapping):
         raise DocumentError(f"a haytham export is a JSON object, not {type(document).__name__}", path=origin)
@@ -372,12 +528,28 @@ def _read_document(document: object, origin: Path | None) -> tuple[str, str, dic
     if errors:
         where = ".".join(str(p) for p in errors[0].absolute_path) or None
         raise DocumentError(f"is not a haytham export: {describe(errors[0])}", path=origin, field=where)
-    return document["project_id"], document["session_id"], dict(document["files"])
+    ids = (document["project_id"], document["session_id"])
+    return ids, _document_files(ids, dict(document["files"]), origin)
 
 
-def _read_archive(path: Path) -> tuple[str, str, dict[str, str]]:
-    """The ids and files of a ``.tar.gz`` export; every member is checked before it is read."""
-    files: dict[str, str] = {}
+def _document_files(ids: tuple[str, str], texts: dict[str, str], origin: Path | None) -> Iterator[_Member]:
+    """The files of an export document as members, each text encoded as it is taken."""
+    for relative, text in texts.items():
+        _check_relative(relative, origin)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise DocumentError(
+                "holds a lone surrogate, which UTF-8 cannot store", path=_shown(origin, relative)
+            ) from None
+        yield _Member(ids, relative, (data,))
+
+
+def _archive_members(path: Path) -> Generator[_Member, None, None]:
+    """The members of a ``.tar.gz`` export, one at a time as the stream is read; every
+    member's header is checked before its data is read (which the caller does, from
+    ``chunks``, before it asks for the next member)."""
+    seen: set[str] = set()
     ids: tuple[str, str] | None = None
     total = count = 0
     try:
@@ -436,20 +608,47 @@ def _read_archive(path: Path) -> tuple[str, str, dict[str, str]]:
                             f"{path}: member {member.name!r} is not a directory a session holds",
                             field="path",
                         )
+                    yield _Member(ids, relative, None)
                     continue
-                if relative in files:
+                if relative in seen:
                     raise UnsafePathError(f"{path}: member {member.name!r} appears twice", field="path")
+                seen.add(relative)
                 _check_relative(relative, path)
+                limit = _file_limit(relative)
+                if member.size > limit:
+                    raise DocumentError(
+                        f"member {member.name!r} is {_size(member.size)}: such a file of an export may "
+                        f"be at most {_size(limit)}",
+                        path=path,
+                    )
                 stream = archive.extractfile(member)
                 assert stream is not None  # a regular file always has data
-                files[relative] = _text(stream.read(), f"{path}:{relative}")
-    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as error:
+                yield _Member(ids, relative, _chunks(stream, path))
+    except _UNREADABLE as error:
         raise DocumentError(f"is not a readable .tar.gz archive ({error})", path=path) from None
     except OSError as error:
         raise storage_error(error, path, "read") from error
-    if ids is None:
-        raise DocumentError("the archive is empty", path=path)
-    return ids[0], ids[1], files
+
+
+_UNREADABLE = (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile)
+_CHUNK = 1 << 20
+
+
+def _chunks(stream: IO[bytes], path: Path) -> Iterator[bytes]:
+    """A member's data in chunks of at most ``_CHUNK`` bytes, as the archive is read."""
+    try:
+        while chunk := stream.read(_CHUNK):
+            yield chunk
+    except _UNREADABLE as error:
+        raise DocumentError(f"is not a readable .tar.gz archive ({error})", path=path) from None
+    except OSError as error:
+        raise storage_error(error, path, "read") from error
+
+
+def _file_limit(relative: str) -> int:
+    """The most bytes the file ``relative`` of an export may hold: its kind's limit."""
+    kind = kind_of(Path(relative))
+    return (kind.max_bytes if kind is not None else None) or document_format.MAX_DOCUMENT_BYTES
 
 
 def _open_stream(stream: io.RawIOBase) -> tarfile.TarFile:
@@ -508,97 +707,6 @@ def _check_relative(relative: str, origin: Path | None) -> None:
         raise UnsafePathError(
             f"{where}{relative!r} is not a file a session holds (expected {EXPECTED})", field="path"
         )
-
-
-def _check(
-    manager: CheckpointManager,
-    project_id: str,
-    session_id: str,
-    texts: Mapping[str, str],
-    origin: Path | None,
-    new_project_id: str | None,
-    new_session_id: str | None,
-) -> _Checked:
-    """Every check of an import, in memory; returns exactly what to write."""
-    check_path_name("project_id", project_id)
-    check_path_name("session_id", session_id)
-    files: dict[str, bytes] = {}
-    folded: dict[str, str] = {}
-    for relative, text in texts.items():
-        _check_relative(relative, origin)
-        twin = folded.setdefault(relative.casefold(), relative)
-        if twin != relative:
-            raise UnsafePathError(
-                f"{relative!r} and {twin!r} differ only by letter case: they cannot both exist on "
-                "a case-insensitive file system",
-                field="path",
-            )
-        try:
-            files[relative] = text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise DocumentError(
-                "holds a lone surrogate, which UTF-8 cannot store", path=_shown(origin, relative)
-            ) from None
-    if MANIFEST_FILE not in files:
-        raise DocumentError(f"the export has no {MANIFEST_FILE}", path=origin)
-    records = {relative: _parse(relative, data, origin) for relative, data in files.items()}
-    manifest = records[MANIFEST_FILE]
-    assert isinstance(manifest, SessionManifest)
-    if (manifest.project_id, manifest.session_id) != (project_id, session_id):
-        raise DocumentError(
-            f"the manifest is of session {manifest.project_id}/{manifest.session_id}, but the export "
-            f"says {project_id}/{session_id}",
-            path=_shown(origin, MANIFEST_FILE),
-            field="Session ID",
-        )
-    workflow = _workflow(manager, manifest, files.get(WORKFLOW_FILE), origin)
-    phases = workflow.phases_for(manifest.execution_mode)
-    directories = {phase.directory: phase.number for phase in workflow.phases}
-    for relative, record in records.items():
-        parts = relative.split("/")
-        if parts[0] == HISTORY_DIR or len(parts) == 1:
-            continue
-        if parts[0] not in directories:
-            raise UnsafePathError(
-                f"{relative!r} is in {parts[0]!r}, which is no phase directory of workflow {workflow.name!r}",
-                field="path",
-            )
-        if isinstance(record, PhaseCheckpoint) and record.phase_number != directories[parts[0]]:
-            raise DocumentError(
-                f"{record.phase_number} is not this directory's phase {directories[parts[0]]}",
-                path=_shown(origin, relative),
-                field="Phase Number",
-            )
-        if isinstance(record, AgentOutput) and record.agent_name != PurePosixPath(relative).stem:
-            raise DocumentError(
-                f"{record.agent_name!r} does not match the file name {parts[-1]!r}",
-                path=_shown(origin, relative),
-                field="Agent",
-            )
-    project_id = check_name("project_id", new_project_id or project_id)
-    session_id = check_name("session_id", new_session_id or session_id)
-    if (project_id, session_id) != (manifest.project_id, manifest.session_id):
-        renamed = replace(manifest, project_id=project_id, session_id=session_id)
-        MANIFEST.check_record(renamed)
-        files[MANIFEST_FILE] = MANIFEST.render(renamed).encode("utf-8")
-    target = manager.session_dir(project_id, session_id)
-    check_no_case_twin(manager.base_dir, project_id, "project_id")
-    check_no_case_twin(target.parent, session_id, "session_id")
-    check_inside(manager.base_dir, target)
-    wanted = {phase.directory for phase in phases}
-    wanted.update(str(parent) for path in files for parent in PurePosixPath(path).parents)
-    wanted.discard(".")
-    return _Checked(project_id, session_id, files, sorted(wanted))
-
-
-def _parse(relative: str, data: bytes, origin: Path | None) -> object:
-    """The record of one exported file (None for workflow.yaml, checked separately)."""
-    if relative == WORKFLOW_FILE:
-        return None
-    kind = kind_of(Path(relative))
-    assert kind is not None  # is_session_path accepted the name
-    shown = _shown(origin, relative)
-    return kind.parse(decode(data, shown), shown)
 
 
 def _workflow(

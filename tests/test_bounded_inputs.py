@@ -125,7 +125,21 @@ def test_a_member_claiming_gigabytes_is_refused_from_its_header(tmp_path: Path) 
         transfer.import_session(CheckpointManager(base_dir=tmp_path / "base"), archive)
     assert str(caught.value) == (
         f"{archive}: member '{P}/sessions/{S}/phase_1_concept/writer.md' is 2 GB: a file of an export "
-        "may be at most 64 MB"
+        "may be at most 256 MB"
+    )
+    assert not (tmp_path / "base").exists()
+
+
+def test_a_member_past_its_kinds_limit_is_refused_from_its_header(tmp_path: Path) -> None:
+    """An agent output may be 256 MB; a checkpoint, parsed whole, only 64 MB."""
+    archive = _header_only_archive(
+        tmp_path / "bomb.tar.gz", f"{P}/sessions/{S}/phase_1_concept/checkpoint.md", 100 << 20
+    )
+    with pytest.raises(DocumentError) as caught:
+        transfer.import_session(CheckpointManager(base_dir=tmp_path / "base"), archive)
+    assert str(caught.value) == (
+        f"{archive}: member '{P}/sessions/{S}/phase_1_concept/checkpoint.md' is 100 MB: such a file of "
+        "an export may be at most 64 MB"
     )
     assert not (tmp_path / "base").exists()
 
@@ -154,7 +168,7 @@ def test_an_oversized_json_export_is_refused_before_it_is_read(
 ) -> None:
     path = tmp_path / "big.json"
     path.write_text(json.dumps({"files": {"x": "y" * 3000}}), encoding="utf-8")
-    monkeypatch.setattr(transfer, "MAX_EXPORT_BYTES", 2048)
+    monkeypatch.setattr(transfer, "MAX_JSON_BYTES", 2048)
     with pytest.raises(DocumentError) as caught:
         transfer.import_session(CheckpointManager(base_dir=tmp_path / "base"), path)
     assert str(caught.value) == f"{path}: is 2.9 KB: an export may be at most 2 KB"
@@ -208,7 +222,7 @@ def test_a_small_archive_of_a_2_gb_member_is_refused_without_the_memory(tmp_path
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     message, peak_kb = result.stdout.splitlines()
-    assert message.endswith("is 2 GB: a file of an export may be at most 64 MB")
+    assert message.endswith("is 2 GB: a file of an export may be at most 256 MB")
     assert int(peak_kb) < 300 * 1024  # kilobytes on Linux: far below the member's 2 GB
 
 

@@ -4,24 +4,39 @@ The header is parsed with the section parser; the output is found by a fence-awa
 the first top-level ``## Output`` line and sliced from the source, so a megabyte of output
 never goes through mistune. Two optional Metadata fields make the slice exact: ``Final
 Newlines`` (how many line breaks ended the text) and ``Line Endings: crlf``.
+
+A file larger than ``MAPPED_FROM`` is read mapped (``read_mapped``): the header is decoded
+from the start of the file, the ``## Output`` line found there exactly as in the whole text,
+and the content decoded once, straight from the mapping. Loading a 100 MB output then holds
+the content and little else, where decoding the file whole would hold its text and the
+content sliced from it at once.
 """
 
 from __future__ import annotations
 
+import mmap
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from haytham.errors import DocumentError
+from haytham.errors import DocumentError, Issue
 from haytham.format import values as v
-from haytham.format.document import DocumentFormat
+from haytham.format.document import DocumentFormat, ReadCache, _record_or_raise, map_file
 from haytham.format.markdown import first_fence, iter_fences, normalise_label
 from haytham.format.reader import Reader
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import AgentOutput
 
 TITLE = "Agent Output: "
+MAX_OUTPUT_BYTES = 256 * 1024 * 1024
+"""The largest agent output file haytham reads (docs/formats.md, "Limits"). Larger than
+``MAX_DOCUMENT_BYTES`` of the other files, which are parsed whole: an output is read mapped
+(``read_mapped``), in about the memory of its content."""
+MAPPED_FROM = 1024 * 1024
+"""Files of more bytes than this are read mapped, not read whole."""
+_HEAD_BYTES = 64 * 1024
+"""How much of a mapped file is decoded first to find ``## Output`` (doubled until found)."""
 MAX_FINAL_NEWLINES = 1_000_000
 """The most line breaks ``Final Newlines`` may record. Reading puts that many line breaks
 back, so the number is checked before anything is allocated (a hand-edited
@@ -135,16 +150,177 @@ def decode_content(text: str, start: int, final_newlines: int | None, crlf: bool
     return content.replace("\n", "\r\n") if crlf else content
 
 
+class _Output:
+    """Where a document's output starts and how its content is taken: from the whole text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        """The text that holds the header and the ``## Output`` line (here, all of it)."""
+        self.split = split_output(text)
+        """``split_output`` of the whole document."""
+
+    @property
+    def header(self) -> str:
+        """The text before ``## Output`` (all of it when there is none)."""
+        return self.text if self.split is None else self.text[: self.split[0]]
+
+    def content(self, final_newlines: int | None, crlf: bool, legacy: bool) -> tuple[str, dict[str, Any]]:
+        """The content (``decode_content``) and, with ``legacy``, the error details a file of
+        version 0 appended after it (``legacy_error_tail``)."""
+        assert self.split is not None
+        return _content(self.text, self.split[1], final_newlines, crlf, legacy)
+
+
+def _content(
+    text: str, body_start: int, final_newlines: int | None, crlf: bool, legacy: bool
+) -> tuple[str, dict[str, Any]]:
+    """``_Output.content`` of ``text`` whose output body starts at ``body_start``."""
+    details: dict[str, Any] = {}
+    if legacy:
+        found = legacy_error_tail(text[body_start:])
+        if found is not None:
+            text = text[: body_start + found[0]]
+            details = found[1]
+    return decode_content(text, body_start, final_newlines, crlf), details
+
+
+class _MappedOutput(_Output):
+    """The output of a file read mapped: ``text`` is the decoded start of the file, up to
+    and with the ``## Output`` line; the content is decoded from the mapping when taken."""
+
+    def __init__(self, head: str, split: tuple[int, int, int], buffer: mmap.mmap | bytes, body_at: int):
+        self.text = head
+        self.split = split
+        self._buffer = buffer
+        self._body_at = body_at
+        """The byte offset in ``buffer`` of ``head[split[1]]``, the line after ``## Output``."""
+
+    def content(self, final_newlines: int | None, crlf: bool, legacy: bool) -> tuple[str, dict[str, Any]]:
+        """``_Output.content`` of the whole text, decoding the bytes it covers once (a
+        UnicodeDecodeError when they are not UTF-8)."""
+        buffer, start, end = self._buffer, self._body_at, len(self._buffer)
+        if legacy:  # files of version 0 that failed: rare, read as the text path does
+            return _content(_decode(buffer, start, end), 0, final_newlines, crlf, legacy)
+        if buffer[start : start + 1] == b"\n":
+            start += 1
+        if final_newlines is None:
+            if end > start and buffer[end - 1] == _LF:
+                end -= 1
+            content = _decode(buffer, start, end)
+        else:
+            trailing = end
+            end = _before_newlines(buffer, start, end)
+            if end + final_newlines <= trailing:
+                content = _decode(buffer, start, end + final_newlines)
+            else:  # the breaks are put back: two copies for a moment, as decode_content makes
+                content = _decode(buffer, start, end) + "\n" * final_newlines
+        return (content.replace("\n", "\r\n") if crlf else content), {}
+
+
+_LF = ord("\n")
+_BOM = "\ufeff".encode()
+
+
+def _decode(buffer: mmap.mmap | bytes, start: int, end: int) -> str:
+    """``buffer[start:end]`` decoded as UTF-8 without copying the bytes first."""
+    with memoryview(buffer) as whole, whole[start:end] as part:
+        return str(part, "utf-8")
+
+
+def _before_newlines(buffer: mmap.mmap | bytes, start: int, end: int) -> int:
+    """Where the line breaks that end ``buffer[start:end]`` begin (``rstrip`` on bytes, in
+    steps, so a file of a million final line breaks is not copied whole)."""
+    while end > start:
+        step = buffer[max(start, end - _HEAD_BYTES) : end]
+        kept = len(step.rstrip(b"\n"))
+        end -= len(step) - kept
+        if kept:
+            break
+    return end
+
+
+def _all_crlf(buffer: mmap.mmap | bytes, start: int) -> bool:
+    """Whether ``buffer[start:]`` has line breaks and every one is CRLF (``decode`` then
+    turns them to LF), counted in steps."""
+    crlf = lf = 0
+    for at in range(start, len(buffer), 1 << 20):
+        step = buffer[at : at + (1 << 20) + 1]  # one byte more: a CRLF across the step's end
+        crlf += step.count(b"\r\n")
+        lf += step.count(b"\n", 0, 1 << 20)
+        if crlf != lf:
+            return False
+    return lf > 0
+
+
+class _OutputReader(Reader):
+    """The reader of an agent output: the section parser sees only the header."""
+
+    def __init__(self, output: _Output, path: Path | None, labels: Mapping[str, str], *, fast: bool) -> None:
+        super().__init__(output.text, path, labels, sections_text=output.header, fast=fast)
+        self.output = output
+
+
 class AgentOutputFormat(DocumentFormat[AgentOutput]):
     kind = "agent_output"
     labels: ClassVar[Mapping[str, str]] = labels_of(SECTIONS, {"phase_name": "phase_number"})
     version_section: ClassVar[SectionSpec] = METADATA
     sections: ClassVar[tuple[SectionSpec, ...]] = SECTIONS
+    max_bytes: ClassVar[int | None] = MAX_OUTPUT_BYTES
 
     def _reader(self, text: str, path: Path | None, *, fast: bool = True) -> Reader:
-        split = split_output(text)
-        header = text if split is None else text[: split[0]]
-        return Reader(text, path, self.labels, sections_text=header, fast=fast)
+        return _OutputReader(_Output(text), path, self.labels, fast=fast)
+
+    def _read_at(self, path: Path, cache: ReadCache | None) -> tuple[AgentOutput | None, list[Issue]]:
+        found = map_file(path, self.max_bytes, MAPPED_FROM)
+        if isinstance(found, bytes):
+            return self.read_data(found, path, cache=cache)
+        with found:  # never cached: such a text is longer than a cache keeps
+            return self.read_mapped(found, path)
+
+    def read_mapped(
+        self, buffer: mmap.mmap | bytes, path: Path | None = None
+    ) -> tuple[AgentOutput | None, list[Issue]]:
+        """``read_data`` of a file's bytes, decoding only the header and the content.
+
+        The same record and issues as ``read_data(bytes(buffer))`` (tests/test_agent_output_mapped.py
+        compares them): the ``## Output`` line is found by ``split_output`` on a decoded
+        start of the file that ends at a line break, and such a start is taken as an answer
+        only when it is one for the whole text too (a line found outside every fence); every
+        byte is decoded once, so bytes that are not UTF-8 are still refused. A file whose
+        every line ends in CRLF (``decode`` rewrites it), or that is not UTF-8 (whose error
+        ``decode`` locates), is read whole."""
+        try:
+            reader = self._mapped_reader(buffer, path)
+            if reader is not None:
+                return self._read_with(reader)
+        except UnicodeDecodeError:
+            pass
+        return self.read_data(bytes(buffer), path)
+
+    def parse_mapped(self, buffer: mmap.mmap | bytes, path: Path | None = None) -> AgentOutput:
+        """``read_mapped``'s record, or its first error raised (DocumentError)."""
+        return _record_or_raise(*self.read_mapped(buffer, path))
+
+    def _mapped_reader(self, buffer: mmap.mmap | bytes, path: Path | None) -> Reader | None:
+        """The reader of a mapped file, or None when it must be read whole."""
+        size = len(buffer)
+        skip = len(_BOM) if buffer[: len(_BOM)] == _BOM else 0
+        if buffer.find(b"\r", skip) >= 0 and _all_crlf(buffer, skip):
+            return None
+        window = _HEAD_BYTES
+        while True:
+            stop = size if skip + window >= size else buffer.rfind(b"\n", skip, skip + window) + 1
+            if stop == size:
+                return None  # the output line is not in a start of the file: read it whole
+            if stop > skip:
+                head = _decode(buffer, skip, stop)
+                split = split_output(head)
+                if split is not None:
+                    break
+            window *= 2
+        body_at = skip + len(head[: split[1]].encode("utf-8"))
+        output = _MappedOutput(head, split, buffer, body_at)
+        return _OutputReader(output, path, self.labels, fast=True)
 
     def _collect(self, reader: Reader) -> dict[str, Any]:
         title_name = reader.expect_title(TITLE)
@@ -195,20 +371,15 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
         data["cost"] = take(details, "cost", v.read_cost, required=False)
         data.update(_error_details(reader))
 
-        split = split_output(reader.text)
-        if split is None:
+        output = reader.output if isinstance(reader, _OutputReader) else _Output(reader.text)
+        if output.split is None:
             reader.error(None, None, f"section '{OUTPUT.heading}' is missing")
             data["content"] = ""
             return data
-        _, body_start, output_line = split
-        reader.lines[("content",)] = output_line - 1
-        text = reader.text
-        if data["status"] == "failed" and reader.section(ERROR_DETAILS) is None:
-            legacy = legacy_error_tail(text[body_start:])
-            if legacy is not None:
-                text = text[: body_start + legacy[0]]
-                data.update(legacy[1])
-        data["content"] = decode_content(text, body_start, final_newlines, line_endings == "crlf")
+        reader.lines[("content",)] = output.split[2] - 1
+        legacy = data["status"] == "failed" and reader.section(ERROR_DETAILS) is None
+        data["content"], details = output.content(final_newlines, line_endings == "crlf", legacy)
+        data.update(details)
         return data
 
     def check_record(self, record: AgentOutput, path: Path | None = None) -> None:

@@ -9,7 +9,9 @@ cannot be stale). Records are frozen, so sharing them is safe.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import mmap
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -98,6 +100,8 @@ class DocumentFormat(ABC, Generic[R]):
     reads_near_misses: ClassVar[bool] = False
     """Whether the reader takes a heading nearly a missing section's title for that section
     (``Reader.near_section``), so that it is no section of the person's."""
+    max_bytes: ClassVar[int | None] = None
+    """The largest file of this kind that is read; None: ``MAX_DOCUMENT_BYTES``."""
 
     @abstractmethod
     def _collect(self, reader: Reader) -> dict[str, Any]:
@@ -166,8 +170,11 @@ class DocumentFormat(ABC, Generic[R]):
         return record, issues
 
     def _read(self, text: str, path: Path | None, *, fast: bool = True) -> tuple[R | None, list[Issue]]:
+        return self._read_with(self._reader(text, path, fast=fast))
+
+    def _read_with(self, reader: Reader) -> tuple[R | None, list[Issue]]:
+        """The record and issues of the document ``reader`` holds."""
         COUNTERS.parsed += 1
-        reader = self._reader(text, path, fast=fast)
         data = self._collect(reader)
         read_version(reader, self.version_section)
         for section, meant in misnamed(
@@ -202,7 +209,7 @@ class DocumentFormat(ABC, Generic[R]):
     def read_path(self, path: Path, *, cache: ReadCache | None = None) -> tuple[R | None, list[Issue]]:
         """Read the file at ``path``; an unreadable or undecodable file is an issue too."""
         try:
-            return self.read_data(read_file(path), path, cache=cache)
+            return self._read_at(path, cache)
         except DocumentError as error:
             return None, [Issue(error.path, error.line, error.field, error.message)]
         except StorageError as error:
@@ -237,7 +244,7 @@ class DocumentFormat(ABC, Generic[R]):
             text, canonical = self.render(record), True
         else:
             try:
-                old_text: str | None = read_file(path).decode("utf-8")
+                old_text: str | None = read_file(path, self.max_bytes).decode("utf-8")
             except (OSError, UnicodeDecodeError, DocumentError):
                 old_text = None
             text, canonical = self._render_over(record, old_text)
@@ -256,15 +263,21 @@ class DocumentFormat(ABC, Generic[R]):
 
     def load(self, path: Path, *, cache: ReadCache | None = None) -> R:
         """Read and parse the file at ``path``."""
-        return _record_or_raise(*self.read_data(read_file(path), path, cache=cache))
+        return _record_or_raise(*self._read_at(path, cache))
 
     def load_optional(self, path: Path, *, cache: ReadCache | None = None) -> R | None:
         """``load``, or None when there is no file at ``path``."""
         try:
-            data = read_file(path)
+            found = self._read_at(path, cache)
         except FileNotFoundError:
             return None
-        return _record_or_raise(*self.read_data(data, path, cache=cache))
+        return _record_or_raise(*found)
+
+    def _read_at(self, path: Path, cache: ReadCache | None) -> tuple[R | None, list[Issue]]:
+        """``read_data`` of the file at ``path``: what ``load``, ``load_optional`` and
+        ``read_path`` read. A kind whose files may be large reads them its own way (an agent
+        output maps the file and decodes only its header and its content)."""
+        return self.read_data(read_file(path, self.max_bytes), path, cache=cache)
 
     def check_record(self, record: R, path: Path | None = None) -> None:
         """Refuse to write a record that breaks the schema (the caller's bad value)."""
@@ -291,19 +304,35 @@ def _key(kind: DocumentFormat[Any], path: Path | None) -> _Key:
     return (type(kind), type(path), None if path is None else os.fspath(path))
 
 
-def read_file(path: Path) -> bytes:
+def read_file(path: Path, limit: int | None = None) -> bytes:
     """The bytes of the file at ``path``: what ``Path.read_bytes`` gives, with fewer layers
     (a small file is one ``read`` and a second one that finds the end).
 
-    An OSError other than a missing file is a StorageError naming ``path`` in plain words
-    (``checkpoint.md`` that is a folder: "... is a folder where a file should be")."""
+    A file of more than ``limit`` bytes (None: ``MAX_DOCUMENT_BYTES``) is a DocumentError,
+    judged by its size before it is read. An OSError other than a missing file is a
+    StorageError naming ``path`` in plain words (``checkpoint.md`` that is a folder: "... is a
+    folder where a file should be")."""
     try:
-        return _read_file(path)
+        found = _read_file(path, limit, None)
+    except OSError as error:
+        raise storage_error(error, path, "read") from error
+    assert isinstance(found, bytes)
+    return found
+
+
+def map_file(path: Path, limit: int | None, smallest: int) -> bytes | mmap.mmap:
+    """``read_file``, except that a file of more than ``smallest`` bytes comes back mapped
+    read-only (``mmap``), not read: a caller that decodes only the parts it needs (an agent
+    output's header and content, ``str(memoryview(mapped)[a:b], "utf-8")``) then never holds
+    the file's bytes beside its text. The mapped pages are the system's page cache, which it
+    may evict; the caller closes the mapping."""
+    try:
+        return _read_file(path, limit, smallest)
     except OSError as error:
         raise storage_error(error, path, "read") from error
 
 
-def _read_file(path: Path) -> bytes:
+def _read_file(path: Path, limit: int | None, map_from: int | None) -> bytes | mmap.mmap:
     fd = os.open(path, os.O_RDONLY)
     COUNTERS.opened += 1
     try:
@@ -311,12 +340,16 @@ def _read_file(path: Path) -> bytes:
         if len(first) < _CHUNK and not os.read(fd, 1):
             return first
         size = os.fstat(fd).st_size
-        if size > MAX_DOCUMENT_BYTES:
+        most, kind = (MAX_DOCUMENT_BYTES, "") if limit is None else (limit, " of this kind")
+        if size > most:
             raise DocumentError(
-                f"is {size:,} bytes long: haytham reads session files of at most {MAX_DOCUMENT_BYTES:,} "
-                "bytes (docs/formats.md, Limits)",
+                f"is {size:,} bytes long: haytham reads session files{kind} of at most {most:,} bytes "
+                "(docs/formats.md, Limits)",
                 path=path,
             )
+        if map_from is not None and size > map_from:
+            with contextlib.suppress(ValueError):  # shrunk since fstat: read what is there
+                return mmap.mmap(fd, size, access=mmap.ACCESS_READ)  # it outlives the descriptor
         os.lseek(fd, 0, os.SEEK_SET)
         with open(fd, "rb", buffering=0, closefd=False) as handle:
             return handle.readall()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from haytham.errors import SessionExistsError, UnsafeNameError, UnsafePathError
@@ -107,7 +107,14 @@ def read_session_files(
     read: a fork of phase 2 reads phase 1, not the whole session.
     """
     names, directories = session_listing(directory, only=only)
-    return {name: read_file(directory / name) for name in names}, directories
+    return {name: read_session_file(directory, name) for name in names}, directories
+
+
+def read_session_file(directory: Path, relative: str) -> bytes:
+    """The bytes of a session's file, refused above the limit of its kind (an agent output's
+    is larger than the other files', docs/formats.md "Limits")."""
+    kind = kind_of(Path(relative))
+    return read_file(directory / relative, None if kind is None else kind.max_bytes)
 
 
 def _refuse_symlink(path: Path) -> None:
@@ -119,7 +126,7 @@ def _refuse_symlink(path: Path) -> None:
 
 def write_session_dir(
     target: Path,
-    files: Mapping[str, bytes],
+    files: Mapping[str, bytes] | Callable[[Staging], None],
     directories: Iterable[str] = (),
     *,
     overwrite: bool = False,
@@ -137,6 +144,10 @@ def write_session_dir(
     point leaves the old session or the new one once recovered (the next fork or import in
     the project, or ``doctor --fix``). On a failure before the commit point the staging
     folder and the parents this call made are removed.
+
+    ``files`` is what to write, or a function that fills the ``Staging`` itself under the
+    lock (an import checks each file of an archive as it writes it, so a large session is
+    never held in memory); what it raises leaves nothing behind, like any failure here.
     """
     project_dir = target.parent.parent
     made = list(_missing(target.parent))
@@ -149,7 +160,12 @@ def write_session_dir(
             restore_replaced(project_dir)
             journal.remove_leftovers(project_dir)  # no record: what killed writers staged
             staging = project_dir / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}{STAGING_SUFFIX}"
-            _stage(staging, files, directories)
+            if callable(files):
+                filled = Staging(staging)
+                files(filled)
+                filled.sync()
+            else:
+                _stage(staging, files, directories)
             change = journal.Change(project_dir, "replace session" if overwrite else "add session")
             if overwrite and target.exists():
                 with _storage.locked(target, lock_timeout, what):
@@ -176,24 +192,48 @@ def write_session_dir(
         raise
 
 
+class Staging:
+    """The new folder a session is written into before it is moved into place
+    (``write_session_dir``): files and folders are added one by one, then all fsynced."""
+
+    def __init__(self, root: Path) -> None:
+        journal.make_folder(root)
+        self.root = root
+        self._made = {root}
+
+    def folder(self, relative: str) -> Path:
+        """Make the folder ``relative`` (and its parents) in the staging folder."""
+        path = self.root / relative
+        for folder in reversed([path, *path.parents]):
+            if folder not in self._made and self.root in folder.parents:
+                journal.make_folder(folder)
+                self._made.add(folder)
+        return path
+
+    def write(self, relative: str, data: bytes | Iterable[bytes]) -> Path:
+        """Write the new file ``relative`` (bytes, or chunks as they come), fsynced."""
+        path = self.root / relative
+        for folder in reversed([path.parent, *path.parent.parents]):
+            if folder not in self._made and self.root in folder.parents and not folder.exists():
+                journal.make_folder(folder)
+                self._made.add(folder)
+        journal.write_new(path, data)  # a file where a folder belongs: the error names the path
+        return path
+
+    def sync(self) -> None:
+        """fsync every folder made, deepest first: the files' names are durable."""
+        for folder in sorted(self._made, key=lambda p: len(p.parts), reverse=True):
+            journal.fsync_dir(folder)
+
+
 def _stage(staging: Path, files: Mapping[str, bytes], directories: Iterable[str]) -> None:
     """Write the session's files into the new folder ``staging``, every one fsynced."""
-    journal.make_folder(staging)
-    made = {staging}
+    stage = Staging(staging)
     for directory in sorted(directories):
-        for folder in reversed([staging / directory, *(staging / directory).parents]):
-            if folder not in made and staging in folder.parents:
-                journal.make_folder(folder)
-                made.add(folder)
+        stage.folder(directory)
     for relative, data in sorted(files.items()):
-        path = staging / relative
-        for folder in reversed([path.parent, *path.parent.parents]):
-            if folder not in made and staging in folder.parents and not folder.exists():
-                journal.make_folder(folder)
-                made.add(folder)
-        journal.write_new(path, data)
-    for folder in sorted(made, key=lambda p: len(p.parts), reverse=True):
-        journal.fsync_dir(folder)
+        stage.write(relative, data)
+    stage.sync()
 
 
 def _exists(target: Path, what: str) -> SessionExistsError:
@@ -212,8 +252,10 @@ def _missing(directory: Path) -> Iterator[Path]:
 
 
 __all__ = [
+    "Staging",
     "is_session_directory",
     "is_session_path",
+    "read_session_file",
     "read_session_files",
     "session_listing",
     "write_session_dir",

@@ -41,7 +41,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -129,9 +129,10 @@ def fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def write_new(path: Path, data: bytes) -> None:
-    """Create the file ``path`` (it must not exist) holding ``data``, fsynced; an OSError
-    becomes a StorageError naming it, a symlink on the way an UnsafePathError."""
+def write_new(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Create the file ``path`` (it must not exist) holding ``data`` (bytes, or chunks written
+    as they come: an import streams a large file), fsynced; an OSError becomes a StorageError
+    naming it, a symlink on the way an UnsafePathError."""
     fs.check_no_symlink(path)
     with _naming(path):
         _write_synced(path, data)
@@ -146,13 +147,14 @@ def make_folder(path: Path) -> None:
             os.mkdir(path)
 
 
-def _write_synced(path: Path, data: bytes) -> None:
+def _write_synced(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Create ``path`` (it must not exist) holding ``data``, fsynced."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        for chunk in (data,) if isinstance(data, bytes) else data:
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view) :]
         _fsync_fd(fd)
     finally:
         os.close(fd)
