@@ -365,8 +365,9 @@ def import_command(
 ) -> None:
     """Import a session from FILE, a .json export or a .tar.gz archive.
 
-    Everything is checked before anything is written; an existing session is refused
-    unless --overwrite is given. With --commit the import is one commit; with --push it is
+    Each file is checked as it is staged in a hidden folder, and the session appears only
+    when every check passed, so a bad archive leaves nothing behind; an existing session is
+    refused unless --overwrite is given. With --commit the import is one commit; with --push it is
     pushed (haytham sync).
     """
     manager = CheckpointManager(base_dir)
