@@ -233,12 +233,26 @@ class DocumentFormat(ABC, Generic[R]):
         With ``cache`` the record is remembered as the read of the text (when the text is
         ``render(record)`` itself, whose read is the record with no issue): the writer that
         is about to write it, and the next call that reads it back, parse nothing."""
+        old: bytes | None = None
+        if self.sections:
+            try:
+                old = read_file(path)
+            except (OSError, DocumentError):
+                old = None
+        return self.render_over_data(record, path, old, cache=cache)
+
+    def render_over_data(
+        self, record: R, path: Path, old: bytes | None, *, cache: ReadCache | None = None
+    ) -> str:
+        """``render_at`` for a caller that has just read the file at ``path`` itself: ``old``
+        is its bytes (None: no file, or one that could not be read), so a writer reads each
+        file it replaces once, for this merge and for its journal's before-image alike."""
         if not self.sections:
             text, canonical = self.render(record), True
         else:
             try:
-                old_text: str | None = read_file(path).decode("utf-8")
-            except (OSError, UnicodeDecodeError, DocumentError):
+                old_text = None if old is None else old.decode("utf-8")
+            except UnicodeDecodeError:
                 old_text = None
             text, canonical = self._render_over(record, old_text)
         if cache is not None and canonical and len(text) <= cache.max_item_chars:
@@ -257,6 +271,10 @@ class DocumentFormat(ABC, Generic[R]):
     def load(self, path: Path, *, cache: ReadCache | None = None) -> R:
         """Read and parse the file at ``path``."""
         return _record_or_raise(*self.read_data(read_file(path), path, cache=cache))
+
+    def load_data(self, data: bytes, path: Path, *, cache: ReadCache | None = None) -> R:
+        """``load`` of bytes the caller has just read from the file at ``path``."""
+        return _record_or_raise(*self.read_data(data, path, cache=cache))
 
     def load_optional(self, path: Path, *, cache: ReadCache | None = None) -> R | None:
         """``load``, or None when there is no file at ``path``."""

@@ -25,7 +25,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from typing import IO
@@ -295,14 +295,20 @@ def temporary_leftovers(directory: Path) -> list[Path]:
     return sorted(directory / n for n in names if n.startswith(".") and n.endswith(TMP_SUFFIX))
 
 
-def remove_leftovers(directory: Path) -> list[Path]:
+def remove_leftovers(directory: Path, names: Iterable[str] | None = None) -> list[Path]:
     """Delete the temporary files of dead writers in ``directory``; return what went.
 
     Call it only while holding the lock that every writer of ``directory`` takes, so that no
-    live writer's temporary file is removed.
+    live writer's temporary file is removed. ``names``: the folder's listing, taken by a
+    caller that holds that lock and has checked ``directory`` for symlinks (a save lists a
+    phase folder once, for this and for the names it checks), instead of listing it here.
     """
     removed = []
-    for leftover in temporary_leftovers(directory):
+    if names is None:
+        leftovers = temporary_leftovers(directory)
+    else:
+        leftovers = sorted(directory / n for n in names if n.startswith(".") and n.endswith(TMP_SUFFIX))
+    for leftover in leftovers:
         try:
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
