@@ -206,6 +206,8 @@ class Change:
         self._prefix = os.fspath(folder).rstrip(os.sep) + os.sep
         self._folders: set[Path] = set()
         """Target folders found to exist while planning (each is asked once)."""
+        self._checked: set[Path] = set()
+        """Folders this change has checked for symlinks down to them (``_check_target``)."""
         self._new_folders: dict[Path, Path] = {}
         """A target folder that does not exist yet -> the existing folder its files stage in."""
         self._sync_before: set[Path] = set()
@@ -233,6 +235,16 @@ class Change:
             raise ValueError(f"{path} is outside the change's folder {self.folder}")
         relative = text[len(self._prefix) :]
         return relative if os.sep == "/" else PurePosixPath(*Path(relative).parts).as_posix()
+
+    def _check_target(self, path: Path) -> None:
+        """``_check`` of a file to write: its folder's way down is checked once per change
+        (a phase's files share it), then the name itself."""
+        parent = path.parent
+        if parent in self._checked:
+            fs.check_no_symlink(path, parent)
+            return
+        _check(path, self.folder)
+        self._checked.add(parent)
 
     def _claim(self, path: Path) -> None:
         if path in self._targets:
@@ -271,7 +283,7 @@ class Change:
         operation (None: it found no file there), so that the before-image hash the record
         keeps needs no second read of the file; ``UNREAD`` (the default): it is read here."""
         content = data.encode("utf-8") if isinstance(data, str) else data
-        _check(path, self.folder)
+        self._check_target(path)
         if current is UNREAD and path.is_dir():
             error = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
             raise storage_error(error, path, "write")
@@ -397,18 +409,9 @@ def _remove_any(path: Path) -> None:
 def encode(operation: str, steps: list[Step]) -> bytes:
     body = {"operation": operation, "steps": [s.to_json() for s in steps]}
     text = json.dumps(body, sort_keys=True, ensure_ascii=True)
-    return (
-        json.dumps(
-            {
-                "haytham_journal": JOURNAL_VERSION,
-                **body,
-                "check": digest(text.encode("ascii")),
-            },
-            indent=1,
-            sort_keys=True,
-        )
-        + "\n"
-    ).encode("ascii")
+    # One line, not indented: json's C encoder writes it (indenting takes its pure-Python one).
+    head = json.dumps({"check": digest(text.encode("ascii")), "haytham_journal": JOURNAL_VERSION})
+    return (head[:-1] + ", " + text[1:] + "\n").encode("ascii")
 
 
 def decode(data: bytes) -> tuple[str, list[Step]] | None:

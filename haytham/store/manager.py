@@ -179,8 +179,10 @@ class _Reads:
         folder lacks is not opened); any other failure is raised and nothing is kept."""
         if path in self._data:
             return self._data[path]
-        names = self._names.get(path.parent)
-        if names is not None and path.name not in names:
+        parent = path.parent
+        names = self._names.get(parent)
+        above = self._names.get(parent.parent)
+        if (names is not None and path.name not in names) or (above is not None and parent.name not in above):
             found = None
         else:
             try:
@@ -370,7 +372,7 @@ class CheckpointManager:
             if previous == record and name is None and reason is None:
                 return path  # the same data again: no byte changes, no history entry
             self._phase_folder(session, phase_num, reads)
-            _storage.remove_leftovers(session.directory)
+            _storage.remove_leftovers(session.directory, reads.listing(session.directory))
             before_status = session.manifest.status
             with journal.Change(session.directory, "save_checkpoint") as change:
                 manifest = self._stage_checkpoint(
@@ -829,7 +831,7 @@ class CheckpointManager:
             session = self._read_session(home, reads)
             phase = session.phase(phase_num)
             directory = self._phase_folder(session, phase_num, reads)
-            _storage.remove_leftovers(session.directory)
+            _storage.remove_leftovers(session.directory, reads.listing(session.directory))
             written = []
             for fields in checked_outputs.values():
                 path, output = self._output_change(directory, phase, fields, reads)
