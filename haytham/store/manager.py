@@ -160,41 +160,48 @@ class _Reads:
     """
 
     def __init__(self) -> None:
-        self._data: dict[Path, bytes | None] = {}
-        self._names: dict[Path, set[str]] = {}
+        self._data: dict[str, bytes | None] = {}
+        self._names: dict[str, set[str]] = {}
+        """By path as text: a ``Path``'s text is kept, its hash is computed anew each time."""
 
     def listing(self, folder: Path) -> set[str]:
         """The names in ``folder`` (none when it does not exist), listed once."""
-        names = self._names.get(folder)
+        key = os.fspath(folder)
+        names = self._names.get(key)
         if names is None:
             try:
-                names = set(os.listdir(folder))
+                names = set(os.listdir(key))
             except FileNotFoundError:
                 names = set()
-            self._names[folder] = names
+            self._names[key] = names
         return names
 
     def data(self, path: Path) -> bytes | None:
         """The bytes of the file at ``path``, None when there is none (a name its listed
-        folder lacks is not opened); any other failure is raised and nothing is kept."""
-        if path in self._data:
-            return self._data[path]
-        parent = path.parent
+        folder, or the listed folder above that, lacks is not opened); any other failure is
+        raised and nothing is kept."""
+        key = os.fspath(path)
+        if key in self._data:
+            return self._data[key]
+        parent, name = os.path.split(key)
         names = self._names.get(parent)
-        above = self._names.get(parent.parent)
-        if (names is not None and path.name not in names) or (above is not None and parent.name not in above):
+        above, parent_name = os.path.split(parent)
+        above_names = self._names.get(above)
+        if (names is not None and name not in names) or (
+            above_names is not None and parent_name not in above_names
+        ):
             found = None
         else:
             try:
                 found = read_file(path)
             except FileNotFoundError:
                 found = None
-        self._data[path] = found
+        self._data[key] = found
         return found
 
     def keep(self, path: Path, data: bytes | None) -> None:
         """Remember bytes read from ``path`` by other means (``fs.file_version``)."""
-        self._data[path] = data
+        self._data[os.fspath(path)] = data
 
     def record(self, kind: DocumentFormat[R], path: Path, cache: ReadCache) -> R | None:
         """The record of the file at ``path``, None when there is none or it cannot be read
@@ -208,7 +215,7 @@ class _Reads:
     def current(self, path: Path) -> bytes | journal.Unread | None:
         """What ``journal.Change.write`` makes the before-image hash of: the bytes read,
         or ``UNREAD`` for a file not read (or unreadable), which the journal reads itself."""
-        return self._data.get(path, journal.UNREAD)
+        return self._data.get(os.fspath(path), journal.UNREAD)
 
 
 class CheckpointManager:
