@@ -539,8 +539,13 @@ class CheckpointManager:
         read them under the lock (default: read now). Returns the manifest (the old one
         when unchanged)."""
         found = {**(self._checkpoints(session) if current is None else current), **(checkpoints or {})}
-        read = _progress.read_reviews(session.directory, session.phases, self.cache)
-        for number, review in (reviews or {}).items():
+        reviews = reviews or {}
+        # A phase whose review the change writes or removes is not read: its file is replaced.
+        unread = tuple(p for p in session.phases if p.number not in reviews)
+        read = _progress.read_reviews(
+            session.directory, unread, self.cache, None if reads is None else reads.data
+        )
+        for number, review in reviews.items():
             if review is None:
                 read.pop(number, None)
             else:

@@ -1,0 +1,189 @@
+"""The work a save does, pinned by counting, never by timing (issue 15, S7/S8).
+
+A save reads each file it replaces once (the same bytes serve the comparison with what is
+saved, the merge with a person's added sections and the journal's before-image), opens the
+session once, under its lock, and lists each folder once. What the process opens and lists
+is observed through Python's audit hooks (``os.open``, ``os.listdir``, ``os.scandir``):
+the real calls on real files, nothing replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
+from haytham.format.document import COUNTERS
+from haytham.store import journal
+from haytham.store.manager import CheckpointManager
+
+P, S = "acme", "s"
+AGENTS = ("analyst", "critic", "writer")
+
+
+class _Calls:
+    def __init__(self) -> None:
+        self.reads: Counter[str] = Counter()
+        self.listings: Counter[str] = Counter()
+
+
+_WATCHING: list[_Calls] = []
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    if not _WATCHING:
+        return
+    calls = _WATCHING[-1]
+    if event == "open" and isinstance(args[0], (str, os.PathLike)):
+        flags = args[2] if isinstance(args[2], int) else 0
+        path = os.fspath(args[0])
+        if flags & (os.O_WRONLY | os.O_RDWR) == 0 and not os.path.isdir(path):
+            calls.reads[path] += 1
+    elif event in ("os.listdir", "os.scandir") and args and isinstance(args[0], (str, os.PathLike)):
+        calls.listings[os.fspath(args[0])] += 1
+
+
+sys.addaudithook(_hook)
+
+
+@contextlib.contextmanager
+def watching() -> Iterator[_Calls]:
+    """What the block opens for reading (files only, by path) and lists, by folder."""
+    calls = _Calls()
+    _WATCHING.append(calls)
+    try:
+        yield calls
+    finally:
+        _WATCHING.pop()
+
+
+def _phase(manager: CheckpointManager, text: str, comments: str = "Looks good.") -> None:
+    outputs = {a: {"output_content": f"{a}: {text}\n", "duration": 1.5, "model": "m"} for a in AGENTS}
+    runs = [{"agent_name": a, "tokens": 10, "cost": 0.01, "duration": 1.5} for a in AGENTS]
+    review = {"reviewed": True, "approved": True, "comments": comments}
+    manager.save_phase(P, S, 1, outputs, "completed", review, agents=runs)
+
+
+def _per_call(manager: CheckpointManager, text: str, comments: str = "Looks good.") -> None:
+    for agent in AGENTS:
+        manager.save_agent_output(P, S, 1, agent, f"{agent}: {text}\n", duration=1.5, model="m")
+    runs = [{"agent_name": a, "tokens": 10, "cost": 0.01, "duration": 1.5} for a in AGENTS]
+    manager.save_checkpoint(P, S, 1, "completed", runs)
+    manager.save_user_feedback(P, S, 1, True, True, comments=comments)
+
+
+@pytest.fixture
+def manager(tmp_path: Path) -> CheckpointManager:
+    made = CheckpointManager(tmp_path)
+    made.create_session(P, S, "ada")
+    return made
+
+
+def _replaced(manager: CheckpointManager) -> list[str]:
+    """The session's files a second save of phase 1 replaces (history entries are new)."""
+    phase = manager.phase_dir(P, S, 1)
+    names = [f"{a}.md" for a in AGENTS] + ["checkpoint.md", "user_feedback.md"]
+    return [os.fspath(phase / n) for n in names] + [
+        os.fspath(manager.session_dir(P, S) / "session_manifest.md")
+    ]
+
+
+def test_save_phase_reads_each_file_it_replaces_once(manager: CheckpointManager) -> None:
+    _phase(manager, "first")
+    with watching() as calls:
+        _phase(manager, "second", "Better now.")
+    for path in _replaced(manager):
+        assert calls.reads[path] == 1, path  # compared, merged and hashed from one read
+    # the manifest once (under the lock), the 5 files of the phase, the feedback of the phase
+    # once more for the session's state, and the session's workflow.yaml probe: no more
+    session_reads = {p: n for p, n in calls.reads.items() if p.startswith(os.fspath(manager.base_dir))}
+    assert sum(session_reads.values()) <= 8 + len(manager.session_workflow(P, S).phases) * 2
+
+
+def test_save_phase_lists_each_folder_once(manager: CheckpointManager) -> None:
+    _phase(manager, "first")
+    with watching() as calls:
+        _phase(manager, "second", "Better now.")
+    assert calls.listings, "a save lists the phase folder"
+    assert max(calls.listings.values()) <= 2  # the phase folder: once, and once for its outputs
+    phase = os.fspath(manager.phase_dir(P, S, 1))
+    session = os.fspath(manager.session_dir(P, S))
+    assert set(calls.listings) <= {phase, session}
+    assert calls.listings[session] == 1
+
+
+def test_a_first_save_opens_no_file_that_does_not_exist_yet(manager: CheckpointManager) -> None:
+    """The phase folder's listing says which of its files exist: those that do not are not
+    opened (a first save), and the history folder that does not exist yet is not looked in."""
+    with watching() as calls:
+        _phase(manager, "first")
+    phase = os.fspath(manager.phase_dir(P, S, 1))
+    assert not [p for p in calls.reads if p.startswith(phase + os.sep)]
+    assert not [p for p in calls.reads if f"{os.sep}history{os.sep}" in p]
+
+
+@pytest.mark.parametrize("save", [_phase, _per_call], ids=["save_phase", "per_call"])
+def test_each_save_parses_nothing_it_wrote_itself(manager: CheckpointManager, save: Any) -> None:
+    """The written records go into the read cache: the next save and the next load find
+    them there instead of parsing the files again."""
+    save(manager, "first")
+    COUNTERS.reset()
+    save(manager, "second", "Better now.")
+    manager.load_session(P, S)
+    manager.get_phase_outputs(P, S)
+    assert COUNTERS.parsed <= 1  # the feedback's own check of its plain rendering, at most
+
+
+def test_the_per_call_saves_open_the_manifest_once_each(manager: CheckpointManager) -> None:
+    _per_call(manager, "first")
+    with watching() as calls:
+        _per_call(manager, "second", "Better now.")
+    manifest = os.fspath(manager.session_dir(P, S) / "session_manifest.md")
+    assert calls.reads[manifest] == 5  # five calls, each reads the session once, under its lock
+
+
+def test_the_journal_records_the_before_image_of_the_bytes_read(manager: CheckpointManager) -> None:
+    """The before-hash the record keeps is the hash of the file as it was: recovery of a
+    record whose target a person changed since leaves the person's edit alone."""
+    _phase(manager, "first")
+    phase = manager.phase_dir(P, S, 1)
+    before = {n: (phase / n).read_bytes() for n in ("analyst.md", "checkpoint.md", "user_feedback.md")}
+    records: list[bytes] = []
+    original = journal._write_synced
+
+    def keep_record(path: Path, data: bytes) -> None:
+        if path.name == ".haytham-journal":
+            records.append(data)
+        original(path, data)
+
+    journal._write_synced = keep_record  # type: ignore[assignment]
+    try:
+        _phase(manager, "second", "Better now.")
+    finally:
+        journal._write_synced = original  # type: ignore[assignment]
+    decoded = journal.decode(records[-1])
+    assert decoded is not None
+    steps = {Path(s.path).name: s for s in decoded[1] if s.kind == "replace"}
+    for name, data in before.items():
+        assert steps[name].before == journal.digest(data)
+    assert steps["session_manifest.md"].before != journal.ABSENT
+
+
+def test_a_hand_added_section_survives_a_save_phase(manager: CheckpointManager) -> None:
+    _phase(manager, "first")
+    path = manager.phase_dir(P, S, 1) / "checkpoint.md"
+    path.write_text(path.read_text("utf-8") + "\n## My notes\n\nKeep this.\n", "utf-8")
+    _phase(manager, "second", "Better now.")
+    assert "## My notes\n\nKeep this.\n" in path.read_text("utf-8")
+    assert CHECKPOINT.load(path).status == "completed"
+    for kind, name in ((AGENT_OUTPUT, "writer.md"), (FEEDBACK, "user_feedback.md")):
+        assert kind.load(manager.phase_dir(P, S, 1) / name) is not None
+    assert MANIFEST.load(manager.session_dir(P, S) / "session_manifest.md").status == "in_progress"
+    assert manager.validate_session(P, S) == []
