@@ -13,12 +13,15 @@ import contextlib
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from haytham.errors import DocumentError
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
 from haytham.format.document import COUNTERS
 from haytham.store import journal
@@ -187,3 +190,82 @@ def test_a_hand_added_section_survives_a_save_phase(manager: CheckpointManager) 
         assert kind.load(manager.phase_dir(P, S, 1) / name) is not None
     assert MANIFEST.load(manager.session_dir(P, S) / "session_manifest.md").status == "in_progress"
     assert manager.validate_session(P, S) == []
+
+
+_TITLES = (
+    st.text(alphabet=st.sampled_from("abcdefghij XYZ"), min_size=1, max_size=12).map(str.strip).filter(bool)
+)
+
+
+@st.composite
+def _edits(draw: st.DrawFn) -> tuple[str, Callable[[bytes], bytes]]:
+    """A file of the phase and a person's edit of it: added sections, CRLF line endings,
+    bytes that are not UTF-8, a heading in the middle, or nothing left at all."""
+    name = draw(st.sampled_from(["writer.md", "checkpoint.md", "user_feedback.md"]))
+    kind = draw(st.sampled_from(["append", "crlf", "not-utf8", "middle", "empty"]))
+    title = draw(_TITLES)
+    body = draw(st.text(alphabet=st.sampled_from("abc -*#\n"), max_size=40))
+
+    def edit(data: bytes) -> bytes:
+        if kind == "append":
+            return data + f"\n## {title}\n\n{body}\n".encode()
+        if kind == "crlf":
+            return data.replace(b"\n", b"\r\n")
+        if kind == "not-utf8":
+            return data + b"\n\xff\xfe\n"
+        if kind == "middle":
+            lines = data.split(b"\n")
+            middle = len(lines) // 2
+            return b"\n".join([*lines[:middle], f"## {title}".encode(), body.encode(), *lines[middle:]])
+        return b""
+
+    return name, edit
+
+
+_KINDS = {"writer.md": AGENT_OUTPUT, "checkpoint.md": CHECKPOINT, "user_feedback.md": FEEDBACK}
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edit=_edits())
+def test_a_save_over_a_hand_edited_file_writes_what_render_over_the_file_gives(
+    tmp_path_factory: pytest.TempPathFactory, edit: tuple[str, Callable[[bytes], bytes]]
+) -> None:
+    """Differential: the save renders over the bytes it read once (``render_over_data``);
+    the result is what ``render_at`` gives over the same file read on its own, and the
+    journal's before-image is the hash of exactly those bytes."""
+    manager = CheckpointManager(tmp_path_factory.mktemp("edit"))
+    manager.create_session(P, S, "ada")
+    _phase(manager, "first")
+    name, change = edit
+    path = manager.phase_dir(P, S, 1) / name
+    old = change(path.read_bytes())
+    path.write_bytes(old)
+    records: list[bytes] = []
+    original = journal._write_synced
+
+    def keep_record(target: Path, data: bytes) -> None:
+        if target.name == ".haytham-journal":
+            records.append(data)
+        original(target, data)
+
+    journal._write_synced = keep_record  # type: ignore[assignment]
+    try:
+        _phase(manager, "second", "Better now.")
+    except DocumentError:
+        return  # a feedback file that does not parse is refused as before (test_hand_edits)
+    finally:
+        journal._write_synced = original  # type: ignore[assignment]
+    written = path.read_bytes()
+    if name == "user_feedback.md":
+        assert FEEDBACK.load(path).comments == "Better now."  # merged by rewrite_feedback
+    else:
+        kind = _KINDS[name]
+        record = kind.load(path)
+        elsewhere = path.parent / f".render-at-{name}"
+        elsewhere.write_bytes(old)
+        assert written == kind.render_at(record, elsewhere).encode("utf-8")
+        assert written == kind.render_over_data(record, path, old).encode("utf-8")
+    decoded = journal.decode(records[-1])
+    assert decoded is not None
+    step = next(s for s in decoded[1] if s.kind == "replace" and Path(s.path).name == name)
+    assert step.before == journal.digest(old)
