@@ -162,7 +162,8 @@ class _Reads:
     def __init__(self) -> None:
         self._data: dict[str, bytes | None] = {}
         self._names: dict[str, set[str]] = {}
-        """By path as text: a ``Path``'s text is kept, its hash is computed anew each time."""
+        """Both by path as text: a ``Path``'s text is kept, its hash is computed anew each time."""
+        self._rendered: dict[tuple[type, int], tuple[Any, str]] = {}
 
     def listing(self, folder: Path) -> set[str]:
         """The names in ``folder`` (none when it does not exist), listed once."""
@@ -211,6 +212,15 @@ class _Reads:
             return None if data is None else kind.read_data(data, path, cache=cache)[0]
         except (OSError, DocumentError):
             return None
+
+    def rendered(self, kind: DocumentFormat[R], record: R) -> str:
+        """``kind.render(record)``, rendered once per operation: a checkpoint's text goes into
+        its file and into each history entry the operation writes."""
+        key = (type(kind), id(record))
+        kept = self._rendered.get(key)
+        if kept is None or kept[0] is not record:
+            kept = self._rendered[key] = (record, kind.render(record))
+        return kept[1]
 
     def current(self, path: Path) -> bytes | journal.Unread | None:
         """What ``journal.Change.write`` makes the before-image hash of: the bytes read,
@@ -506,7 +516,7 @@ class CheckpointManager:
                 checkpoint.retry_count + 1,
                 checkpoint.status,
                 self._now(),
-                CHECKPOINT.render(checkpoint),
+                CHECKPOINT.render(checkpoint) if reads is None else reads.rendered(CHECKPOINT, checkpoint),
                 reason="approved" if lifecycle.verdict(feedback) == "approved" else "review",
                 feedback_text=FEEDBACK.render(feedback),
             )
@@ -611,7 +621,7 @@ class CheckpointManager:
             record.retry_count + 1,
             record.status,
             now,
-            CHECKPOINT.render(record),
+            CHECKPOINT.render(record) if reads is None else reads.rendered(CHECKPOINT, record),
             name,
             reason,
         )
@@ -1646,7 +1656,9 @@ class CheckpointManager:
                 old = reads.data(path)
             except (OSError, DocumentError):
                 old = None
-            text = kind.render_over_data(record, path, old, cache=self.cache)
+            text = kind.render_over_data(
+                record, path, old, cache=self.cache, rendered=reads.rendered(kind, record)
+            )
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:
