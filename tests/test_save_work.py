@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from haytham.errors import DocumentError
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
 from haytham.format.document import COUNTERS
-from haytham.store import journal
+from haytham.store import fs, journal
 from haytham.store.manager import CheckpointManager
 
 P, S = "acme", "s"
@@ -269,3 +269,16 @@ def test_a_save_over_a_hand_edited_file_writes_what_render_over_the_file_gives(
     assert decoded is not None
     step = next(s for s in decoded[1] if s.kind == "replace" and Path(s.path).name == name)
     assert step.before == journal.digest(old)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    names=st.lists(st.sampled_from(["a", "bb", "c.d", ".x", "..y", "z z", "é"]), max_size=6),
+    depth=st.integers(min_value=0, max_value=6),
+)
+def test_the_parts_below_a_folder_are_what_relpath_gives(names: list[str], depth: int) -> None:
+    """Differential: ``fs.parts_below`` (string slicing) against ``os.path.relpath``."""
+    absolute = os.path.abspath(os.sep + os.sep.join(names))
+    start = os.path.abspath(os.sep + os.sep.join(names[: min(depth, len(names))]))
+    expected = os.path.relpath(absolute, start).split(os.sep) if absolute != start else []
+    assert fs.parts_below(absolute, start) == expected

@@ -83,7 +83,7 @@ def check_no_symlink(path: str | os.PathLike[str], root: str | os.PathLike[str] 
     start = os.path.abspath(root) if root is not None else confining_root(absolute)
     if start is None or not _below(absolute, start):
         start = os.path.dirname(absolute)
-    parts = os.path.relpath(absolute, start).split(os.sep) if absolute != start else []
+    parts = parts_below(absolute, start)
     current = start
     for part in parts:
         current = os.path.join(current, part)
@@ -95,6 +95,13 @@ def check_no_symlink(path: str | os.PathLike[str], root: str | os.PathLike[str] 
             raise storage_error(error, current, "read") from error
         if stat.S_ISLNK(mode):
             raise _symlink_error(current, start)
+
+
+def parts_below(absolute: str, start: str) -> list[str]:
+    """The names from ``start`` down to ``absolute`` (``os.path.relpath(absolute, start)``
+    split), for ``start`` equal to or a folder above ``absolute``, both normalised by
+    ``os.path.abspath``: the rest of the text, without relpath normalising both again."""
+    return absolute[len(start.rstrip(os.sep)) + 1 :].split(os.sep) if absolute != start else []
 
 
 def confining_root(path: str | os.PathLike[str]) -> str | None:
