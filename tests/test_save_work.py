@@ -25,6 +25,7 @@ from haytham.errors import DocumentError
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
 from haytham.format.document import COUNTERS
 from haytham.store import fs, journal
+from haytham.store import manager as manager_module
 from haytham.store.manager import CheckpointManager
 
 P, S = "acme", "s"
@@ -282,3 +283,17 @@ def test_the_parts_below_a_folder_are_what_relpath_gives(names: list[str], depth
     start = os.path.abspath(os.sep + os.sep.join(names[: min(depth, len(names))]))
     expected = os.path.relpath(absolute, start).split(os.sep) if absolute != start else []
     assert fs.parts_below(absolute, start) == expected
+
+
+def test_a_large_output_is_read_again_rather_than_held(manager: CheckpointManager) -> None:
+    """A file above ``_KEEP_BYTES`` is not kept for the whole operation (a save of several
+    large outputs holds one at a time); it is read again where needed, with the same result."""
+    big = "x" * (manager_module._KEEP_BYTES + 10) + "\n"
+    manager.save_phase(P, S, 1, {"writer": big}, "completed")
+    path = manager.phase_dir(P, S, 1) / "writer.md"
+    with watching() as calls:
+        manager.save_phase(P, S, 1, {"writer": big + "more\n"}, "completed")
+    assert calls.reads[os.fspath(path)] >= 2  # not held: read for the comparison and again
+    assert AGENT_OUTPUT.load(path).content == big + "more\n"
+    assert manager.get_phase_outputs(P, S, [1]) == {1: {"writer": big + "more\n"}}
+    assert manager.validate_session(P, S) == []

@@ -150,6 +150,11 @@ class _Session:
         return check_inside(self.base_dir, self.directory / self.read_phase(number).directory)
 
 
+_KEEP_BYTES = 1 << 20
+"""A file larger than this is not kept by ``_Reads`` (read again where needed, as an
+agent output of tens of megabytes should not be held for a whole operation)."""
+
+
 class _Reads:
     """What one saving operation reads under the session's lock: each file read once.
 
@@ -197,6 +202,8 @@ class _Reads:
                 found = read_file(path)
             except FileNotFoundError:
                 found = None
+            if found is not None and len(found) > _KEEP_BYTES:
+                return found  # read again where needed: a save never holds many large files
         self._data[key] = found
         return found
 
@@ -224,8 +231,11 @@ class _Reads:
 
     def current(self, path: Path) -> bytes | journal.Unread | None:
         """What ``journal.Change.write`` makes the before-image hash of: the bytes read,
-        or ``UNREAD`` for a file not read (or unreadable), which the journal reads itself."""
-        return self._data.get(os.fspath(path), journal.UNREAD)
+        or ``UNREAD`` for a file not read (or unreadable), which the journal reads itself.
+
+        The bytes are let go here (a file is staged once per operation): a save of several
+        large outputs holds one old file at a time, as when each was read on its own."""
+        return self._data.pop(os.fspath(path), journal.UNREAD)
 
 
 class CheckpointManager:
