@@ -224,9 +224,10 @@ class DocumentFormat(ABC, Generic[R]):
         write is parsed."""
         return self._render_over(record, old_text)[0]
 
-    def _render_over(self, record: R, old_text: str | None) -> tuple[str, bool]:
-        """``render_over`` and whether its text is ``render(record)`` itself."""
-        text = self.render(record)
+    def _render_over(self, record: R, old_text: str | None, rendered: str | None = None) -> tuple[str, bool]:
+        """``render_over`` and whether its text is ``render(record)`` itself (``rendered``,
+        when the caller has it already)."""
+        text = self.render(record) if rendered is None else rendered
         if old_text is None or not self.sections or not _has_other_headings(old_text, text):
             return text, True
         old = self._reader(old_text, None).document
@@ -240,14 +241,35 @@ class DocumentFormat(ABC, Generic[R]):
         With ``cache`` the record is remembered as the read of the text (when the text is
         ``render(record)`` itself, whose read is the record with no issue): the writer that
         is about to write it, and the next call that reads it back, parse nothing."""
+        old: bytes | None = None
+        if self.sections:
+            try:
+                old = read_file(path, self.max_bytes)
+            except (OSError, DocumentError):
+                old = None
+        return self.render_over_data(record, path, old, cache=cache)
+
+    def render_over_data(
+        self,
+        record: R,
+        path: Path,
+        old: bytes | None,
+        *,
+        cache: ReadCache | None = None,
+        rendered: str | None = None,
+    ) -> str:
+        """``render_at`` for a caller that has just read the file at ``path`` itself: ``old``
+        is its bytes (None: no file, or one that could not be read), so a writer reads each
+        file it replaces once, for this merge and for its journal's before-image alike.
+        ``rendered``: ``render(record)``, when the caller has rendered it already."""
         if not self.sections:
-            text, canonical = self.render(record), True
+            text, canonical = (self.render(record) if rendered is None else rendered), True
         else:
             try:
-                old_text: str | None = read_file(path, self.max_bytes).decode("utf-8")
-            except (OSError, UnicodeDecodeError, DocumentError):
+                old_text = None if old is None else old.decode("utf-8")
+            except UnicodeDecodeError:
                 old_text = None
-            text, canonical = self._render_over(record, old_text)
+            text, canonical = self._render_over(record, old_text, rendered)
         if cache is not None and canonical and len(text) <= cache.max_item_chars:
             try:
                 data = text.encode("utf-8")
@@ -264,6 +286,10 @@ class DocumentFormat(ABC, Generic[R]):
     def load(self, path: Path, *, cache: ReadCache | None = None) -> R:
         """Read and parse the file at ``path``."""
         return _record_or_raise(*self._read_at(path, cache))
+
+    def load_data(self, data: bytes, path: Path, *, cache: ReadCache | None = None) -> R:
+        """``load`` of bytes the caller has just read from the file at ``path``."""
+        return _record_or_raise(*self.read_data(data, path, cache=cache))
 
     def load_optional(self, path: Path, *, cache: ReadCache | None = None) -> R | None:
         """``load``, or None when there is no file at ``path``."""

@@ -25,7 +25,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from typing import IO
@@ -83,7 +83,7 @@ def check_no_symlink(path: str | os.PathLike[str], root: str | os.PathLike[str] 
     start = os.path.abspath(root) if root is not None else confining_root(absolute)
     if start is None or not _below(absolute, start):
         start = os.path.dirname(absolute)
-    parts = os.path.relpath(absolute, start).split(os.sep) if absolute != start else []
+    parts = parts_below(absolute, start)
     current = start
     for part in parts:
         current = os.path.join(current, part)
@@ -95,6 +95,13 @@ def check_no_symlink(path: str | os.PathLike[str], root: str | os.PathLike[str] 
             raise storage_error(error, current, "read") from error
         if stat.S_ISLNK(mode):
             raise _symlink_error(current, start)
+
+
+def parts_below(absolute: str, start: str) -> list[str]:
+    """The names from ``start`` down to ``absolute`` (``os.path.relpath(absolute, start)``
+    split), for ``start`` equal to or a folder above ``absolute``, both normalised by
+    ``os.path.abspath``: the rest of the text, without relpath normalising both again."""
+    return absolute[len(start.rstrip(os.sep)) + 1 :].split(os.sep) if absolute != start else []
 
 
 def confining_root(path: str | os.PathLike[str]) -> str | None:
@@ -295,14 +302,20 @@ def temporary_leftovers(directory: Path) -> list[Path]:
     return sorted(directory / n for n in names if n.startswith(".") and n.endswith(TMP_SUFFIX))
 
 
-def remove_leftovers(directory: Path) -> list[Path]:
+def remove_leftovers(directory: Path, names: Iterable[str] | None = None) -> list[Path]:
     """Delete the temporary files of dead writers in ``directory``; return what went.
 
     Call it only while holding the lock that every writer of ``directory`` takes, so that no
-    live writer's temporary file is removed.
+    live writer's temporary file is removed. ``names``: the folder's listing, taken by a
+    caller that holds that lock and has checked ``directory`` for symlinks (a save lists a
+    phase folder once, for this and for the names it checks), instead of listing it here.
     """
     removed = []
-    for leftover in temporary_leftovers(directory):
+    if names is None:
+        leftovers = temporary_leftovers(directory)
+    else:
+        leftovers = sorted(directory / n for n in names if n.startswith(".") and n.endswith(TMP_SUFFIX))
+    for leftover in leftovers:
         try:
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()

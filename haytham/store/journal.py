@@ -36,6 +36,7 @@ no record: the rename itself is the commit point.
 from __future__ import annotations
 
 import contextlib
+import enum
 import errno
 import hashlib
 import json
@@ -59,6 +60,14 @@ fsync per staged file, one for the record and one per touched folder. Set it for
 system without that guarantee."""
 StepKind = Literal["replace", "remove", "mkdir", "move", "rename", "rmtree"]
 ABSENT = "absent"
+
+
+class Unread(enum.Enum):
+    UNREAD = "unread"
+
+
+UNREAD = Unread.UNREAD
+"""``Change.write``'s ``current`` when the caller has not read the target: it is read there."""
 
 
 @dataclass
@@ -196,6 +205,11 @@ class Change:
         self.operation = operation
         self.steps: list[Step] = []
         self._staged: list[Path] = []
+        self._prefix = os.fspath(folder).rstrip(os.sep) + os.sep
+        self._folders: set[Path] = set()
+        """Target folders found to exist while planning (each is asked once)."""
+        self._checked: set[Path] = set()
+        """Folders this change has checked for symlinks down to them (``_check_target``)."""
         self._new_folders: dict[Path, Path] = {}
         """A target folder that does not exist yet -> the existing folder its files stage in."""
         self._sync_before: set[Path] = set()
@@ -216,10 +230,23 @@ class Change:
     # ------------------------------------------------------------- planning
 
     def _relative(self, path: Path) -> str:
-        try:
-            return path.relative_to(self.folder).as_posix()
-        except ValueError:
-            raise ValueError(f"{path} is outside the change's folder {self.folder}") from None
+        text = os.fspath(path)
+        if text == self._prefix[:-1]:
+            return "."
+        if not text.startswith(self._prefix):
+            raise ValueError(f"{path} is outside the change's folder {self.folder}")
+        relative = text[len(self._prefix) :]
+        return relative if os.sep == "/" else PurePosixPath(*Path(relative).parts).as_posix()
+
+    def _check_target(self, path: Path) -> None:
+        """``_check`` of a file to write: its folder's way down is checked once per change
+        (a phase's files share it), then the name itself."""
+        parent = path.parent
+        if parent in self._checked:
+            fs.check_no_symlink(path, parent)
+            return
+        _check(path, self.folder)
+        self._checked.add(parent)
 
     def _claim(self, path: Path) -> None:
         if path in self._targets:
@@ -233,7 +260,8 @@ class Change:
         file of a new folder before the operation happened)."""
         if target in self._new_folders:
             return self._new_folders[target]
-        if target.is_dir():
+        if target in self._folders or target.is_dir():
+            self._folders.add(target)
             return target
         if target == self.folder or self.folder not in target.parents:
             raise ValueError(f"{target} is outside the change's folder {self.folder}")
@@ -243,11 +271,22 @@ class Change:
         self.steps.append(Step("mkdir", self._relative(target)))
         return existing
 
-    def write(self, path: Path, data: str | bytes, *, mtime_ns: int | None = None) -> None:
-        """Stage ``data`` (UTF-8 when text) to replace the file at ``path``; fsynced now."""
+    def write(
+        self,
+        path: Path,
+        data: str | bytes,
+        *,
+        mtime_ns: int | None = None,
+        current: bytes | Unread | None = UNREAD,
+    ) -> None:
+        """Stage ``data`` (UTF-8 when text) to replace the file at ``path``; fsynced now.
+
+        ``current``: the target's bytes as the caller read them under the lock for this
+        operation (None: it found no file there), so that the before-image hash the record
+        keeps needs no second read of the file; ``UNREAD`` (the default): it is read here."""
         content = data.encode("utf-8") if isinstance(data, str) else data
-        _check(path, self.folder)
-        if path.is_dir():
+        self._check_target(path)
+        if current is UNREAD and path.is_dir():
             error = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
             raise storage_error(error, path, "write")
         self._claim(path)
@@ -263,7 +302,7 @@ class Change:
                 "replace",
                 self._relative(path),
                 self._relative(staged),
-                file_digest(path),
+                file_digest(path) if current is UNREAD else ABSENT if current is None else digest(current),
                 digest(content),
                 mtime_ns,
             )
@@ -372,18 +411,9 @@ def _remove_any(path: Path) -> None:
 def encode(operation: str, steps: list[Step]) -> bytes:
     body = {"operation": operation, "steps": [s.to_json() for s in steps]}
     text = json.dumps(body, sort_keys=True, ensure_ascii=True)
-    return (
-        json.dumps(
-            {
-                "haytham_journal": JOURNAL_VERSION,
-                **body,
-                "check": digest(text.encode("ascii")),
-            },
-            indent=1,
-            sort_keys=True,
-        )
-        + "\n"
-    ).encode("ascii")
+    # One line, not indented: json's C encoder writes it (indenting takes its pure-Python one).
+    head = json.dumps({"check": digest(text.encode("ascii")), "haytham_journal": JOURNAL_VERSION})
+    return (head[:-1] + ", " + text[1:] + "\n").encode("ascii")
 
 
 def decode(data: bytes) -> tuple[str, list[Step]] | None:
@@ -573,10 +603,12 @@ def remove_leftovers(folder: Path) -> list[Path]:
 __all__ = [
     "ABSENT",
     "STATS",
+    "UNREAD",
     "Change",
     "Conflict",
     "Pending",
     "Step",
+    "Unread",
     "file_digest",
     "leftovers",
     "pending",

@@ -124,7 +124,15 @@ class _Session:
         return self.workflow.phase_in_mode(number, self.manifest.execution_mode)
 
     def phase_dir(self, number: object) -> Path:
-        return check_inside(self.base_dir, self.directory / self.phase(number).directory)
+        return self.phase_location(number)[0]
+
+    def phase_location(self, number: object) -> tuple[Path, bool]:
+        """The phase's folder, checked as ``check_inside`` checks it, and whether it is an
+        existing folder: one ``lstat`` (``PhaseDirs``; the session folder was checked when
+        the session was opened)."""
+        return PhaseDirs(self.base_dir, self.directory, session_checked=True).get(
+            self.phase(number).directory
+        )
 
     def read_phase(self, number: object) -> PhaseDefinition:
         """For reading: a phase of the mode, or a phase of the workflow outside the mode
@@ -140,6 +148,94 @@ class _Session:
 
     def read_phase_dir(self, number: object) -> Path:
         return check_inside(self.base_dir, self.directory / self.read_phase(number).directory)
+
+
+_KEEP_BYTES = 1 << 20
+"""A file larger than this is not kept by ``_Reads`` (read again where needed, as an
+agent output of tens of megabytes should not be held for a whole operation)."""
+
+
+class _Reads:
+    """What one saving operation reads under the session's lock: each file read once.
+
+    The record a save compares with, the text whose hand-added sections a rewrite keeps and
+    the before-image hash the journal records all come from the same read of a file, and a
+    phase folder is listed once (its leftovers, its letter-case twins, which files exist).
+    Made anew for every hold of the lock: what it remembers is never older than the lock.
+    """
+
+    def __init__(self) -> None:
+        self._data: dict[str, bytes | None] = {}
+        self._names: dict[str, set[str]] = {}
+        """Both by path as text: a ``Path``'s text is kept, its hash is computed anew each time."""
+        self._rendered: dict[tuple[type, int], tuple[Any, str]] = {}
+
+    def listing(self, folder: Path) -> set[str]:
+        """The names in ``folder`` (none when it does not exist), listed once."""
+        key = os.fspath(folder)
+        names = self._names.get(key)
+        if names is None:
+            try:
+                names = set(os.listdir(key))
+            except FileNotFoundError:
+                names = set()
+            self._names[key] = names
+        return names
+
+    def data(self, path: Path, limit: int | None = None) -> bytes | None:
+        """The bytes of the file at ``path``, None when there is none (a name its listed
+        folder, or the listed folder above that, lacks is not opened); any other failure is
+        raised and nothing is kept. ``limit``: the file's kind's ``max_bytes``."""
+        key = os.fspath(path)
+        if key in self._data:
+            return self._data[key]
+        parent, name = os.path.split(key)
+        names = self._names.get(parent)
+        above, parent_name = os.path.split(parent)
+        above_names = self._names.get(above)
+        if (names is not None and name not in names) or (
+            above_names is not None and parent_name not in above_names
+        ):
+            found = None
+        else:
+            try:
+                found = read_file(path, limit)
+            except FileNotFoundError:
+                found = None
+            if found is not None and len(found) > _KEEP_BYTES:
+                return found  # read again where needed: a save never holds many large files
+        self._data[key] = found
+        return found
+
+    def keep(self, path: Path, data: bytes | None) -> None:
+        """Remember bytes read from ``path`` by other means (``fs.file_version``)."""
+        self._data[os.fspath(path)] = data
+
+    def record(self, kind: DocumentFormat[R], path: Path, cache: ReadCache) -> R | None:
+        """The record of the file at ``path``, None when there is none or it cannot be read
+        (``read_path``'s record)."""
+        try:
+            data = self.data(path, kind.max_bytes)
+            return None if data is None else kind.read_data(data, path, cache=cache)[0]
+        except (OSError, DocumentError):
+            return None
+
+    def rendered(self, kind: DocumentFormat[R], record: R) -> str:
+        """``kind.render(record)``, rendered once per operation: a checkpoint's text goes into
+        its file and into each history entry the operation writes."""
+        key = (type(kind), id(record))
+        kept = self._rendered.get(key)
+        if kept is None or kept[0] is not record:
+            kept = self._rendered[key] = (record, kind.render(record))
+        return kept[1]
+
+    def current(self, path: Path) -> bytes | journal.Unread | None:
+        """What ``journal.Change.write`` makes the before-image hash of: the bytes read,
+        or ``UNREAD`` for a file not read (or unreadable), which the journal reads itself.
+
+        The bytes are let go here (a file is staged once per operation): a save of several
+        large outputs holds one old file at a time, as when each was read on its own."""
+        return self._data.pop(os.fspath(path), journal.UNREAD)
 
 
 class CheckpointManager:
@@ -291,23 +387,23 @@ class CheckpointManager:
             reason,
             built_from,
         )
-        session = self._open(project_id, session_id)
-        phase = session.phase(phase_num)
-        with self._lock(session.directory, project_id, session_id):
-            session = self._open(project_id, session_id)
+        home = self._session_home(project_id, session_id)
+        with self._lock(home, project_id, session_id):
+            reads = _Reads()
+            session = self._read_session(home, reads)
+            phase = session.phase(phase_num)
             directory = session.phase_dir(phase_num)
             path = directory / CHECKPOINT_FILE
-            current = self._checkpoints(session)
-            record, previous, now = self._checkpoint_record(session, phase, checked, current)
+            current = self._checkpoints(session, reads)
+            record, previous, now = self._checkpoint_record(session, phase, checked, current, reads=reads)
             if previous == record and name is None and reason is None:
                 return path  # the same data again: no byte changes, no history entry
-            _storage.make_dirs(directory)
-            _storage.remove_leftovers(directory)
-            _storage.remove_leftovers(session.directory)
+            self._phase_folder(session, phase_num, reads)
+            _storage.remove_leftovers(session.directory, reads.listing(session.directory))
             before_status = session.manifest.status
             with journal.Change(session.directory, "save_checkpoint") as change:
                 manifest = self._stage_checkpoint(
-                    change, session, path, record, now, name, reason, current=current
+                    change, session, path, record, now, name, reason, current=current, reads=reads
                 )
         self.events.emit(
             _checkpoint_events(
@@ -323,6 +419,8 @@ class CheckpointManager:
         checked: CheckpointArgs,
         current: Mapping[int, PhaseCheckpoint],
         staged: Mapping[str, str] | None = None,
+        *,
+        reads: _Reads | None = None,
     ) -> tuple[PhaseCheckpoint, PhaseCheckpoint | None, str]:
         """The checkpoint ``save_checkpoint`` writes, the one it replaces and the time now
         (the caller holds the lock and has read the session's ``current`` checkpoints, once
@@ -349,7 +447,7 @@ class CheckpointManager:
             sources = previous.built_from
         else:
             sources = self._sources(session, phase, current)
-        digest = self._outputs_digest(directory, runs, staged) if status == "completed" else None
+        digest = self._outputs_digest(directory, runs, staged, reads) if status == "completed" else None
         before = session.phases[position - 1] if position > 0 else None
         after = session.phases[position + 1] if position + 1 < len(session.phases) else None
         record = PhaseCheckpoint(
@@ -400,6 +498,7 @@ class CheckpointManager:
         *,
         checkpoint: PhaseCheckpoint | None = None,
         stage_manifest: bool = True,
+        reads: _Reads | None = None,
     ) -> tuple[dict[int, _progress.Review | None], str | None]:
         """Stage a review's history entry and the manifest brought up to date with the review
         file being written (the caller holds the lock and stages the file itself).
@@ -411,7 +510,12 @@ class CheckpointManager:
         stages the manifest itself (``stage_manifest=False``).
         """
         if checkpoint is None:
-            checkpoint = self._load_optional(CHECKPOINT, session.phase_dir(phase.number) / CHECKPOINT_FILE)
+            path = session.phase_dir(phase.number) / CHECKPOINT_FILE
+            if reads is None:
+                checkpoint = self._load_optional(CHECKPOINT, path)
+            else:
+                data = reads.data(path)
+                checkpoint = None if data is None else CHECKPOINT.load_data(data, path, cache=self.cache)
         review: dict[int, _progress.Review | None] = {phase.number: (lifecycle.verdict(feedback), None)}
         head = None
         if checkpoint is not None and feedback.reviewed:
@@ -422,19 +526,21 @@ class CheckpointManager:
                 checkpoint.retry_count + 1,
                 checkpoint.status,
                 self._now(),
-                CHECKPOINT.render(checkpoint),
+                CHECKPOINT.render(checkpoint) if reads is None else reads.rendered(CHECKPOINT, checkpoint),
                 reason="approved" if lifecycle.verdict(feedback) == "approved" else "review",
                 feedback_text=FEEDBACK.render(feedback),
             )
-            self._stage_entry(change, session, entry)
+            self._stage_entry(change, session, entry, reads)
             head = entry.entry_id
         if stage_manifest:
-            self._stage_manifest(change, session, reviews=review, head=head)
+            self._stage_manifest(change, session, reviews=review, head=head, reads=reads)
         return review, head
 
-    def _stage_entry(self, change: journal.Change, session: _Session, entry: HistoryEntry) -> None:
+    def _stage_entry(
+        self, change: journal.Change, session: _Session, entry: HistoryEntry, reads: _Reads | None = None
+    ) -> None:
         path = session.directory / history.HISTORY_DIR / history.file_name(entry)
-        change.write(path, self._render(HISTORY_ENTRY, path, entry))
+        self._stage(change, HISTORY_ENTRY, path, entry, reads)
 
     def _stage_manifest(
         self,
@@ -445,6 +551,7 @@ class CheckpointManager:
         reviews: Mapping[int, _progress.Review | None] | None = None,
         head: str | None = None,
         current: Mapping[int, PhaseCheckpoint] | None = None,
+        reads: _Reads | None = None,
     ) -> SessionManifest:
         """Stage the manifest as the session's files will say it should be once ``change``
         is applied: the checkpoints and reviews it writes (None: a review it removes) count
@@ -452,8 +559,13 @@ class CheckpointManager:
         read them under the lock (default: read now). Returns the manifest (the old one
         when unchanged)."""
         found = {**(self._checkpoints(session) if current is None else current), **(checkpoints or {})}
-        read = _progress.read_reviews(session.directory, session.phases, self.cache)
-        for number, review in (reviews or {}).items():
+        reviews = reviews or {}
+        # A phase whose review the change writes or removes is not read: its file is replaced.
+        unread = tuple(p for p in session.phases if p.number not in reviews)
+        read = _progress.read_reviews(
+            session.directory, unread, self.cache, None if reads is None else reads.data
+        )
+        for number, review in reviews.items():
             if review is None:
                 read.pop(number, None)
             else:
@@ -464,11 +576,15 @@ class CheckpointManager:
             return session.manifest
         updated = dataclasses.replace(derived, last_updated=self._now())
         path = session.directory / MANIFEST_FILE
-        change.write(path, self._render(MANIFEST, path, updated))
+        self._stage(change, MANIFEST, path, updated, reads)
         return updated
 
     def _outputs_digest(
-        self, directory: Path, runs: Sequence[Any], staged: Mapping[str, str] | None = None
+        self,
+        directory: Path,
+        runs: Sequence[Any],
+        staged: Mapping[str, str] | None = None,
+        reads: _Reads | None = None,
     ) -> str:
         """``lifecycle.outputs_digest`` of the agent outputs in a phase directory, as saved,
         with ``staged`` (agent name -> content, about to be written) in place of the files."""
@@ -478,7 +594,10 @@ class CheckpointManager:
             for path in agent_files(directory, [run.agent_name for run in runs]):
                 if path.stem in staged:
                     continue
-                record = AGENT_OUTPUT.read_path(path, cache=self.cache)[0]
+                if reads is None:
+                    record = AGENT_OUTPUT.read_path(path, cache=self.cache)[0]
+                else:
+                    record = reads.record(AGENT_OUTPUT, path, self.cache)
                 outputs[path.stem] = (
                     record.content if record is not None else path.read_bytes().decode("utf-8", "replace")
                 )
@@ -497,13 +616,14 @@ class CheckpointManager:
         *,
         stage_manifest: bool = True,
         current: Mapping[int, PhaseCheckpoint] | None = None,
+        reads: _Reads | None = None,
     ) -> SessionManifest:
         """Stage a checkpoint, its history entry and the manifest (the caller holds the lock).
 
         Returns the manifest as it will be; the session's History Head moves to the entry.
         With ``stage_manifest=False`` the caller stages the manifest itself, once, after the
         other files of the operation (``_stage_manifest``): a batch of saves is one record."""
-        change.write(path, self._render(CHECKPOINT, path, record))
+        self._stage(change, CHECKPOINT, path, record, reads)
         entry = history.make_entry(
             session.manifest.history_head,
             record.phase_number,
@@ -511,15 +631,20 @@ class CheckpointManager:
             record.retry_count + 1,
             record.status,
             now,
-            CHECKPOINT.render(record),
+            CHECKPOINT.render(record) if reads is None else reads.rendered(CHECKPOINT, record),
             name,
             reason,
         )
-        self._stage_entry(change, session, entry)
+        self._stage_entry(change, session, entry, reads)
         if not stage_manifest:
             return dataclasses.replace(session.manifest, history_head=entry.entry_id)
         return self._stage_manifest(
-            change, session, checkpoints={record.phase_number: record}, head=entry.entry_id, current=current
+            change,
+            session,
+            checkpoints={record.phase_number: record},
+            head=entry.entry_id,
+            current=current,
+            reads=reads,
         )
 
     def save_agent_output(
@@ -555,28 +680,41 @@ class CheckpointManager:
             stack_trace,
             cost,
         )
-        session = self._open(project_id, session_id)
-        phase = session.phase(phase_num)
-        with self._lock(session.directory, project_id, session_id):
-            directory = session.phase_dir(phase_num)
-            _storage.make_dirs(directory)
-            _storage.remove_leftovers(directory)
-            path, record = self._output_change(directory, phase, fields)
+        home = self._session_home(project_id, session_id)
+        with self._lock(home, project_id, session_id):
+            reads = _Reads()
+            session = self._read_session(home, reads)
+            phase = session.phase(phase_num)
+            directory = self._phase_folder(session, phase_num, reads)
+            path, record = self._output_change(directory, phase, fields, reads)
             if record is None:
                 return path  # the same output again: no byte changes
-            self._write(AGENT_OUTPUT, path, record)
+            self._write(AGENT_OUTPUT, path, record, reads)
         self.events.emit([_output_event(project_id, session_id, phase.number, path, fields)])
         return path
 
+    def _phase_folder(self, session: _Session, phase_num: int, reads: _Reads) -> Path:
+        """The phase's folder, made when missing, listed once (``reads``) and cleared of the
+        temporary files dead writers left (the caller holds the session's lock)."""
+        directory, exists = session.phase_location(phase_num)
+        if exists:
+            _storage.check_no_symlink(directory)
+        else:
+            _storage.make_dirs(directory)
+        names = reads.listing(directory)
+        for leftover in _storage.remove_leftovers(directory, names):
+            names.discard(leftover.name)
+        return directory
+
     def _output_change(
-        self, directory: Path, phase: PhaseDefinition, fields: Mapping[str, Any]
+        self, directory: Path, phase: PhaseDefinition, fields: Mapping[str, Any], reads: _Reads
     ) -> tuple[Path, AgentOutput | None]:
         """The file of an agent output and its record, None when it holds that output already
-        (the caller holds the lock and has made ``directory``)."""
+        (the caller holds the lock and has made and listed ``directory``: ``_phase_folder``)."""
         record = AgentOutput(phase_number=phase.number, phase_name=phase.name, executed=self._now(), **fields)
-        check_no_case_twin(directory, f"{record.agent_name}.md", "agent_name")
+        check_no_case_twin(directory, f"{record.agent_name}.md", "agent_name", reads.listing(directory))
         path = directory / f"{record.agent_name}.md"
-        existing = AGENT_OUTPUT.read_path(path, cache=self.cache)[0] if path.exists() else None
+        existing = reads.record(AGENT_OUTPUT, path, self.cache)
         if existing is not None and dataclasses.replace(existing, executed=record.executed) == record:
             return path, None
         return path, record
@@ -601,26 +739,27 @@ class CheckpointManager:
         against, ``fs.NO_FILE`` for none) the file must still be that version, checked under
         the session's lock: otherwise StaleReviewError, and nothing is written."""
         fields = feedback_fields(reviewed, approved, comments, requested_changes, action, retry_count)
-        session = self._open(project_id, session_id)
-        phase = session.phase(phase_num)
-        with self._lock(session.directory, project_id, session_id):
+        home = self._session_home(project_id, session_id)
+        with self._lock(home, project_id, session_id):
+            reads = _Reads()
+            session = self._read_session(home, reads)
+            phase = session.phase(phase_num)
             directory = session.phase_dir(phase_num)
             if expected_version is not None:
-                _check_version(directory / FEEDBACK_FILE, expected_version)
-            _storage.make_dirs(directory)
-            _storage.remove_leftovers(directory)
-            path, found = self._feedback_change(directory, phase, fields)
+                _check_version(directory / FEEDBACK_FILE, expected_version, reads)
+            self._phase_folder(session, phase_num, reads)
+            path, found = self._feedback_change(directory, phase, fields, reads)
             if found is None:
                 return path  # the same review again: no byte changes
             text, record = found
             with journal.Change(session.directory, "save_user_feedback") as change:
-                change.write(path, text)
-                self._stage_review(change, session, phase, record)
+                change.write(path, text, current=reads.current(path))
+                self._stage_review(change, session, phase, record, reads=reads)
         self.events.emit([_feedback_event(project_id, session_id, phase.number, path, fields)])
         return path
 
     def _feedback_change(
-        self, directory: Path, phase: PhaseDefinition, fields: Mapping[str, Any]
+        self, directory: Path, phase: PhaseDefinition, fields: Mapping[str, Any], reads: _Reads
     ) -> tuple[Path, tuple[str, UserFeedback] | None]:
         """The feedback file, with the text to write there and its record, None when it says
         that already (the caller holds the lock and has made ``directory``)."""
@@ -632,15 +771,16 @@ class CheckpointManager:
         )
         record = settle_feedback(record)  # what the file will say (an approval implies a review)
         path = directory / FEEDBACK_FILE
-        existing = FEEDBACK.read_path(path, cache=self.cache)[0] if path.exists() else None
+        existing = reads.record(FEEDBACK, path, self.cache)
         if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
             return path, None
+        data = reads.data(path)
         try:  # a person's sections and lines in the file stay (formats.md, "Hand edits")
-            kept = rewrite_feedback(path.read_bytes().decode("utf-8"), record)
-        except (FileNotFoundError, UnicodeDecodeError):
+            kept = None if data is None else rewrite_feedback(data.decode("utf-8"), record)
+        except UnicodeDecodeError:
             kept = None
         if kept is None:
-            kept = self._render(FEEDBACK, path, record)
+            kept = self._render(FEEDBACK, path, record, reads)
         else:
             FEEDBACK.check_record(record, path)
         return path, (kept, record)
@@ -717,45 +857,54 @@ class CheckpointManager:
             reason,
             built_from,
         )
-        session = self._open(project_id, session_id)
-        phase = session.phase(phase_num)
-        with self._lock(session.directory, project_id, session_id):
-            session = self._open(project_id, session_id)
-            directory = session.phase_dir(phase_num)
-            _storage.make_dirs(directory)
-            _storage.remove_leftovers(directory)
-            _storage.remove_leftovers(session.directory)
+        home = self._session_home(project_id, session_id)
+        with self._lock(home, project_id, session_id):
+            reads = _Reads()
+            session = self._read_session(home, reads)
+            phase = session.phase(phase_num)
+            directory = self._phase_folder(session, phase_num, reads)
+            _storage.remove_leftovers(session.directory, reads.listing(session.directory))
             written = []
             for fields in checked_outputs.values():
-                path, output = self._output_change(directory, phase, fields)
+                path, output = self._output_change(directory, phase, fields, reads)
                 if output is not None:
                     written.append((path, output, fields))
             staged = {agent: fields["content"] for agent, fields in checked_outputs.items()}
             checkpoint_path = directory / CHECKPOINT_FILE
-            current = self._checkpoints(session)
-            record, previous, now = self._checkpoint_record(session, phase, checked, current, staged)
+            current = self._checkpoints(session, reads)
+            record, previous, now = self._checkpoint_record(
+                session, phase, checked, current, staged, reads=reads
+            )
             new_checkpoint = previous != record or name is not None or reason is not None
             feedback_path, found = (
-                self._feedback_change(directory, phase, review) if review is not None else (None, None)
+                self._feedback_change(directory, phase, review, reads) if review is not None else (None, None)
             )
             before_status = session.manifest.status
             manifest = session.manifest
             with journal.Change(session.directory, "save_phase") as change:
                 for path, output, _ in written:
-                    change.write(path, self._render(AGENT_OUTPUT, path, output))
+                    self._stage(change, AGENT_OUTPUT, path, output, reads)
                 head = None
                 parent = session  # the review's entry follows the checkpoint's
                 if new_checkpoint:
                     moved = self._stage_checkpoint(
-                        change, session, checkpoint_path, record, now, name, reason, stage_manifest=False
+                        change,
+                        session,
+                        checkpoint_path,
+                        record,
+                        now,
+                        name,
+                        reason,
+                        stage_manifest=False,
+                        reads=reads,
                     )
                     head = moved.history_head
                     parent = dataclasses.replace(session, manifest=moved)
                 reviews: dict[int, _progress.Review | None] = {}
                 if found is not None and feedback_path is not None:
-                    change.write(feedback_path, found[0])
+                    change.write(feedback_path, found[0], current=reads.current(feedback_path))
                     reviews, reviewed_head = self._stage_review(
-                        change, parent, phase, found[1], checkpoint=record, stage_manifest=False
+                        change, parent, phase, found[1], checkpoint=record, stage_manifest=False, reads=reads
                     )
                     head = reviewed_head or head
                 if new_checkpoint or found is not None:
@@ -766,6 +915,7 @@ class CheckpointManager:
                         reviews=reviews,
                         head=head,
                         current=current,
+                        reads=reads,
                     )
         events = [_output_event(project_id, session_id, phase.number, p, f) for p, _, f in written]
         if new_checkpoint:
@@ -1414,6 +1564,12 @@ class CheckpointManager:
             yield
 
     def _open(self, project_id: str, session_id: str) -> _Session:
+        return self._read_session(self._session_home(project_id, session_id))
+
+    def _session_home(self, project_id: str, session_id: str) -> Path:
+        """The folder of an existing session, checked (``check_below``); ProjectNotFoundError
+        or SessionNotFoundError when there is none. A save calls it before taking the lock,
+        then reads the session once, under the lock (``_read_session``)."""
         directory = check_below(self.base_dir, self.session_dir(project_id, session_id))
         path = directory / MANIFEST_FILE
         if not path.is_file():
@@ -1425,18 +1581,33 @@ class CheckpointManager:
             raise SessionNotFoundError(
                 f"session {project_id}/{session_id} does not exist (no {path})", path=path
             )
-        manifest = MANIFEST.load(path, cache=self.cache)
+        return directory
+
+    def _read_session(self, directory: Path, reads: _Reads | None = None) -> _Session:
+        """The session in the checked folder ``directory`` (its manifest read through
+        ``reads`` when a save holds the lock, so that the manifest is read once)."""
+        path = directory / MANIFEST_FILE
+        if reads is None:
+            manifest = MANIFEST.load(path, cache=self.cache)
+        else:
+            data = reads.data(path)
+            if data is None:  # removed since _session_home looked
+                raise SessionNotFoundError(f"session folder {directory} has no {MANIFEST_FILE}", path=path)
+            manifest = MANIFEST.load_data(data, path, cache=self.cache)
         workflow = self._session_workflow(directory, manifest)
         return _Session(
             self.base_dir, directory, manifest, workflow, workflow.phases_for(manifest.execution_mode)
         )
 
-    def _checkpoints(self, session: _Session) -> dict[int, PhaseCheckpoint]:
+    def _checkpoints(self, session: _Session, reads: _Reads | None = None) -> dict[int, PhaseCheckpoint]:
         found = {}
         for phase in session.phases:
-            record = CHECKPOINT.load_optional(
-                session.directory.joinpath(phase.directory, CHECKPOINT_FILE), cache=self.cache
-            )
+            path = session.directory.joinpath(phase.directory, CHECKPOINT_FILE)
+            if reads is None:
+                record = CHECKPOINT.load_optional(path, cache=self.cache)
+            else:
+                data = reads.data(path)
+                record = None if data is None else CHECKPOINT.load_data(data, path, cache=self.cache)
             if record is not None:
                 found[phase.number] = record
         return found
@@ -1471,15 +1642,33 @@ class CheckpointManager:
         self._write(MANIFEST, session.directory / MANIFEST_FILE, updated)
         return updated
 
-    def _write(self, kind: DocumentFormat[R], path: Path, record: R) -> None:
-        _storage.atomic_write(path, self._render(kind, path, record))
+    def _write(self, kind: DocumentFormat[R], path: Path, record: R, reads: _Reads | None = None) -> None:
+        _storage.atomic_write(path, self._render(kind, path, record, reads))
 
-    def _render(self, kind: DocumentFormat[R], path: Path, record: R) -> str:
-        """The text of ``record`` for ``path``, checked against its schema first."""
+    def _stage(
+        self, change: journal.Change, kind: DocumentFormat[R], path: Path, record: R, reads: _Reads | None
+    ) -> None:
+        """Stage ``record`` to replace the file at ``path``: rendered over the file as
+        ``reads`` read it, whose bytes are also the journal's before-image."""
+        text = self._render(kind, path, record, reads)
+        change.write(path, text, current=journal.UNREAD if reads is None else reads.current(path))
+
+    def _render(self, kind: DocumentFormat[R], path: Path, record: R, reads: _Reads | None = None) -> str:
+        """The text of ``record`` for ``path``, checked against its schema first (over the
+        file as ``reads`` read it, else as it is now)."""
         kind.check_record(record, path)
         # A person's added sections stay (formats.md, "Hand edits"); the record is remembered
         # as the read of its text, so that reading back what was just written parses nothing.
-        text = kind.render_at(record, path, cache=self.cache)
+        if reads is None:
+            text = kind.render_at(record, path, cache=self.cache)
+        else:
+            try:
+                old = reads.data(path, kind.max_bytes)
+            except (OSError, DocumentError):
+                old = None
+            text = kind.render_over_data(
+                record, path, old, cache=self.cache, rendered=reads.rendered(kind, record)
+            )
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:
@@ -1499,9 +1688,11 @@ class CheckpointManager:
         return kind.load_optional(path, cache=self.cache)
 
 
-def _check_version(path: Path, expected: str) -> None:
-    """Refuse (StaleReviewError) a write over ``path`` unless it is still version ``expected``."""
-    current = _storage.file_version(path)[0]
+def _check_version(path: Path, expected: str, reads: _Reads) -> None:
+    """Refuse (StaleReviewError) a write over ``path`` unless it is still version ``expected``
+    (the bytes compared are those the save goes on with: ``reads``)."""
+    current, data = _storage.file_version(path)
+    reads.keep(path, data)
     if current != expected:
         raise StaleReviewError(
             f"{path} changed since the review was written against it (edited by hand or brought "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 from haytham.errors import UnsafeNameError, UnsafePathError
@@ -160,15 +161,19 @@ def check_agent_name(name: object) -> str:
     return agent
 
 
-def check_no_case_twin(directory: Path, name: str, kind: str) -> None:
+def check_no_case_twin(
+    directory: Path, name: str, kind: str, siblings: Collection[str] | None = None
+) -> None:
     """Refuse ``name`` when ``directory`` holds a sibling that differs only by letter case.
 
     Such a pair cannot exist on macOS or Windows checkouts of the same git tree.
+    ``siblings``: the folder's listing when the caller has it already.
     """
-    try:
-        siblings = os.listdir(directory)
-    except FileNotFoundError:
-        return
+    if siblings is None:
+        try:
+            siblings = os.listdir(directory)
+        except FileNotFoundError:
+            return
     if name in siblings:
         return
     folded = name.casefold()

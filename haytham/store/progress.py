@@ -10,7 +10,7 @@ and the doctor all go through here, so they agree; the rule itself lives in the 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from haytham.errors import HaythamError
@@ -35,14 +35,24 @@ Review = tuple[lifecycle.Verdict, str | None]
 
 
 def read_reviews(
-    directory: Path, phases: tuple[PhaseDefinition, ...], cache: ReadCache | None = None
+    directory: Path,
+    phases: tuple[PhaseDefinition, ...],
+    cache: ReadCache | None = None,
+    read: Callable[[Path], bytes | None] | None = None,
 ) -> dict[int, Review]:
-    """The verdict of each phase's ``user_feedback.md`` (the phases without one are left out)."""
+    """The verdict of each phase's ``user_feedback.md`` (the phases without one are left out).
+
+    ``read``: how a writer holding the lock reads a file (its bytes, None when there is
+    none), so that a file it read already for its save is not read again."""
     found: dict[int, Review] = {}
     for phase in phases:
         path = directory / phase.directory / FEEDBACK_FILE
         try:
-            feedback = FEEDBACK.load_optional(path, cache=cache)
+            if read is None:
+                feedback = FEEDBACK.load_optional(path, cache=cache)
+            else:
+                data = read(path)
+                feedback = None if data is None else FEEDBACK.load_data(data, path, cache=cache)
         except HaythamError as error:
             found[phase.number] = ("awaiting", str(error))
             continue
