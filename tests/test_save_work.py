@@ -297,3 +297,22 @@ def test_a_large_output_is_read_again_rather_than_held(manager: CheckpointManage
     assert AGENT_OUTPUT.load(path).content == big + "more\n"
     assert manager.get_phase_outputs(P, S, [1]) == {1: {"writer": big + "more\n"}}
     assert manager.validate_session(P, S) == []
+
+
+def test_a_save_over_an_output_above_the_other_files_limit_keeps_its_added_section(
+    manager: CheckpointManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent output may be larger than the limit of the files parsed whole (its kind's
+    ``max_bytes``): a save over one reads it up to that limit and keeps a person's section.
+    The other files' limit is made small here, so the output need not be 64 MiB."""
+    from haytham.format import document
+
+    monkeypatch.setattr(document, "MAX_DOCUMENT_BYTES", 1 << 20)
+    big = "x" * (2 << 20) + "\n"
+    manager.save_phase(P, S, 1, {"writer": big}, "completed")
+    path = manager.phase_dir(P, S, 1) / "writer.md"
+    notes = "## My notes\n\nKeep this.\n\n"
+    path.write_text(path.read_text("utf-8").replace("## Output\n", notes + "## Output\n", 1), "utf-8")
+    manager.save_phase(P, S, 1, {"writer": big + "more\n"}, "completed")
+    assert notes + "## Output\n" in path.read_text("utf-8")
+    assert AGENT_OUTPUT.load(path).content == big + "more\n"
