@@ -10,11 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.text import Text
 
 from haytham.cli.common import (
     base_dir_option,
@@ -42,6 +40,9 @@ from haytham.format.workflow import IDEA_VALIDATION, load_workflow
 from haytham.records import SESSION_STATUSES, AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import SessionListing, SessionSummary, iter_sessions
+
+if TYPE_CHECKING:  # rich is imported only to draw on a terminal
+    from rich.console import Console
 
 # Each read command's --json keys. ``a[].b`` is key ``b`` of each item of list ``a``; keys in
 # JSON_RECORDS hold a record of haytham.records with its fields as keys (null when absent).
@@ -299,7 +300,7 @@ def status(project: str, session: str, base_dir: Path, as_json: bool) -> None:
     """Show a session's phases, its current phase and what to do next."""
     manager = CheckpointManager(base_dir)
     if not as_json:
-        print_status(new_console(), manager, project, session)
+        print_status(manager, project, session)
         return
     state = manager.load_session(project, session)
     data = {
@@ -404,6 +405,8 @@ def _print_phase(
 
 def _heading(console: Console, title: str, rule: str) -> None:
     if console.is_terminal:
+        from rich.text import Text
+
         console.rule(Text(title, style="bold" if rule == "=" else ""), characters="═" if rule == "=" else "─")
     else:
         click.echo(f"{rule * 3} {title} {rule * 3}")
