@@ -21,6 +21,7 @@ from haytham.cli.common import (
     emit_json,
     json_option,
     new_console,
+    on_terminal,
     plain,
     print_table,
     seconds,
@@ -221,8 +222,8 @@ def list_command(
         return
     columns = ("Project", "Session", "User", "Mode", "Status", "Current phase", "Updated", "Tokens", "Cost")
     rows = (_list_row(s) for s in listing.page(offset, limit))
-    console = new_console()
-    if console.is_terminal:
+    if on_terminal():
+        console = new_console()
         listing_table = table(console, *columns, numeric=2)
         for row in rows:
             listing_table.add_row(*map(cell, row[:4]), status_cell(row[4]), *map(cell, row[5:]))

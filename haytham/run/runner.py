@@ -19,16 +19,18 @@ from collections.abc import Awaitable, Callable, Container, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from haytham.errors import HaythamError, InvalidArgumentError, WorkflowChangedError
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
-from haytham.git.autocommit import AutoCommit
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
-from haytham.run.lease import run_lease
 from haytham.store import lifecycle
 from haytham.store.manager import CheckpointManager
+
+if TYPE_CHECKING:  # git (subprocess) and the lease (socket) only when a run needs them, not
+    # for ``next_step``, which ``haytham status`` asks
+    from haytham.git.autocommit import AutoCommit
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,8 @@ class PhaseRunner:
 
     def _lease(self, project_id: str, session_id: str) -> contextlib.AbstractContextManager[object]:
         """The session's run lease (the session must exist: its manifest is read first)."""
+        from haytham.run.lease import run_lease
+
         self.manager.load_manifest(project_id, session_id)
         return run_lease(self.manager.session_dir(project_id, session_id), f"{project_id}/{session_id}")
 
