@@ -26,9 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from haytham.errors import DocumentError, InvalidArgumentError, NotFoundError
 from haytham.format import layout
@@ -38,6 +36,9 @@ from haytham.retention import RetentionPolicy, cleanup
 from haytham.store.clock import Clock
 from haytham.store.events import LOGGER
 from haytham.store.manager import CheckpointManager
+
+if TYPE_CHECKING:  # PyYAML is imported when a haytham.yaml is read, not by every command
+    import yaml
 
 CONFIG_FILE = layout.CONFIG_FILE
 DEFAULT_BASE_DIR = layout.DEFAULT_BASE_DIR
@@ -138,6 +139,8 @@ def _located(error: Any, node: yaml.Node, path: Path) -> DocumentError:
 
 def _check_duplicates(node: yaml.Node, path: Path, keys: list[str]) -> None:
     """YAML keeps the last of two equal keys silently; a settings file must not."""
+    import yaml
+
     if not isinstance(node, yaml.MappingNode):
         return
     seen: set[str] = set()
