@@ -18,6 +18,7 @@ from typing import Any
 
 from haytham.errors import DocumentError, InvalidArgumentError, UnknownPhaseError
 from haytham.format.layout import FORMAT_VERSION, PHASE_DIR_PREFIX
+from haytham.format.patterns import lazy
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, read_yaml, take_version
@@ -386,7 +387,7 @@ def _count(value: object) -> str:
     return str(value)
 
 
-CALLABLE_SYNTAX = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+CALLABLE_SYNTAX = lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 """``module:function``: a dotted module path, a colon, and a (dotted) attribute of it."""
 
 
