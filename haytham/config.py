@@ -34,7 +34,7 @@ from haytham.format.schema import describe, schema_errors
 from haytham.format.yamlfile import line_of, parse_yaml, read_yaml
 from haytham.retention import RetentionPolicy, cleanup
 from haytham.store.clock import Clock
-from haytham.store.events import LOGGER
+from haytham.store.events import logger
 from haytham.store.manager import CheckpointManager
 
 if TYPE_CHECKING:  # PyYAML is imported when a haytham.yaml is read, not by every command
@@ -121,7 +121,7 @@ def open_store(
     if config.cleanup_on_start:
         report = cleanup(manager, config.retention)
         for removal in report.removed:
-            LOGGER.info("haytham: cleanup on start removed %s (%s)", removal.path, removal.reason)
+            logger().info("haytham: cleanup on start removed %s (%s)", removal.path, removal.reason)
     return manager
 
 

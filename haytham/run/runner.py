@@ -16,7 +16,6 @@ import inspect
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Container, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,8 +27,10 @@ from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.store import lifecycle
 from haytham.store.manager import CheckpointManager
 
-if TYPE_CHECKING:  # git (subprocess) and the lease (socket) only when a run needs them, not
-    # for ``next_step``, which ``haytham status`` asks
+if TYPE_CHECKING:  # git (subprocess), the lease (socket) and threads only when a run needs
+    # them, not for ``next_step``, which ``haytham status`` asks
+    from concurrent.futures import Future
+
     from haytham.git.autocommit import AutoCommit
 
 
@@ -300,6 +301,8 @@ class PhaseRunner:
         ran: list[str],
     ) -> RunResult | None:
         """Run the phase's missing or failed agents; return a failed result or None."""
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
         retry_count = checkpoint.retry_count if checkpoint else 0
         feedback = self._feedback_of_previous_attempt(project_id, session_id, phase, retry_count)
         saved = {name: self._saved_output(project_id, session_id, phase, name) for name in phase.agents}
