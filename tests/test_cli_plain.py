@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -99,26 +97,3 @@ def test_piped_status_prints_what_rich_draws(tmp_path: Path, monkeypatch: pytest
         assert plain.exit_code == drawn.exit_code == 0
         assert plain.output == drawn.output
         assert "Phase  Name" in plain.output
-
-
-def test_piped_status_imports_no_rich_nor_yaml(tmp_path: Path) -> None:
-    """A custom workflow's session (its own workflow.yaml) shown piped: no rich, no PyYAML."""
-    from small_workflow import SMALL
-
-    manager = CheckpointManager(tmp_path)
-    manager.create_session("p", "s", "u", SMALL, "full")
-    manager.save_checkpoint("p", "s", 1, "completed", [{"agent_name": "writer"}])
-    code = (
-        "import sys\nfrom haytham.cli.main import main\n"
-        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-        "heavy = ('rich', 'yaml', 'jsonschema', 'mistune')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, "status", "p", "s", "--base-dir", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "Phase  Name" in done.stdout
-    assert done.stdout.splitlines()[-1] == "[]"
