@@ -14,7 +14,6 @@ import contextlib
 import importlib
 import inspect
 import time
-import traceback
 from collections.abc import Awaitable, Callable, Container, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -372,6 +371,8 @@ class PhaseRunner:
         result, seconds = outcome
         ran.append(f"{phase.number}:{name}")
         if isinstance(result, BaseException):
+            import traceback  # only when an agent failed
+
             self.manager.save_agent_output(
                 project_id,
                 session_id,
