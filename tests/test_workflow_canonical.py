@@ -26,12 +26,13 @@ from haytham.format.workflow import (
     PhaseDefinition,
     Workflow,
     _canonical_text,
+    _nodes,
     _workflow_from,
     canonical_data,
     dump_workflow,
     load_workflow,
 )
-from haytham.format.yamlfile import parse_yaml, take_version
+from haytham.format.yamlfile import MAX_YAML_CHARS, MAX_YAML_NODES, parse_yaml, take_version
 
 PROPERTY = settings(
     max_examples=int(os.environ.get("FAST_PATH_EXAMPLES", "300")),
@@ -281,3 +282,23 @@ def test_what_haytham_writes_is_read_without_pyyaml() -> None:
         text = dump_workflow(workflow)
         assert canonical_data(text) == pyyaml_data(text)
         assert _workflow_from(pyyaml_data(text), Path("w.yaml"), None) == workflow
+
+
+def test_the_limits_of_parse_yaml_hold_for_canonical_texts(tmp_path: Path) -> None:
+    """A canonical text beyond ``MAX_YAML_NODES`` values or ``MAX_YAML_CHARS`` characters
+    is refused as PyYAML's reading refuses it; one at the limit is read without PyYAML."""
+    base = dump_workflow(Workflow("w", (PhaseDefinition(1, "A", "phase_1_a", ("x",)),), {"m0": (1,)}))
+    fixed = 2 + _nodes(canonical_data(base)) - 3  # all but the one mode (key, list, item)
+
+    def with_modes(count: int) -> str:
+        return base.replace("  m0: [1]\n", "".join(f"  m{i}: [1]\n" for i in range(count)))
+
+    at_limit = (MAX_YAML_NODES - fixed) // 3
+    assert fixed + 3 * at_limit <= MAX_YAML_NODES < fixed + 3 * (at_limit + 1)
+    assert canonical_data(with_modes(at_limit)) is not None
+    assert canonical_data(with_modes(at_limit + 1)) is None
+    for text in (with_modes(at_limit), with_modes(at_limit + 1), base + "#" * MAX_YAML_CHARS):
+        path = tmp_path / "workflow.yaml"
+        path.write_text(text, "utf-8")
+        assert outcome(load_workflow, path) == outcome(slow_load, path)
+    assert outcome(load_workflow, path)[0] == "error"

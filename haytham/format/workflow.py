@@ -21,7 +21,15 @@ from haytham.format.layout import FORMAT_VERSION, PHASE_DIR_PREFIX
 from haytham.format.patterns import lazy
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
-from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, read_yaml, take_version
+from haytham.format.yamlfile import (
+    MAX_YAML_CHARS,
+    MAX_YAML_NODES,
+    VERSION_KEY,
+    line_of,
+    parse_yaml,
+    read_yaml,
+    take_version,
+)
 from haytham.records import RunStyle
 
 
@@ -274,9 +282,11 @@ def canonical_data(text: str) -> dict[str, Any] | None:
     ``_NAME``): the mapping is returned only when that gives back the same text. So a
     hand-edited file, a comment, a quoted or folded value or anything unusual is None
     and PyYAML reads it (tests/test_workflow_canonical.py checks both against PyYAML).
+    A text beyond the limits of ``parse_yaml`` (its length, its number of values) is None
+    too, so that PyYAML's reading refuses it as before.
     """
-    if not text.startswith("format: ") or not text.endswith("\n"):
-        return None
+    if len(text) > MAX_YAML_CHARS or not text.startswith("format: ") or not text.endswith("\n"):
+        return None  # beyond the limits, for parse_yaml to refuse it
     data: dict[str, Any] = {}
     section: dict[str, Any] | list[Any] | None = None
     phase: dict[str, Any] | None = None
@@ -314,7 +324,18 @@ def canonical_data(text: str) -> dict[str, Any] | None:
         written = _canonical_text(version, data)
     except (KeyError, TypeError, ValueError):
         return None
-    return data if written == text else None
+    if written != text or 2 + _nodes(data) > MAX_YAML_NODES:  # 2: the format key and value
+        return None
+    return data
+
+
+def _nodes(value: Any) -> int:
+    """How many YAML values ``value`` is (each key counts, as ``parse_yaml`` counts them)."""
+    if isinstance(value, dict):
+        return 1 + sum(1 + _nodes(item) for item in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_nodes(item) for item in value)
+    return 1
 
 
 def _scalar(key: str, value: str) -> Any:
