@@ -35,7 +35,7 @@ from haytham.format.workflow import (
 from haytham.format.yamlfile import MAX_YAML_CHARS, MAX_YAML_NODES, parse_yaml, take_version
 
 PROPERTY = settings(
-    max_examples=int(os.environ.get("FAST_PATH_EXAMPLES", "300")),
+    max_examples=int(os.environ.get("FAST_PATH_EXAMPLES", "100")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
@@ -284,21 +284,32 @@ def test_what_haytham_writes_is_read_without_pyyaml() -> None:
         assert _workflow_from(pyyaml_data(text), Path("w.yaml"), None) == workflow
 
 
+_ONE_MODE = dump_workflow(Workflow("w", (PhaseDefinition(1, "A", "phase_1_a", ("x",)),), {"m0": (1,)}))
+_FIXED = 2 + _nodes(canonical_data(_ONE_MODE)) - 3
+"""The YAML values of ``_ONE_MODE`` but its one mode (key, list, item: 3 values)."""
+_AT_LIMIT = (MAX_YAML_NODES - _FIXED) // 3
+"""The most modes a text like ``_ONE_MODE`` may have within ``MAX_YAML_NODES`` values."""
+
+
+def _with_modes(count: int) -> str:
+    return _ONE_MODE.replace("  m0: [1]\n", "".join(f"  m{i}: [1]\n" for i in range(count)))
+
+
+def test_a_canonical_text_beyond_the_limits_is_left_to_pyyaml() -> None:
+    """``parse_yaml`` refuses more than ``MAX_YAML_NODES`` values or ``MAX_YAML_CHARS``
+    characters; ``canonical_data`` leaves such a text to it (the slow test below checks
+    that PyYAML's reading counts values the same way)."""
+    assert _FIXED + 3 * _AT_LIMIT <= MAX_YAML_NODES < _FIXED + 3 * (_AT_LIMIT + 1)
+    assert canonical_data(_with_modes(_AT_LIMIT)) is not None
+    assert canonical_data(_with_modes(_AT_LIMIT + 1)) is None
+    assert canonical_data(dump_workflow(IDEA_VALIDATION) + "#" * MAX_YAML_CHARS) is None
+
+
+@pytest.mark.slow
 def test_the_limits_of_parse_yaml_hold_for_canonical_texts(tmp_path: Path) -> None:
-    """A canonical text beyond ``MAX_YAML_NODES`` values or ``MAX_YAML_CHARS`` characters
-    is refused as PyYAML's reading refuses it; one at the limit is read without PyYAML."""
-    base = dump_workflow(Workflow("w", (PhaseDefinition(1, "A", "phase_1_a", ("x",)),), {"m0": (1,)}))
-    fixed = 2 + _nodes(canonical_data(base)) - 3  # all but the one mode (key, list, item)
-
-    def with_modes(count: int) -> str:
-        return base.replace("  m0: [1]\n", "".join(f"  m{i}: [1]\n" for i in range(count)))
-
-    at_limit = (MAX_YAML_NODES - fixed) // 3
-    assert fixed + 3 * at_limit <= MAX_YAML_NODES < fixed + 3 * (at_limit + 1)
-    assert canonical_data(with_modes(at_limit)) is not None
-    assert canonical_data(with_modes(at_limit + 1)) is None
-    for text in (with_modes(at_limit), with_modes(at_limit + 1), base + "#" * MAX_YAML_CHARS):
-        path = tmp_path / "workflow.yaml"
+    """At the limit and just beyond it, the same workflow or error as PyYAML's reading."""
+    path = tmp_path / "workflow.yaml"
+    for text in (_with_modes(_AT_LIMIT), _with_modes(_AT_LIMIT + 1)):
         path.write_text(text, "utf-8")
         assert outcome(load_workflow, path) == outcome(slow_load, path)
     assert outcome(load_workflow, path)[0] == "error"
