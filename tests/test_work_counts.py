@@ -271,7 +271,7 @@ except SystemExit:
 """
 _LISTED = """
 heavy = ("jsonschema", "fastjsonschema", "rich", "asyncio", "yaml", "mistune", "filelock", "sqlite3")
-heavy += ("logging", "subprocess", "socket", "concurrent")
+heavy += ("logging", "subprocess", "socket", "concurrent", "shutil")
 print(sorted(m for m in sys.modules if m.split(".")[0] in heavy))
 """
 
@@ -281,7 +281,8 @@ def test_reading_a_session_imports_no_parser_it_does_not_need(tmp_path: Path, co
     """S3, S6: a new process that loads a session of a custom workflow (its own
     workflow.yaml, in the form haytham writes) or prints its status to a pipe parses the
     workflow without PyYAML, the markdown without mistune and the records without
-    jsonschema, draws no rich table and starts no logging, git or threads."""
+    jsonschema, draws no rich table and loads no logging, git, threads or shutil (with its
+    archive modules)."""
     from small_workflow import SMALL
 
     manager = CheckpointManager(tmp_path)
