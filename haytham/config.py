@@ -26,9 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from haytham.errors import DocumentError, InvalidArgumentError, NotFoundError
 from haytham.format import layout
@@ -36,8 +34,11 @@ from haytham.format.schema import describe, schema_errors
 from haytham.format.yamlfile import line_of, parse_yaml, read_yaml
 from haytham.retention import RetentionPolicy, cleanup
 from haytham.store.clock import Clock
-from haytham.store.events import LOGGER
+from haytham.store.events import logger
 from haytham.store.manager import CheckpointManager
+
+if TYPE_CHECKING:  # PyYAML is imported when a haytham.yaml is read, not by every command
+    import yaml
 
 CONFIG_FILE = layout.CONFIG_FILE
 DEFAULT_BASE_DIR = layout.DEFAULT_BASE_DIR
@@ -120,7 +121,7 @@ def open_store(
     if config.cleanup_on_start:
         report = cleanup(manager, config.retention)
         for removal in report.removed:
-            LOGGER.info("haytham: cleanup on start removed %s (%s)", removal.path, removal.reason)
+            logger().info("haytham: cleanup on start removed %s (%s)", removal.path, removal.reason)
     return manager
 
 
@@ -138,6 +139,8 @@ def _located(error: Any, node: yaml.Node, path: Path) -> DocumentError:
 
 def _check_duplicates(node: yaml.Node, path: Path, keys: list[str]) -> None:
     """YAML keeps the last of two equal keys silently; a settings file must not."""
+    import yaml
+
     if not isinstance(node, yaml.MappingNode):
         return
     seen: set[str] = set()

@@ -54,6 +54,7 @@ from haytham.format.layout import (
     TRASH_SUFFIX,
     USERS_DIR,
 )
+from haytham.format.patterns import lazy
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.values import write_text
@@ -67,9 +68,9 @@ from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_name, check_path_name, check_user_id, user_dir_name
 
 CHANGELOG = Path(HISTORY_DIR) / CHANGELOG_FILE
-_NUMBERED_FILE = re.compile(r"requirements_v([1-9][0-9]*)\.md")
+_NUMBERED_FILE = lazy(r"requirements_v([1-9][0-9]*)\.md")
 """A version numbered in its name, as haytham wrote them before versions were named by time."""
-_TIMED_FILE = re.compile(r"requirements_([0-9]{8}T[0-9]{6}(?:\.[0-9]{1,6})?Z)_(.+)\.md")
+_TIMED_FILE = lazy(r"requirements_([0-9]{8}T[0-9]{6}(?:\.[0-9]{1,6})?Z)_(.+)\.md")
 """A version named by its completion time (``20241124T100004Z``) and session id."""
 _TIMESTAMP_FIELDS = ("created", "last_updated")
 _LEGACY_TIMESTAMPS = {"created": "created_at", "last_updated": "updated_at"}

@@ -254,6 +254,53 @@ def test_start_up_imports_only_what_the_command_uses(template: Path, command: st
     assert found == "[]"
 
 
+_LOAD = """
+import sys
+from haytham.store.manager import CheckpointManager
+manager = CheckpointManager(sys.argv[1])
+manager.load_session(sys.argv[2], sys.argv[3])
+manager.get_phase_outputs(sys.argv[2], sys.argv[3])
+"""
+_STATUS = """
+import sys
+from haytham.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+"""
+_LISTED = """
+heavy = ("jsonschema", "fastjsonschema", "rich", "asyncio", "yaml", "mistune", "filelock", "sqlite3")
+heavy += ("logging", "subprocess", "socket", "concurrent", "shutil")
+print(sorted(m for m in sys.modules if m.split(".")[0] in heavy))
+"""
+
+
+@pytest.mark.parametrize("command", ["load", "status"])
+def test_reading_a_session_imports_no_parser_it_does_not_need(tmp_path: Path, command: str) -> None:
+    """S3, S6: a new process that loads a session of a custom workflow (its own
+    workflow.yaml, in the form haytham writes) or prints its status to a pipe parses the
+    workflow without PyYAML, the markdown without mistune and the records without
+    jsonschema, draws no rich table and loads no logging, git, threads or shutil (with its
+    archive modules)."""
+    from small_workflow import SMALL
+
+    manager = CheckpointManager(tmp_path)
+    manager.create_session(P, "s", "ada", SMALL, "full")
+    manager.save_agent_output(P, "s", 1, "writer", "# Idea\n\nText with a [link](x) and `code`.\n")
+    manager.save_checkpoint(P, "s", 1, "completed", [{"agent_name": "writer"}])
+    manager.save_user_feedback(P, "s", 1, reviewed=True, approved=True, comments="Good.")
+    code, args = _LOAD, [str(tmp_path), P, "s"]
+    if command == "status":
+        code, args = _STATUS, ["status", P, "s", "--base-dir", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, "-c", code + _LISTED, *args], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "[]"
+    if command == "status":
+        assert "Phase  Name" in done.stdout
+
+
 def test_a_tar_export_holds_one_file_at_a_time(tmp_path: Path) -> None:
     """S9: the archive is written as each file is read, so exporting three 4 MB outputs
     never holds two of them (Python allocations, counted by tracemalloc: no timing)."""

@@ -27,7 +27,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
@@ -252,6 +252,16 @@ def emit_json(data: object) -> None:
 # ------------------------------------------------------------------ people's output
 
 
+def on_terminal(stream: IO[str] | None = None) -> bool:
+    """Whether ``stream`` (stdout) is a terminal: what ``new_console(stream).is_terminal``
+    is, known without importing rich."""
+    stream = stream or sys.stdout
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def new_console(stream: IO[str] | None = None) -> Console:
     """A rich console on stdout: colour and live display only on a terminal.
 
@@ -261,10 +271,7 @@ def new_console(stream: IO[str] | None = None) -> Console:
     from rich.console import Console
 
     stream = stream or sys.stdout
-    try:
-        terminal = stream.isatty()
-    except (AttributeError, ValueError):
-        terminal = False
+    terminal = on_terminal(stream)
     return Console(
         file=stream,
         force_terminal=terminal,
@@ -303,11 +310,16 @@ def table(console: Console, *columns: str, numeric: int = 0) -> Table:
     return result
 
 
+def cell_text(value: object) -> str:
+    """The text of a table cell: ``-`` for None."""
+    return "-" if value is None else str(value)
+
+
 def cell(value: object) -> Text:
     """A table cell; Text so that brackets in ids or names are never read as markup."""
     from rich.text import Text
 
-    return Text("-" if value is None else str(value))
+    return Text(cell_text(value))
 
 
 def print_table(console: Console, table: Table) -> None:
@@ -318,6 +330,31 @@ def print_table(console: Console, table: Table) -> None:
     with console.capture() as captured:
         console.print(table)
     click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
+
+
+PIPED_WIDTH = 500
+"""The width of a piped console (``new_console``): a wider table is folded by rich."""
+
+
+def plain_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str] | None:
+    """The lines ``print_table`` prints for a piped ``table(console, *columns)`` of these
+    cells, made without rich: columns two spaces apart, each as wide as its widest cell, no
+    space at the ends of lines.
+
+    None when rich might draw it otherwise, for the caller to draw it with rich: a cell
+    that is not printable ASCII (wide characters, tabs, line breaks), a heading with a
+    ``[`` (rich reads headings as markup) or a table wider than a piped console.
+    tests/test_cli_plain.py checks this against rich.
+    """
+    lines = [tuple(columns), *(tuple(row) for row in rows)]
+    if not all(c.isascii() and c.isprintable() for line in lines for c in line):
+        return None
+    if any("[" in column for column in columns):
+        return None
+    widths = [max(len(c) for c in column) for column in zip(*lines, strict=True)]
+    if sum(widths) + 2 * (len(widths) - 1) > PIPED_WIDTH:
+        return None
+    return ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines]
 
 
 def seconds(value: float | None) -> str:

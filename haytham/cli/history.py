@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from haytham.cli.common import base_dir_option, command, emit_json, json_option,
 from haytham.cli.git import Commits, commit_options
 from haytham.compare import Comparison, compare
 from haytham.errors import NotFoundError
+from haytham.format.patterns import lazy
 from haytham.records import PHASE_STATUSES, Attempt, HistoryEntry
 from haytham.store.manager import CheckpointManager
 
@@ -63,7 +63,7 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
 }
 """Each ``--json`` command's keys, for ``haytham.cli.main.JSON_OUTPUT`` (``metadata`` and
 ``metrics`` of ``diff`` are objects whose keys are the names of what changed)."""
-_REFERENCE = re.compile(
+_REFERENCE = lazy(
     r"(?P<project>[^/@:#]+)/(?P<session>[^/@:#]+)"
     r"(?:@(?P<entry>[^/@]+)|:(?P<phase>[0-9]+)#(?P<attempt>[0-9]+))?"
 )

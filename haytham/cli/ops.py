@@ -8,7 +8,6 @@ unless an option overrides them.
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from haytham.cli.common import (
     table,
 )
 from haytham.config import find_config
+from haytham.format.patterns import lazy
 from haytham.retention import CleanupReport, Removal, cleanup
 from haytham.store.manager import CheckpointManager
 
@@ -86,7 +86,7 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
 }
 """Each command's ``--json`` keys, in the form of ``haytham.cli.main.JSON_OUTPUT``."""
 
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([hdw])\s*$")
+_AGE = lazy(r"^\s*(\d+(?:\.\d+)?)\s*([hdw])\s*$")
 _DAYS_PER_UNIT = {"h": 1 / 24, "d": 1.0, "w": 7.0}
 
 

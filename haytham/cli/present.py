@@ -9,14 +9,27 @@ command modules, so that no command module imports another.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.text import Text
 
-from haytham.cli.common import cell, print_table, seconds, suggest, table, when
+from haytham.cli.common import (
+    cell,
+    cell_text,
+    new_console,
+    on_terminal,
+    plain_table,
+    print_table,
+    seconds,
+    suggest,
+    table,
+    when,
+)
 from haytham.records import UserFeedback
 from haytham.store.manager import CheckpointManager
+
+if TYPE_CHECKING:  # rich is imported only to draw on a terminal (or an unusual piped table)
+    from rich.text import Text
 
 NEXT_KEYS = {
     "next": "what to do next, an object",
@@ -38,9 +51,12 @@ _STATUS_STYLES = {
 }
 
 
-def status_cell(status: str) -> Text:
-    """A status cell, coloured on a terminal (a piped console drops the style)."""
-    return Text(status, style=_STATUS_STYLES.get(status, ""))
+def status_cell(status: str, style: str | None = None) -> Text:
+    """A status cell, coloured on a terminal (a piped console drops the style): the colour
+    of ``status``, or of ``style`` when the text says more than the status."""
+    from rich.text import Text
+
+    return Text(status, style=_STATUS_STYLES.get(status, "") if style is None else style)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,25 +108,37 @@ def declare_agents(project: str, session: str) -> list[str]:
     ]
 
 
-def print_status(console: Console, manager: CheckpointManager, project: str, session: str) -> None:
-    """The session's phase table, current phase, totals and next step, for people."""
+def print_status(manager: CheckpointManager, project: str, session: str) -> None:
+    """The session's phase table, current phase, totals and next step, for people: the
+    table drawn by rich on a terminal, written as plain columns when piped."""
     state = manager.load_session(project, session)
     view = manager.state(project, session)
     click.echo(
         f"Session {project}/{session}: user {state['user_id']}, {state['workflow_type']} "
         f"({state['execution_mode']} mode), {state['status']}"
     )
-    phases = table(console, "Phase", "Name", "Status", "Started", "Completed", "Duration")
-    for row in state["phases"]:
-        described = view.phase(row["number"]).describe()
-        phases.add_row(
-            *map(cell, (row["number"], row["name"])),
-            Text(described, style=_STATUS_STYLES.get(row["status"], "")),
-            cell(when(row["started"])),
-            cell(when(row["completed"])),
-            cell(seconds(row["duration"])),
+    columns = ("Phase", "Name", "Status", "Started", "Completed", "Duration")
+    rows = [
+        (
+            cell_text(row["number"]),
+            cell_text(row["name"]),
+            view.phase(row["number"]).describe(),
+            when(row["started"]),
+            when(row["completed"]),
+            seconds(row["duration"]),
         )
-    print_table(console, phases)
+        for row in state["phases"]
+    ]
+    styles = [_STATUS_STYLES.get(row["status"], "") for row in state["phases"]]
+    lines = None if on_terminal() else plain_table(columns, rows)
+    if lines is not None:
+        click.echo("\n".join(lines))
+    else:
+        console = new_console()
+        phases = table(console, *columns)
+        for (number, name, described, *times), style in zip(rows, styles, strict=True):
+            phases.add_row(cell(number), cell(name), status_cell(described, style), *map(cell, times))
+        print_table(console, phases)
     current = "none: every phase is done"
     if view.current is not None:
         current = f"{view.current.number} {view.current.name} ({view.current.describe()})"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from haytham.cli.common import base_dir_option, command, emit_json, json_option, new_console, plain
+from haytham.cli.common import base_dir_option, command, emit_json, json_option, plain
 from haytham.cli.git import Commits, commit_options
 from haytham.cli.present import NEXT_KEYS, declare_agents, next_step, print_status
 from haytham.errors import HaythamError
@@ -122,7 +122,7 @@ def demo(
         manager, session_id, mode, review, resume=resume, crash_after=crash_after, on_event=show
     )
     click.echo()
-    print_status(new_console(), manager, DEMO_PROJECT, session_id)
+    print_status(manager, DEMO_PROJECT, session_id)
     committed = commits.finish()
     click.get_current_context().exit(1 if result.status == "failed" or not committed else 0)
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.text import Text
 
 from haytham.cli.common import (
     base_dir_option,
@@ -23,6 +21,7 @@ from haytham.cli.common import (
     emit_json,
     json_option,
     new_console,
+    on_terminal,
     plain,
     print_table,
     seconds,
@@ -42,6 +41,9 @@ from haytham.format.workflow import IDEA_VALIDATION, load_workflow
 from haytham.records import SESSION_STATUSES, AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import SessionListing, SessionSummary, iter_sessions
+
+if TYPE_CHECKING:  # rich is imported only to draw on a terminal
+    from rich.console import Console
 
 # Each read command's --json keys. ``a[].b`` is key ``b`` of each item of list ``a``; keys in
 # JSON_RECORDS hold a record of haytham.records with its fields as keys (null when absent).
@@ -220,8 +222,8 @@ def list_command(
         return
     columns = ("Project", "Session", "User", "Mode", "Status", "Current phase", "Updated", "Tokens", "Cost")
     rows = (_list_row(s) for s in listing.page(offset, limit))
-    console = new_console()
-    if console.is_terminal:
+    if on_terminal():
+        console = new_console()
         listing_table = table(console, *columns, numeric=2)
         for row in rows:
             listing_table.add_row(*map(cell, row[:4]), status_cell(row[4]), *map(cell, row[5:]))
@@ -299,7 +301,7 @@ def status(project: str, session: str, base_dir: Path, as_json: bool) -> None:
     """Show a session's phases, its current phase and what to do next."""
     manager = CheckpointManager(base_dir)
     if not as_json:
-        print_status(new_console(), manager, project, session)
+        print_status(manager, project, session)
         return
     state = manager.load_session(project, session)
     data = {
@@ -404,6 +406,8 @@ def _print_phase(
 
 def _heading(console: Console, title: str, rule: str) -> None:
     if console.is_terminal:
+        from rich.text import Text
+
         console.rule(Text(title, style="bold" if rule == "=" else ""), characters="═" if rule == "=" else "─")
     else:
         click.echo(f"{rule * 3} {title} {rule * 3}")

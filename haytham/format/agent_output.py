@@ -24,6 +24,7 @@ from haytham.errors import DocumentError, Issue
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat, ReadCache, _record_or_raise, map_file
 from haytham.format.markdown import first_fence, iter_fences, normalise_label
+from haytham.format.patterns import lazy
 from haytham.format.reader import Reader
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import AgentOutput
@@ -89,7 +90,7 @@ def _heading_line(section: SectionSpec) -> str:
     return r" {0,3}##[ \t]+" + re.escape(section.title) + r"[ \t]*#*[ \t]*"
 
 
-_OUTPUT_LINE = re.compile("^" + _heading_line(OUTPUT) + r"\r?$", re.IGNORECASE | re.M)
+_OUTPUT_LINE = lazy("^" + _heading_line(OUTPUT) + r"\r?$", re.IGNORECASE | re.M)
 
 
 def split_output(text: str) -> tuple[int, int, int] | None:

@@ -32,6 +32,7 @@ from haytham.format.markdown import (
     line_offsets,
     normalise_label,
 )
+from haytham.format.patterns import lazy
 from haytham.format.reader import Field, Reader, decode
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.format.version import read_version
@@ -40,8 +41,8 @@ from haytham.records import UserFeedback
 TITLE = "User Feedback: "
 NO_COMMENTS = "No comments provided"
 NO_CHANGES = "No changes requested"
-_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)")
-_CHANGE_PREFIX = re.compile(r"change\s*\d*\s*:\s*", re.IGNORECASE)
+_ITEM = lazy(r" {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)")
+_CHANGE_PREFIX = lazy(r"change\s*\d*\s*:\s*", re.IGNORECASE)
 
 
 REVIEW_STATUS = SectionSpec(
@@ -263,11 +264,11 @@ def _extended(reader: Reader, comments: Section) -> Section:
     return dataclasses.replace(comments, body=body)
 
 
-_VALUE = re.compile(
+_VALUE = lazy(
     r"(?P<head>[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[[ xX]?\][ \t]*)?[^:\r]*:(?:\*\*|__)?[ \t]*)"
     r"(?P<value>[^\r]*)"
 )
-_BOX = re.compile(r"(?P<head>[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[)(?P<value>[ xX]?)(?=\])")
+_BOX = lazy(r"(?P<head>[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[)(?P<value>[ xX]?)(?=\])")
 
 
 class _Lines:

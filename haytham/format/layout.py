@@ -21,7 +21,7 @@ Every other module takes these names from here instead of spelling them out.
 
 from __future__ import annotations
 
-import re
+from haytham.format.patterns import lazy
 
 FORMAT_VERSION = 1
 """The format version this haytham writes (docs/formats.md, "Versions"). Files without a
@@ -48,9 +48,9 @@ HISTORY_DIR = "history"
 ATTEMPTS_DIR = "attempts"
 """Earlier attempts of a phase, ``attempts/{n}/``."""
 PHASE_DIR_PREFIX = "phase_"
-PHASE_DIR = re.compile(r"phase_(\d+)_")
+PHASE_DIR = lazy(r"phase_(\d+)_")
 """How a phase folder's name starts: ``phase_{n}_{slug}``."""
-HISTORY_ENTRY_NAME = re.compile(r"\d{8}T\d{6}(?:\.\d+)?Z_[0-9a-f]{12}\.md")
+HISTORY_ENTRY_NAME = lazy(r"\d{8}T\d{6}(?:\.\d+)?Z_[0-9a-f]{12}\.md")
 """A history entry's file name: ``{time}_{id}.md``."""
 
 PROJECT_FILE = "project.yaml"

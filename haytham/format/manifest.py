@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
 from haytham.format.markdown import iter_unfenced_lines, normalise_label
+from haytham.format.patterns import lazy
 from haytham.format.reader import Reader
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.records import CurrentPhase, PhaseRow, SessionManifest, SessionMetrics
@@ -67,8 +67,8 @@ METRICS = SectionSpec(
 SECTIONS = (METADATA, PHASE_STATUS, CURRENT_PHASE, METRICS)
 TABLE_COLUMNS = tuple(field.label for field in PHASE_STATUS.fields)
 _COLUMN_KEYS = {field.attr: normalise_label(field.label) for field in PHASE_STATUS.fields}
-_CELL_SPLIT = re.compile(r"(?<!\\)\|")
-_RULE_CELL = re.compile(r":?-+:?")
+_CELL_SPLIT = lazy(r"(?<!\\)\|")
+_RULE_CELL = lazy(r":?-+:?")
 
 
 class ManifestFormat(DocumentFormat[SessionManifest]):

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from haytham.format.patterns import lazy
+
 
 @dataclass(frozen=True)
 class Section:
@@ -105,7 +107,7 @@ def _mistune_parser() -> Any:
     return mistune.Markdown(renderer=None, block=_LocatingBlockParser(), plugins=[]), _LocatingState
 
 
-_WS = re.compile(r"\s+")
+_WS = lazy(r"\s+")
 
 
 _NORMALISED: dict[str, str] = {}
@@ -215,7 +217,7 @@ def _document(sections: list[Section]) -> Document:
 # block quotes, setext underlines, thematic breaks, indented or nested fences, tabs before
 # text, link reference definitions, CR, control characters, a BOM) sends the whole document
 # to mistune.
-_UNSAFE_CHARS = re.compile("[\\x00-\\x08\\x0b-\\x1f\\x7f\\x85\\u2028\\u2029\\ufeff]")
+_UNSAFE_CHARS = lazy("[\\x00-\\x08\\x0b-\\x1f\\x7f\\x85\\u2028\\u2029\\ufeff]")
 _ASCII_CONTROL = bytes([*range(0x09), *range(0x0B, 0x20), 0x7F])
 """The ASCII characters of ``_UNSAFE_CHARS``: all control characters but tab and LF."""
 _TITLE_CHAR = r"""(?:[^\W_]|[:.,()'"/+=?%;@$-]|(?<=[^\W_])_(?=[^\W_]))"""
@@ -234,9 +236,9 @@ _SAFE_START = (
     r"|[ \t]*$)"
 )
 """How a line outside fences may start (what follows on the line does not matter)."""
-_SAFE_FIRST_LINE = re.compile(_SAFE_START, re.M)
-_UNSAFE_NEXT_LINE = re.compile(rf"\n(?!{_SAFE_START})", re.M)
-_HEADING_START = re.compile(r"\n#")
+_SAFE_FIRST_LINE = lazy(_SAFE_START, re.M)
+_UNSAFE_NEXT_LINE = lazy(rf"\n(?!{_SAFE_START})", re.M)
+_HEADING_START = lazy(r"\n#")
 
 
 def _fast_headings(text: str) -> list[tuple[int, int, str]] | None:
@@ -273,8 +275,8 @@ def _fast_headings(text: str) -> list[tuple[int, int, str]] | None:
     return found
 
 
-_ATX_OPEN = re.compile(r" {0,3}#{1,6}(?=[ \t]|$)")
-_ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_ATX_OPEN = lazy(r" {0,3}#{1,6}(?=[ \t]|$)")
+_ATX_CLOSE = lazy(r"(?:^|[ \t]+)#+[ \t]*$")
 
 
 def _source_title(source: str, token: dict[str, Any]) -> str:
@@ -314,7 +316,7 @@ def line_offsets(text: str) -> list[int]:
 # else running to the end. The patterns are mistune's own. A bare CR counts as a space, as in
 # ``parse_with_mistune``. The tests compare it with mistune on generated texts and on every
 # CommonMark example.
-_FENCE_OPENER = re.compile(r"^( {0,3})(`{3,}|~{3,})[ \t]*(.*?)$", re.M)
+_FENCE_OPENER = lazy(r"^( {0,3})(`{3,}|~{3,})[ \t]*(.*?)$", re.M)
 
 
 @functools.lru_cache(maxsize=64)

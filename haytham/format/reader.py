@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from haytham.errors import DocumentError, Issue
 from haytham.format.markdown import Document, Section, iter_unfenced_lines, normalise_label, parse_document
+from haytham.format.patterns import lazy
 from haytham.format.schema import describe, schema_errors
 from haytham.format.sections import NEAR_MISS, SectionSpec
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
 
-_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
-_CHECKBOX = re.compile(r"\[([ xX]?)\][ \t]*(.*)")
-_BOLD_LABEL = re.compile(r"(\*\*|__)([^*_:]+?)[ \t]*(:?)\1[ \t]*(:?)(.*)")
+_ITEM = lazy(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
+_CHECKBOX = lazy(r"\[([ xX]?)\][ \t]*(.*)")
+_BOLD_LABEL = lazy(r"(\*\*|__)([^*_:]+?)[ \t]*(:?)\1[ \t]*(:?)(.*)")
 """``**Approved:** true`` or ``**Approved**: true`` (as a code-hosting site's editor leaves it)."""
 
 

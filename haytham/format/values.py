@@ -12,6 +12,8 @@ import json
 import re
 from collections.abc import Sequence
 
+from haytham.format.patterns import lazy
+
 UNKNOWN = "-"
 MAX_WHOLE_NUMBER = 10**12
 """The largest whole number a file may hold: token counts, retry counts, phase numbers,
@@ -19,12 +21,12 @@ attempts (a trillion tokens is far past any run; a larger value is damage or an 
 MAX_AMOUNT = 10.0**12
 """The largest number with a fraction a file may hold: seconds (about 31,700 years) and
 costs in dollars. It also keeps out ``1e999``, which Python reads as infinity."""
-_UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
-_LIST_UNSAFE = re.compile(r"[,\[\]]")
+_UNSAFE_CHARS = lazy(r"[\x00-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
+_LIST_UNSAFE = lazy(r"[,\[\]]")
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-_SECONDS = re.compile(rf"({_NUMBER})\s*(?:s|sec|secs|seconds)?", re.IGNORECASE)
-_COST = re.compile(rf"\$?\s*({_NUMBER})")
-_LIST_ITEM = re.compile(r'\s*("(?:[^"\\]|\\.)*"|[^,]*)\s*(?:,|$)')
+_SECONDS = lazy(rf"({_NUMBER})\s*(?:s|sec|secs|seconds)?", re.IGNORECASE)
+_COST = lazy(rf"\$?\s*({_NUMBER})")
+_LIST_ITEM = lazy(r'\s*("(?:[^"\\]|\\.)*"|[^,]*)\s*(?:,|$)')
 TRUE_WORDS = frozenset({"true", "yes", "y", "1", "x", "on"})
 FALSE_WORDS = frozenset({"false", "no", "n", "0", "", "off"})
 

@@ -11,16 +11,25 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from haytham.errors import DocumentError, InvalidArgumentError, UnknownPhaseError
 from haytham.format.layout import FORMAT_VERSION, PHASE_DIR_PREFIX
+from haytham.format.patterns import lazy
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
-from haytham.format.yamlfile import VERSION_KEY, line_of, parse_yaml, read_yaml, take_version
+from haytham.format.yamlfile import (
+    MAX_YAML_CHARS,
+    MAX_YAML_NODES,
+    VERSION_KEY,
+    line_of,
+    parse_yaml,
+    read_yaml,
+    take_version,
+)
 from haytham.records import RunStyle
 
 
@@ -182,19 +191,34 @@ def load_workflow(path: str | Path, data: bytes | None = None) -> Workflow:
     """Read a workflow from a YAML file, checked against ``schemas/workflow.schema.json``.
 
     Errors are DocumentErrors naming the file, the line and the field. ``data`` is the
-    file's bytes when the caller has read them already.
+    file's bytes when the caller has read them already. A file in the exact form
+    ``dump_workflow`` writes (a session's own workflow.yaml) is read without PyYAML (see
+    ``canonical_data``); any other file, and any file with a mistake, is read by PyYAML.
     """
     path = Path(path)
     text = read_yaml(path) if data is None else decode(data, path)
-    node, data = parse_yaml(text, path)
-    if not isinstance(data, dict) or node is None:
+    fast = canonical_data(text)
+    if fast is not None:
+        try:
+            return _workflow_from(fast, path, None)
+        except DocumentError:
+            pass  # read again below, by PyYAML, for the line of the mistake
+    node, loaded = parse_yaml(text, path)
+    if not isinstance(loaded, dict) or node is None:
         raise DocumentError("a workflow file must be a YAML mapping", path=path, line=1)
-    take_version(node, data, path)
+    take_version(node, loaded, path)
+    return _workflow_from(loaded, path, node)
+
+
+def _workflow_from(data: dict[str, Any], path: Path, node: Any) -> Workflow:
+    """The workflow of a loaded mapping (its ``format`` key taken), checked against the
+    schema and for consistency; ``node`` is PyYAML's node tree for the lines of mistakes,
+    or None when the text was read by ``canonical_data`` (mistakes then have no line)."""
     invalid = schema_errors("workflow", data)
     if invalid:
         keys = list(invalid[0].absolute_path)
         field_name = ".".join(str(k) for k in keys) or None
-        raise DocumentError(describe(invalid[0]), path=path, line=line_of(node, keys), field=field_name)
+        raise DocumentError(describe(invalid[0]), path=path, line=_line(node, keys), field=field_name)
     phases = []
     for item in data["phases"]:
         number = item["number"]
@@ -219,7 +243,172 @@ def load_workflow(path: str | Path, data: bytes | None = None) -> Workflow:
     return workflow
 
 
-CALLABLE_SYNTAX = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+def _line(node: Any, keys: Sequence[Any]) -> int | None:
+    """The line of ``keys`` in PyYAML's node tree; None without one."""
+    return None if node is None else line_of(node, keys)
+
+
+# ------------------------------------------------------------- the canonical form
+
+_NAME = r"[A-Za-z][A-Za-z0-9._-]*"
+"""A name written plain: it starts with a letter, so YAML reads it as a string unless it
+is one of ``_YAML_WORDS`` (no number, date or other tag of YAML 1.1 starts with a letter)."""
+_PHASE_NAME = r"[A-Za-z][A-Za-z0-9._()-]*(?: [A-Za-z0-9._()-]+)*"
+"""A phase name written plain: words of those characters, one space apart."""
+_CALLABLE = (
+    r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+)
+"""``module:function`` in ASCII, written plain (a colon not followed by a space)."""
+_COUNT = r"0|[1-9][0-9]*"
+_YAML_WORDS = frozenset(
+    form
+    for word in ("yes", "no", "true", "false", "on", "off", "null", "y", "n")
+    for form in (word, word.title(), word.upper())
+)
+"""Words YAML 1.1 reads as booleans or null (and the one-letter booleans of the spec, which
+PyYAML reads as strings but other readers may not): never written plain."""
+_WIDTH = 80
+"""PyYAML's line width: no line of ``dump_workflow`` that is shorter is ever folded."""
+
+
+def canonical_data(text: str) -> dict[str, Any] | None:
+    """The mapping PyYAML would load from ``text`` (without its ``format`` key), when
+    ``text`` is exactly what ``dump_workflow`` writes for it; None for any other text.
+
+    A session's workflow.yaml is written by ``dump_workflow`` and read by every command
+    that opens the session, so it is read here without importing PyYAML (about 15 ms of
+    every new process). The text is split into keys and values, then written again by
+    ``_canonical_text``, which writes only plain scalars YAML reads as themselves (see
+    ``_NAME``): the mapping is returned only when that gives back the same text. So a
+    hand-edited file, a comment, a quoted or folded value or anything unusual is None
+    and PyYAML reads it (tests/test_workflow_canonical.py checks both against PyYAML).
+    A text beyond the limits of ``parse_yaml`` (its length, its number of values) is None
+    too, so that PyYAML's reading refuses it as before.
+    """
+    if len(text) > MAX_YAML_CHARS or not text.startswith("format: ") or not text.endswith("\n"):
+        return None  # beyond the limits, for parse_yaml to refuse it
+    data: dict[str, Any] = {}
+    section: dict[str, Any] | list[Any] | None = None
+    phase: dict[str, Any] | None = None
+    for line in text[:-1].split("\n"):
+        if line.startswith("  "):
+            key, colon, value = line[2:].partition(": ")
+            if not colon:
+                return None
+            if isinstance(section, dict):
+                section[key] = _flow(value, int) if section is data.get("modes") else value
+            elif phase is not None:
+                phase[key] = _scalar(key, value)
+            else:
+                return None
+        elif line.startswith("- number: "):
+            if not isinstance(section, list):
+                return None
+            phase = {"number": _scalar("number", line[10:])}
+            section.append(phase)
+        elif line in ("modes:", "phases:", "agents:"):
+            key = line[:-1]
+            if key in data:
+                return None
+            section = data[key] = [] if key == "phases" else {}
+            phase = None
+        else:
+            key, colon, value = line.partition(": ")
+            if not colon or key in data or key not in ("format", "name", "max_retries"):
+                return None
+            data[key] = _scalar(key, value)
+    version = data.pop("format", None)
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        return None
+    try:
+        written = _canonical_text(version, data)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if written != text or 2 + _nodes(data) > MAX_YAML_NODES:  # 2: the format key and value
+        return None
+    return data
+
+
+def _nodes(value: Any) -> int:
+    """How many YAML values ``value`` is (each key counts, as ``parse_yaml`` counts them)."""
+    if isinstance(value, dict):
+        return 1 + sum(1 + _nodes(item) for item in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_nodes(item) for item in value)
+    return 1
+
+
+def _scalar(key: str, value: str) -> Any:
+    """A value as ``canonical_data`` reads it: a count, a flow list of names, ``true``, or
+    the text itself (checked when it is written again)."""
+    if key in ("format", "max_retries", "number"):
+        return int(value) if re.fullmatch(_COUNT, value) else None
+    if key == "agents":
+        return _flow(value, str)
+    if key == "review":
+        return True if value == "true" else None
+    return value
+
+
+def _flow(value: str, kind: type) -> list[Any] | None:
+    """``[a, b]`` as a list of ``kind`` (counts or names); None when not that shape."""
+    if not (value.startswith("[") and value.endswith("]")) or len(value) < 3:
+        return None
+    items = value[1:-1].split(", ")
+    if kind is int:
+        return [int(item) for item in items] if all(re.fullmatch(_COUNT, i) for i in items) else None
+    return items
+
+
+def _canonical_text(version: int, data: dict[str, Any]) -> str:
+    """The text ``dump_workflow`` writes for ``data``, written by hand: ValueError when a
+    value is outside the plain scalars YAML reads back as themselves, or a line would be
+    longer than PyYAML folds at, KeyError or TypeError when ``data`` is not a workflow's
+    shape. Only what this accepts is read without PyYAML."""
+    if set(data) - {"name", "max_retries", "modes", "phases", "agents"}:
+        raise ValueError("unknown key")
+    lines = [f"format: {_count(version)}", f"name: {_plain(data['name'], _NAME)}"]
+    lines.append(f"max_retries: {_count(data['max_retries'])}")
+    lines.append("modes:")
+    modes: dict[str, Any] = data["modes"]
+    lines += [f"  {_plain(k, _NAME)}: [{', '.join(_count(n) for n in v)}]" for k, v in modes.items()]
+    lines.append("phases:")
+    for phase in data["phases"]:
+        if set(phase) - {"number", "name", "directory", "agents", "run_style", "review"}:
+            raise ValueError("unknown key")
+        lines.append(f"- number: {_count(phase['number'])}")
+        lines.append(f"  name: {_plain(phase['name'], _PHASE_NAME)}")
+        lines.append(f"  directory: {_plain(phase['directory'], _NAME)}")
+        lines.append(f"  agents: [{', '.join(_plain(a, _NAME) for a in phase['agents'])}]")
+        lines.append(f"  run_style: {_plain(phase['run_style'], _NAME)}")
+        if "review" in phase:
+            if phase["review"] is not True:
+                raise ValueError("review: false is never written")
+            lines.append("  review: true")
+    if "agents" in data:
+        agents: dict[str, Any] = data["agents"]
+        lines.append("agents:")
+        lines += [f"  {_plain(k, _NAME)}: {_plain(v, _CALLABLE)}" for k, v in agents.items()]
+    if not modes or not data["phases"] or ("agents" in data and not data["agents"]):
+        raise ValueError("an empty mapping or list is written in flow style")
+    if any(len(line) > _WIDTH for line in lines):
+        raise ValueError("a long line may be folded")
+    return "\n".join(lines) + "\n"
+
+
+def _plain(value: object, pattern: str) -> str:
+    if not isinstance(value, str) or value in _YAML_WORDS or not re.fullmatch(pattern, value):
+        raise ValueError(f"{value!r} is not written plain here")
+    return value
+
+
+def _count(value: object) -> str:
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{value!r} is not a count")
+    return str(value)
+
+
+CALLABLE_SYNTAX = lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 """``module:function``: a dotted module path, a colon, and a (dotted) attribute of it."""
 
 
@@ -240,7 +429,7 @@ def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
             raise DocumentError(
                 f"phase number {phase.number} is used twice",
                 path=path,
-                line=line_of(node, ["phases", index, "number"]),
+                line=_line(node, ["phases", index, "number"]),
                 field="number",
             )
     directories = [p.directory for p in workflow.phases]
@@ -249,7 +438,7 @@ def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
             raise DocumentError(
                 f"directory {phase.directory!r} is used twice",
                 path=path,
-                line=line_of(node, ["phases", index]),
+                line=_line(node, ["phases", index]),
                 field="directory",
             )
     for mode, selected in workflow.modes.items():
@@ -259,7 +448,7 @@ def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
                     f"mode {mode!r} names phase {number}, which is not defined (phases are "
                     f"{', '.join(map(str, numbers))})",
                     path=path,
-                    line=line_of(node, ["modes", mode, index]),
+                    line=_line(node, ["modes", mode, index]),
                     field=f"modes.{mode}",
                 )
     names = [a for p in workflow.phases for a in p.agents]
@@ -268,14 +457,14 @@ def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
             raise DocumentError(
                 f"agents names {name!r}, which no phase runs (agents are {', '.join(dict.fromkeys(names))})",
                 path=path,
-                line=line_of(node, ["agents", name]),
+                line=_line(node, ["agents", name]),
                 field=f"agents.{name}",
             )
         if not CALLABLE_SYNTAX.fullmatch(spec):
             raise DocumentError(
                 f"{spec!r} is not module:function (e.g. my_agents:{name})",
                 path=path,
-                line=line_of(node, ["agents", name]),
+                line=_line(node, ["agents", name]),
                 field=f"agents.{name}",
             )
 

@@ -37,6 +37,7 @@ from typing import Any
 
 from haytham.errors import DocumentError, HaythamError
 from haytham.format import MANIFEST, layout
+from haytham.format.patterns import lazy
 from haytham.format.reader import decode
 from haytham.git.repository import GitError, relative_to_root, repo_root, run_git
 from haytham.projects import order_versions
@@ -71,7 +72,7 @@ different sessions, a contradiction no merge can resolve."""
 DERIVED_FIELDS = ("phases", "status", "current", "metrics", "last_updated", "history_head")
 """Manifest fields merged by their meaning; every other field is merged three ways."""
 _EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
-_BLOCK_TIME = re.compile(r"## (\S+)")
+_BLOCK_TIME = lazy(r"## (\S+)")
 _DRIVER_COMMAND = "-m haytham.cli.git merge-driver %O %A %B %P"
 
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from haytham.format.layout import CLAIM_FILE
+from haytham.format.patterns import lazy
 from haytham.git.merge import DRIVER, setup
 from haytham.git.repository import GitError, commit_paths, knows_author, repo_root, run_git
 
@@ -35,7 +35,7 @@ DEFAULT_ATTEMPTS = 12
 """How many times a rejected push is retried (fetch, merge, push) before giving up."""
 FALLBACK_IDENTITY = ("haytham", "haytham@localhost")
 """Who a merge commit is by when git knows no user in this clone (a worker host)."""
-_REJECTED = re.compile(
+_REJECTED = lazy(
     r"\[rejected\]|fetch first|non-fast-forward|cannot lock ref|failed to update ref|"
     r"\[remote rejected\].*(?:lock|fast-forward|update ref)"
 )

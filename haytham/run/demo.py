@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from haytham.errors import InvalidArgumentError
 from haytham.format.layout import SESSIONS_DIR
+from haytham.format.patterns import lazy
 from haytham.format.workflow import IDEA_VALIDATION
 from haytham.run.runner import AgentContext, AgentResult, PhaseRunner, RunResult
 from haytham.store.manager import CheckpointManager
@@ -99,7 +99,7 @@ REVIEW_MODES = ("approve", "reject", "manual")
 """How the demo treats a review gate: approve it, send it back once first, or stop for a person."""
 CRASH_EXIT_CODE = 3
 """The exit code of a process that ``crash_after`` ends."""
-_SESSION_ID = re.compile(r"idea-(\d{3,})")
+_SESSION_ID = lazy(r"idea-(\d{3,})")
 
 EventKind = Literal["start", "saved", "reviewed", "crash", "result"]
 

@@ -14,21 +14,23 @@ import contextlib
 import importlib
 import inspect
 import time
-import traceback
 from collections.abc import Awaitable, Callable, Container, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from haytham.errors import HaythamError, InvalidArgumentError, WorkflowChangedError
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
-from haytham.git.autocommit import AutoCommit
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
-from haytham.run.lease import run_lease
 from haytham.store import lifecycle
 from haytham.store.manager import CheckpointManager
+
+if TYPE_CHECKING:  # git (subprocess), the lease (socket) and threads only when a run needs
+    # them, not for ``next_step``, which ``haytham status`` asks
+    from concurrent.futures import Future
+
+    from haytham.git.autocommit import AutoCommit
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,8 @@ class PhaseRunner:
 
     def _lease(self, project_id: str, session_id: str) -> contextlib.AbstractContextManager[object]:
         """The session's run lease (the session must exist: its manifest is read first)."""
+        from haytham.run.lease import run_lease
+
         self.manager.load_manifest(project_id, session_id)
         return run_lease(self.manager.session_dir(project_id, session_id), f"{project_id}/{session_id}")
 
@@ -296,6 +300,8 @@ class PhaseRunner:
         ran: list[str],
     ) -> RunResult | None:
         """Run the phase's missing or failed agents; return a failed result or None."""
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
         retry_count = checkpoint.retry_count if checkpoint else 0
         feedback = self._feedback_of_previous_attempt(project_id, session_id, phase, retry_count)
         saved = {name: self._saved_output(project_id, session_id, phase, name) for name in phase.agents}
@@ -365,6 +371,8 @@ class PhaseRunner:
         result, seconds = outcome
         ran.append(f"{phase.number}:{name}")
         if isinstance(result, BaseException):
+            import traceback  # only when an agent failed
+
             self.manager.save_agent_output(
                 project_id,
                 session_id,

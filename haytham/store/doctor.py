@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -329,6 +328,8 @@ def remove_traces(folder: Path) -> list[Path]:
 def _remove(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         if path.is_dir() and not path.is_symlink():
+            import shutil  # only to remove a folder: it loads the archive modules too
+
             shutil.rmtree(path, ignore_errors=True)
         else:
             path.unlink()

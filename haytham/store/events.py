@@ -7,14 +7,16 @@ logger and changes nothing: the store never rolls back or corrupts what it wrote
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args, overload
+from typing import TYPE_CHECKING, Any, Literal, get_args, overload
 
 from haytham.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    import logging
 
 EventName = Literal[
     "checkpoint_saved",
@@ -27,7 +29,14 @@ EventName = Literal[
     "commit_failed",
 ]
 EVENT_NAMES: tuple[str, ...] = get_args(EventName)
-LOGGER = logging.getLogger("haytham")
+
+
+def logger() -> logging.Logger:
+    """The ``haytham`` logger. The logging package is imported when something is logged,
+    not by every process that reads a session."""
+    import logging
+
+    return logging.getLogger("haytham")
 
 
 @dataclass(frozen=True)
@@ -82,4 +91,4 @@ class EventBus:
                 try:
                     callback(event)
                 except Exception:
-                    LOGGER.exception("haytham: a %s callback raised; the store is unaffected", event.name)
+                    logger().exception("haytham: a %s callback raised; the store is unaffected", event.name)

@@ -22,7 +22,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import shutil
 import stat
 import time
 from collections.abc import Iterable, Iterator
@@ -260,6 +259,8 @@ def remove_tree(path: Path, *, ignore_errors: bool = False) -> None:
 
     With ``ignore_errors`` what cannot be removed stays (a leftover ``doctor --fix`` finds);
     the symlink check still refuses."""
+    import shutil  # only to remove a folder: it loads the archive modules too
+
     check_no_symlink(path)
     try:
         shutil.rmtree(path, ignore_errors=ignore_errors)

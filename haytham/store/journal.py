@@ -41,7 +41,6 @@ import errno
 import hashlib
 import json
 import os
-import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -400,6 +399,8 @@ class Change:
 def _remove_any(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         if path.is_dir() and not path.is_symlink():
+            import shutil  # only to remove a folder: it loads the archive modules too
+
             shutil.rmtree(path)
         else:
             path.unlink()
@@ -575,6 +576,8 @@ def _apply_step(step: Step, target: Path, staged: Path | None, check: bool) -> C
             return Conflict(target, f"exists; {staged.name} was not moved there")
         os.rename(staged, target)
     elif step.kind == "rmtree" and target.is_dir() and not target.is_symlink():
+        import shutil
+
         shutil.rmtree(target)
     return None
 

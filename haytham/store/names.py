@@ -23,10 +23,11 @@ from collections.abc import Collection
 from pathlib import Path
 
 from haytham.errors import UnsafeNameError, UnsafePathError
+from haytham.format.patterns import lazy
 
 MAX_NAME_LENGTH = 100
-_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_WINDOWS_RESERVED = re.compile(r"(CON|PRN|AUX|NUL|COM[0-9¹²³]|LPT[0-9¹²³])(\..*)?", re.IGNORECASE)
+_SAFE_NAME = lazy(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_WINDOWS_RESERVED = lazy(r"(CON|PRN|AUX|NUL|COM[0-9¹²³]|LPT[0-9¹²³])(\..*)?", re.IGNORECASE)
 RULE = (
     "use letters, digits, '.', '_' and '-', start with a letter or digit, "
     f"and keep to {MAX_NAME_LENGTH} characters"
@@ -34,9 +35,9 @@ RULE = (
 MAX_PATH_NAME_LENGTH = 255
 """The longest path component most file systems allow (in bytes: checked in UTF-8)."""
 MAX_USER_ID_LENGTH = 1000
-_PATH_UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]")
-_USER_DIR_SAFE = re.compile(r"[A-Za-z0-9_-]")
-_USER_ID_UNSAFE = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+_PATH_UNSAFE = lazy(r"[/\\\x00-\x1f\x7f]")
+_USER_DIR_SAFE = lazy(r"[A-Za-z0-9_-]")
+_USER_ID_UNSAFE = lazy(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 RESERVED_AGENT_NAMES = frozenset({"checkpoint", "user_feedback", "session_manifest"})
 
 

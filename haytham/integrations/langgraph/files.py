@@ -43,6 +43,7 @@ from haytham.format.layout import (
     LANGGRAPH_WRITES_SUFFIX,
 )
 from haytham.format.markdown import fence_lines, iter_fences
+from haytham.format.patterns import lazy
 from haytham.format.values import read_fenced, read_text, write_fenced, write_text, write_title
 from haytham.store.names import MAX_NAME_LENGTH, check_name
 
@@ -50,7 +51,7 @@ from haytham.store.names import MAX_NAME_LENGTH, check_name
 
 ESCAPED_PREFIX = "lg_"
 """How a session id made from a thread id that is not a safe name starts."""
-_KEPT = re.compile(r"[A-Za-z0-9-]")
+_KEPT = lazy(r"[A-Za-z0-9-]")
 
 
 def _encode(text: str) -> str:
@@ -167,7 +168,7 @@ def _base64(data: bytes) -> str:
     return "\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76))
 
 
-_SPLIT = re.compile(r"^## ", re.M)
+_SPLIT = lazy(r"^## ", re.M)
 
 
 def _safe_verbatim(text: str) -> bool:
@@ -264,7 +265,7 @@ class Section:
     """The info and lines of the first fenced block of the body, when it has a closed one."""
 
 
-_FIELD = re.compile(r"- ([^:\n]+): (.*)")
+_FIELD = lazy(r"- ([^:\n]+): (.*)")
 
 
 def render_section(title: str, fields: Sequence[tuple[str, str]], body: str | None = None) -> str:
