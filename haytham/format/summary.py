@@ -128,13 +128,22 @@ _GROUPS = (
     "state",
 )
 """The expression's group of each summary field."""
-SINGLE_LINE_PATTERNS = ("session_id", "project_id", "user_id", "created", "workflow_fingerprint")
-"""The schema properties whose patterns are embedded; none matches a line break or a ``|``
+EMBEDDED_PATTERNS = (
+    "session_id",
+    "user_id",
+    "created",
+    "workflow_fingerprint",
+    "history_head",
+    "forked_from",
+)
+"""The schema properties whose patterns are embedded (``project_id`` and ``last_updated``
+share theirs); none matches a line break, and the timestamp's (a table cell's too) no ``|``
 (the tests check), so each stays within its line or cell."""
 
 
 def _schema_pattern(schema: dict[str, Any], name: str) -> str:
     """The schema's pattern for the property ``name``, unanchored."""
+    assert name in EMBEDDED_PATTERNS
     properties = schema["properties"]
     assert isinstance(properties, dict)
     pattern = properties[name]["pattern"]
