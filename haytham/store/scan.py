@@ -269,17 +269,20 @@ def iter_sessions(
     """
     root = base_dir / project_id if project_id else base_dir
     wanted = _Filter(user_id or None, status or None)
-    folders = _folders(root)
-    if folders is not None:
-        index = _index.Index.open(base_dir, create=False)
-        if index is not None:
-            import sqlite3
+    try:
+        folders = _folders(root)
+        if folders is not None:
+            index = _index.Index.open(base_dir, create=False)
+            if index is not None:
+                import sqlite3
 
-            try:
-                return _from_index(index, root, folders, wanted, forget_others=root == base_dir)
-            except sqlite3.Error:
-                index.close()
-    return _from_files(base_dir, root, folders, wanted)
+                try:
+                    return _from_index(index, root, folders, wanted, forget_others=root == base_dir)
+                except (sqlite3.Error, OSError):
+                    index.close()
+        return _from_files(base_dir, root, folders, wanted)
+    except OSError:  # a folder that cannot be read: what the globs find, as the tree walks do
+        return _from_files(base_dir, root, None, wanted, create=False)
 
 
 @dataclass(frozen=True)
@@ -492,27 +495,32 @@ def _from_index(
     learnt: list[tuple[Any, ...]] = []
     gone: list[tuple[str, str]] = []
     changed: set[tuple[str, str]] = set()
-    total = 0
+    total = checked = 0
     identity = _index.identity
+    everyone = wanted.user_id is None and wanted.status is None
+    stat_of = os.stat
     for parent, names, project in folders:
         known = index.summaries_in(parent) if _storable((parent,)) else iter(())
         kept = next(known, None)
         prefix = os.path.join(parent, "")
         suffix = os.sep + MANIFEST_FILE
-        for name in names:
+        for name in names:  # the hot loop of a warm listing: one stat, one comparison
             while kept is not None and kept[0] < name:
                 gone.append((parent, kept[0]))
                 kept = next(known, None)
             remembered = None
             if kept is not None and kept[0] == name:
-                COUNTERS.index_rows += 1
                 remembered, kept = kept, next(known, None)
-                st = _stat_or_none(prefix + name + suffix)
-                if st is None:
+                checked += 1
+                try:
+                    st = stat_of(prefix + name + suffix)
+                except _MISSING:
                     gone.append((parent, name))
                     continue
                 if identity(st) == remembered[1]:
-                    if not remembered[2]:
+                    if remembered[3] is None and remembered[2] and everyone:
+                        total += 1
+                    elif not remembered[2]:
                         issues += _issues(remembered[3])
                     elif wanted(remembered[4], remembered[5]):
                         total += 1
@@ -539,6 +547,8 @@ def _from_index(
         while kept is not None:
             gone.append((parent, kept[0]))
             kept = next(known, None)
+    COUNTERS.stated += checked
+    COUNTERS.index_rows += checked
     scanned = {parent for parent, _, _ in folders}
     others = [p for p in index.summary_parents() if p not in scanned] if forget_others else []
     index.write_summaries(learnt, gone, others)
