@@ -218,22 +218,48 @@ class SessionListing:
     def page(self, offset: int = 0, limit: int | None = None) -> Iterator[SessionSummary]:
         """The summaries from ``offset`` on, at most ``limit`` of them, made as they are reached."""
         stop = None if limit is None else offset + limit
+        rows = self._rows() if not offset and stop is None else itertools.islice(self._rows(), offset, stop)
         folders: dict[str, Path] = {}
-        for row in itertools.islice(self._rows(), offset, stop):
-            parent = row[-2]
+        new = object.__new__
+        for row in rows:
+            parent, name = row[-2:]
             folder = folders.get(parent)
             if folder is None:
                 folder = folders[parent] = Path(parent)
-            yield _summary(row, folder / row[-1])
+            # SessionSummary(*row, path) without the frozen dataclass's __init__, which sets
+            # each of its 14 fields through object.__setattr__: the same object, field for
+            # field (the tests compare them), made once a session.
+            summary: SessionSummary = new(SessionSummary)
+            summary.__dict__.update(zip(_NAMES, (*row[:-2], _child(folder, name)), strict=True))
+            yield summary
 
 
-def _summary(row: Row, path: Path) -> SessionSummary:
-    """``SessionSummary(*row, path=path)`` made without the frozen dataclass's ``__init__``
-    (which sets each of its 14 fields through ``object.__setattr__``): a listing makes one a
-    session. The same object, field for field (the tests compare them)."""
-    summary: SessionSummary = object.__new__(SessionSummary)
-    summary.__dict__.update(zip(_NAMES, (*row[:-2], path), strict=True))
-    return summary
+def _plain_child(folder: Path, name: str) -> Path:
+    return folder / name
+
+
+def _fast_child(folder: Path, name: str) -> Path:
+    """``folder / name`` for a plain name (one that a directory listing gave), without parsing
+    it again: pathlib's own way of making the paths of a listing (``Path.iterdir``)."""
+    if not name or name in (".", "..") or os.sep in name:
+        return folder / name
+    return folder._make_child_relpath(name)  # type: ignore[attr-defined, no-any-return]
+
+
+def _child_maker() -> Callable[[Path, str], Path]:
+    """``_fast_child`` where this Python's pathlib has the method it uses and it gives what
+    ``/`` gives (checked here, once); else ``/`` itself."""
+    try:
+        for folder in (Path("a"), Path("/a/b"), Path("."), Path("/")):
+            made = _fast_child(folder, "c.d")
+            if made != folder / "c.d" or str(made) != str(folder / "c.d") or made.name != "c.d":
+                return _plain_child
+    except (AttributeError, TypeError):
+        return _plain_child
+    return _fast_child
+
+
+_child = _child_maker()
 
 
 def list_sessions(
@@ -346,7 +372,10 @@ read), its issues (errors without a row; warnings with one) and the ``stat`` of 
 def _learn(parent: str, name: str, project: str, *, identify: bool) -> _Learnt | None:
     """Read the manifest of session folder ``{parent}/{name}`` (of ``project``); None when
     the folder holds none. With ``identify`` the file's ``stat`` comes too (from the open file)."""
-    manifest = os.path.join(parent, name, MANIFEST_FILE)
+    if parent and not parent.endswith(os.sep):  # what os.path.join gives, made faster
+        manifest = f"{parent}{os.sep}{name}{os.sep}{MANIFEST_FILE}"
+    else:
+        manifest = os.path.join(parent, name, MANIFEST_FILE)
     try:
         fd = os.open(manifest, os.O_RDONLY)
     except _MISSING:
@@ -416,6 +445,7 @@ def _from_files(
     issues: list[Issue] = []
     learnt: list[tuple[str, str, os.stat_result, Row | None, list[Issue]]] = []
     count = 0
+    everyone = wanted.user_id is None and wanted.status is None
     for parent, name, project in _sessions_of(root, folders):
         got = _learn(parent, name, project, identify=identify)
         if got is None:
@@ -426,7 +456,7 @@ def _from_files(
             learnt.append((parent, name, st, row, found))
         if row is None:
             issues += found
-        elif wanted(row[_USER], row[_STATUS]):
+        elif everyone or wanted(row[_USER], row[_STATUS]):
             issues += found
             rows.append(row)
     if create and count >= INDEX_MIN_SESSIONS and learnt:
@@ -505,9 +535,10 @@ def _from_index(
         prefix = os.path.join(parent, "")
         suffix = os.sep + MANIFEST_FILE
         for name in names:  # the hot loop of a warm listing: one stat, one comparison
-            while kept is not None and kept[0] < name:
-                gone.append((parent, kept[0]))
-                kept = next(known, None)
+            if kept is not None and kept[0] != name:
+                while kept is not None and kept[0] < name:
+                    gone.append((parent, kept[0]))
+                    kept = next(known, None)
             remembered = None
             if kept is not None and kept[0] == name:
                 remembered, kept = kept, next(known, None)
@@ -558,12 +589,14 @@ def _from_index(
     every = forget_others and not others and not hidden and not wanted.user_id and not wanted.status
 
     def remembered_rows() -> Iterator[Row]:
-        for row in index.newest_summaries():
-            COUNTERS.index_rows += 1
-            if every or (
-                row[-2] in scanned and (row[-2], row[-1]) not in hidden and wanted(row[_USER], row[_STATUS])
-            ):
-                yield row
+        if every:  # the index holds exactly the listed rows it was checked for
+            COUNTERS.index_rows += total - len(fresh)
+            return index.newest_summaries()
+        return filter(keep, index.newest_summaries())
+
+    def keep(row: Row) -> bool:
+        COUNTERS.index_rows += 1
+        return row[-2] in scanned and (row[-2], row[-1]) not in hidden and wanted(row[_USER], row[_STATUS])
 
     def rows() -> Iterator[Row]:
         made = 0
