@@ -291,10 +291,15 @@ def _current(summary: SessionSummary) -> str:
     return f"{text} ({summary.current_state})"
 
 
+_LIST_KEYS = tuple(k.split(".", 1)[1] for k in JSON_OUTPUT["list"] if k.startswith("sessions[]."))
+"""The keys of each session of ``list --json``: fields of ``SessionSummary``."""
+
+
 def _summary_json(summary: SessionSummary) -> dict[str, Any]:
-    data = plain(summary)
-    keys = [k.split(".", 1)[1] for k in JSON_OUTPUT["list"] if k.startswith("sessions[].")]
-    return {key: data[key] for key in keys}
+    """``plain(summary)`` limited to ``_LIST_KEYS``, made directly (one a session)."""
+    data = {key: getattr(summary, key) for key in _LIST_KEYS}
+    data["path"] = str(data["path"])
+    return data
 
 
 @command()
