@@ -486,3 +486,13 @@ def test_iterating_a_remembered_listing_holds_one_row_at_a_time(
     (small, small_peak), (large, large_peak) = peaks
     assert large > 3 * small // 2
     assert large_peak - small_peak < 20 * (large - small)  # bytes a session: far below one row
+
+
+EXHAUSTIVE = settings(PROPERTY, max_examples=5000)
+
+
+@pytest.mark.slow
+@EXHAUSTIVE
+@given(text=st.one_of(mutated(), manifests.map(MANIFEST.render), valid_manifests.map(MANIFEST.render)))
+def test_exhaustively_an_accepted_text_reads_the_same_with_no_issue(text: str) -> None:
+    agrees(text)
