@@ -442,7 +442,7 @@ def s4(root: Path, sizes: Sizes, repeats: int) -> None:
             f"{per:.0f} B/session",
             "flat in N",
             "NO" if per > 100 else "yes",
-            "the rows stream, but the newest-first order needs one compact sort row a session",
+            "rows stream newest first from the index; a listing keeps each folder's sorted names",
         )
     )
 

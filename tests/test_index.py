@@ -82,8 +82,15 @@ def listing(base: Path) -> tuple[list[scan.SessionSummary], list[object]]:
 
 
 def entries(base: Path, kind: str) -> int:
+    """How many sessions the index remembers for ``kind``: ``summary`` (a listing's rows, in
+    their own table) or ``validate``."""
+    query = (
+        ("SELECT count(*) FROM summaries", ())
+        if kind == "summary"
+        else ("SELECT count(*) FROM entries WHERE kind = ?", (kind,))
+    )
     with sqlite3.connect(base / _index.INDEX_DIR / _index.INDEX_FILE) as connection:
-        return int(connection.execute("SELECT count(*) FROM entries WHERE kind = ?", (kind,)).fetchone()[0])
+        return int(connection.execute(*query).fetchone()[0])
 
 
 def manifest_of(base: Path, session: str) -> Path:
@@ -158,6 +165,7 @@ def test_an_index_of_other_code_is_ignored(base: Path) -> None:
     index_file = base / _index.INDEX_DIR / _index.INDEX_FILE
     with sqlite3.connect(index_file) as connection:
         connection.execute("UPDATE entries SET value = '{\"issues\": []}'")
+        connection.execute("UPDATE summaries SET user_id = 'mallory', listed = 0")
         connection.execute("UPDATE meta SET value = 'other' WHERE key = 'stamp'")
     assert len(listing(base)[0]) == SESSIONS
 

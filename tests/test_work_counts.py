@@ -112,15 +112,47 @@ def test_validating_with_an_index_reads_it_once_per_run(
 
 
 def test_listing_reads_each_manifest_once(template: Path) -> None:
+    """Without an index: one open a manifest, no ``stat`` of it (the open finds it), and no
+    parse at all, since haytham's own manifests are read by ``format.summary``."""
     base = template.parents[2]
     runs = []
     for count in (5, 10, 15):
         _grow(template, count)
         runs.append(_work(lambda: CheckpointManager(base).list_sessions()))
-        assert runs[-1]["opened"] == count and runs[-1]["parsed"] == count
-    _assert_linear(runs, ("opened", "stated"))
+        assert runs[-1]["opened"] == count and runs[-1]["parsed"] == 0
+    _assert_linear(runs, ("opened",))
+    assert runs[0]["stated"] == runs[1]["stated"] == runs[2]["stated"]  # the folders only
     piped = _work(lambda: CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)]))
-    assert piped["opened"] == 15
+    assert piped["opened"] == 15 and piped["parsed"] == 0
+
+
+def test_a_hand_edited_manifest_is_parsed_by_the_full_reader(template: Path) -> None:
+    base = template.parents[2]
+    _grow(template, 4)
+    manifest = template.parent / "s-002" / MANIFEST_FILE
+    manifest.write_text(manifest.read_text("utf-8").replace("- User ID: ada", "- user id:   ada"), "utf-8")
+    work = _work(lambda: CheckpointManager(base).list_sessions())
+    assert work["opened"] == 4 and work["parsed"] == 1
+
+
+def test_a_listing_with_an_index_stats_each_manifest_and_reads_none(
+    template: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm listing: one ``stat`` a session, each remembered row read twice (to check it,
+    then newest first to show it), no file opened."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))  # files written just now may be remembered
+    base = template.parents[2]
+    runs = []
+    for count in (60, 120, 180):
+        _grow(template, count)
+        learning = _work(lambda: CheckpointManager(base).list_sessions())
+        assert learning["opened"] == 60 and learning["parsed"] == 0  # only the new sessions are read
+        runs.append(_work(lambda: CheckpointManager(base).list_sessions()))
+        assert runs[-1]["opened"] == 0 and runs[-1]["parsed"] == 0
+        assert runs[-1]["index_rows"] == 2 * count
+    _assert_linear(runs, ("stated", "index_rows"))
+    assert runs[0]["stated"] >= 60
 
 
 def test_a_listing_makes_its_summaries_as_it_is_iterated(template: Path) -> None:

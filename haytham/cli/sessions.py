@@ -204,7 +204,14 @@ def list_command(
     manager = CheckpointManager(base_dir)
     if project is not None:
         manager.project_dir(project)  # refuses an unsafe project id
-    listing = iter_sessions(manager.base_dir, project_id=project, user_id=user, status=status)
+    with iter_sessions(manager.base_dir, project_id=project, user_id=user, status=status) as listing:
+        _print_listing(listing, base_dir, offset, limit, as_json, filtered=bool(project or user or status))
+
+
+def _print_listing(
+    listing: SessionListing, base_dir: Path, offset: int, limit: int | None, as_json: bool, *, filtered: bool
+) -> None:
+    """``haytham list``'s output, each row printed as it is made."""
     unreadable = listing.issues
     total = len(listing)
     shown = max(0, min(total - offset, total if limit is None else limit))
@@ -218,7 +225,7 @@ def list_command(
         skipped = "skipped a manifest that cannot be read: " if issue.is_error else ""
         click.echo(f"warning: {skipped}{issue}", err=True)
     if not shown:
-        click.echo(f"No sessions under {base_dir}" + (" match" if project or user or status else ""))
+        click.echo(f"No sessions under {base_dir}" + (" match" if filtered else ""))
         return
     columns = ("Project", "Session", "User", "Mode", "Status", "Current phase", "Updated", "Tokens", "Cost")
     rows = (_list_row(s) for s in listing.page(offset, limit))
@@ -286,10 +293,15 @@ def _current(summary: SessionSummary) -> str:
     return f"{text} ({summary.current_state})"
 
 
+_LIST_KEYS = tuple(k.split(".", 1)[1] for k in JSON_OUTPUT["list"] if k.startswith("sessions[]."))
+"""The keys of each session of ``list --json``: fields of ``SessionSummary``."""
+
+
 def _summary_json(summary: SessionSummary) -> dict[str, Any]:
-    data = plain(summary)
-    keys = [k.split(".", 1)[1] for k in JSON_OUTPUT["list"] if k.startswith("sessions[].")]
-    return {key: data[key] for key in keys}
+    """``plain(summary)`` limited to ``_LIST_KEYS``, made directly (one a session)."""
+    data = {key: getattr(summary, key) for key in _LIST_KEYS}
+    data["path"] = str(data["path"])
+    return data
 
 
 @command()

@@ -33,7 +33,7 @@ import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from haytham.format import layout
 from haytham.format.document import COUNTERS
@@ -45,7 +45,9 @@ INDEX_DIR = layout.INDEX_DIR
 INDEX_FILE = layout.INDEX_FILE
 RACY_NS = 3_000_000_000
 """How much older than the file system's clock a file's last change must be to be remembered."""
-_FORMAT = "1"
+_FORMAT = "2"
+"""The layout of the tables; part of ``code_stamp``, so an index laid out by an older haytham
+(whose ``summary`` entries were JSON) starts empty here, and one of a newer haytham there."""
 _LOCK = threading.Lock()
 
 
@@ -95,8 +97,9 @@ def _signature(st: os.stat_result) -> str:
 class Index:
     """One base directory's index. Use ``Index.open``; every method swallows SQLite errors."""
 
-    def __init__(self, connection: sqlite3.Connection, clock_ns: int) -> None:
+    def __init__(self, connection: sqlite3.Connection, clock_ns: int, file: Path) -> None:
         self._connection = connection
+        self._file = file
         self.clock_ns = clock_ns
         """The file system's time when the index was opened."""
 
@@ -137,16 +140,21 @@ class Index:
                     "CREATE TABLE IF NOT EXISTS entries (kind TEXT, path TEXT, identity TEXT, value TEXT,"
                     " PRIMARY KEY (kind, path)) WITHOUT ROWID"
                 )
-                row = connection.execute("SELECT value FROM meta WHERE key = 'stamp'").fetchone()
-                if row is None or row[0] != code_stamp():
+                stamp = "SELECT value FROM meta WHERE key = 'stamp'"
+                if connection.execute(stamp).fetchone() != (code_stamp(),):
                     connection.execute("BEGIN IMMEDIATE")
-                    connection.execute("DELETE FROM entries")
-                    connection.execute("INSERT OR REPLACE INTO meta VALUES ('stamp', ?)", (code_stamp(),))
+                    if connection.execute(stamp).fetchone() != (code_stamp(),):  # another process did it
+                        # Other code's rows are never read; its tables may be laid out otherwise.
+                        connection.execute("DELETE FROM entries")
+                        connection.execute("DROP TABLE IF EXISTS summaries")
+                        connection.execute(_SUMMARIES_TABLE)
+                        connection.execute(_NEWEST_INDEX)
+                        connection.execute("INSERT OR REPLACE INTO meta VALUES ('stamp', ?)", (code_stamp(),))
                     connection.execute("COMMIT")
         except sqlite3.Error:
             connection.close()
             return None
-        return cls(connection, clock_ns)
+        return cls(connection, clock_ns, directory / INDEX_FILE)
 
     def settled(self, *change_times_ns: int) -> bool:
         """Whether files last changed at these times may be remembered (see the module doc)."""
@@ -190,8 +198,137 @@ class Index:
         except sqlite3.Error:
             return
 
+    # ------------------------------------------------------------ session summaries
+    #
+    # A listing's rows are kept as columns (``SUMMARY_COLUMNS``), one row a session folder, so
+    # that a listing reads them back newest first straight from ``summaries_newest`` and never
+    # holds them all. These methods raise ``sqlite3.Error``: the listing falls back to the
+    # files (``haytham.store.scan``).
+
+    def snapshot(self) -> None:
+        """Start a read transaction: every read until ``close`` sees the index as it is now.
+        Writes through ``write_summaries`` go on meanwhile, which needs WAL mode (without it
+        this raises, and the listing reads the files)."""
+        mode = self._connection.execute("PRAGMA journal_mode").fetchone()
+        if mode is None or str(mode[0]).lower() != "wal":
+            raise _sqlite_error("the index is not in WAL mode")
+        self._connection.execute("BEGIN")
+
+    def summaries_in(self, parent: str) -> sqlite3.Cursor:
+        """``(name, identity, listed, issues, user_id, status)`` of each remembered session
+        folder in ``parent``, by name (the order of Python's ``sorted``: SQLite compares text
+        by its UTF-8 bytes, which order as the code points do)."""
+        return self._connection.execute(
+            "SELECT name, identity, listed, issues, user_id, status FROM summaries WHERE parent = ?"
+            " ORDER BY name",
+            (parent,),
+        )
+
+    def summary_parents(self) -> list[str]:
+        """Every folder of sessions the index remembers a session of (a few: one a project),
+        found by stepping through the primary key rather than reading every row."""
+        found: list[str] = []
+        row = self._connection.execute("SELECT min(parent) FROM summaries").fetchone()
+        while row is not None and row[0] is not None:
+            found.append(row[0])
+            row = self._connection.execute(
+                "SELECT min(parent) FROM summaries WHERE parent > ?", (row[0],)
+            ).fetchone()
+        return found
+
+    def newest_summaries(self) -> sqlite3.Cursor:
+        """The listed rows, newest update first (then project, session and depth, each
+        descending), as ``SUMMARY_COLUMNS`` then ``parent, name``, read from the covering
+        index ``summaries_newest`` a row at a time."""
+        columns = ", ".join(SUMMARY_COLUMNS)
+        return self._connection.execute(
+            f"SELECT {columns}, parent, name FROM summaries INDEXED BY summaries_newest WHERE listed = 1"
+            " ORDER BY last_updated DESC, project_id DESC, session_id DESC, depth DESC"
+        )
+
+    def write_summaries(
+        self,
+        rows: Iterable[tuple[Any, ...]],
+        gone: Iterable[tuple[str, str]],
+        gone_parents: Iterable[str] = (),
+    ) -> None:
+        """Remember ``(parent, name, identity, listed, issues, depth, *SUMMARY_COLUMNS)`` rows and
+        forget the ``(parent, name)`` of ``gone`` and every row of ``gone_parents``: in one
+        transaction, through a connection of its own (this one may hold a ``snapshot``).
+        Errors are swallowed: a row not remembered is read again next time."""
+        import sqlite3
+
+        rows, gone, gone_parents = list(rows), list(gone), list(gone_parents)
+        if not rows and not gone and not gone_parents:
+            return
+        marks = ", ".join("?" * (6 + len(SUMMARY_COLUMNS)))
+        try:
+            writer = sqlite3.connect(self._file, timeout=1.0, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error:
+            return
+        try:
+            with _LOCK:
+                writer.execute("BEGIN IMMEDIATE")
+                try:
+                    writer.executemany("DELETE FROM summaries WHERE parent = ? AND name = ?", gone)
+                    writer.executemany("DELETE FROM summaries WHERE parent = ?", [(p,) for p in gone_parents])
+                    writer.executemany(f"INSERT OR REPLACE INTO summaries VALUES ({marks})", rows)
+                    writer.execute("COMMIT")
+                except BaseException:
+                    writer.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error:
+            return
+        finally:
+            writer.close()
+
     def close(self) -> None:
         import sqlite3
 
         with contextlib.suppress(sqlite3.Error):
             self._connection.close()
+
+
+SUMMARY_COLUMNS = (
+    "project_id",
+    "session_id",
+    "user_id",
+    "workflow_type",
+    "execution_mode",
+    "status",
+    "current_phase",
+    "current_phase_name",
+    "created",
+    "last_updated",
+    "total_tokens",
+    "total_cost",
+    "current_state",
+)
+"""A listed session's values, in ``haytham.store.scan.SessionSummary`` order."""
+_SUMMARIES_TABLE = (
+    "CREATE TABLE IF NOT EXISTS summaries (parent TEXT, name TEXT, identity TEXT, listed INTEGER,"
+    " issues TEXT, depth INTEGER, "
+    + ", ".join(SUMMARY_COLUMNS)
+    + ", PRIMARY KEY (parent, name)) WITHOUT ROWID"
+)
+"""One row a session folder ``{parent}/{name}`` whose manifest was read: its identity, whether
+it is listed (0: the manifest cannot be read, ``issues`` says why), its issues as JSON (or
+NULL), how deep ``parent`` is (its separators: the last key of the listing's order) and its
+summary."""
+_NEWEST_INDEX = (
+    "CREATE INDEX IF NOT EXISTS summaries_newest ON summaries (last_updated DESC, project_id DESC,"
+    " session_id DESC, depth DESC, listed, parent, name, "
+    + ", ".join(c for c in SUMMARY_COLUMNS if c not in ("last_updated", "project_id", "session_id"))
+    + ")"
+)
+"""The listing's order, covering every column a listing reads, so that rows come newest first
+straight from it: no sort, no lookup in the table. Two listed sessions can tie on time,
+project and session only when one is in the listing root's own ``sessions`` folder and the
+other in a project folder named like the root; the deeper one comes first, as in the files'
+order (``haytham.store.scan``)."""
+
+
+def _sqlite_error(message: str) -> Exception:
+    import sqlite3
+
+    return sqlite3.OperationalError(message)

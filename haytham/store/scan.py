@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import errno
 import hashlib
+import heapq
+import itertools
 import json
 import os
 import stat
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from haytham.errors import Issue
+from haytham.errors import DocumentError, Issue
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
 from haytham.format.document import COUNTERS
 from haytham.format.layout import (
@@ -31,6 +33,8 @@ from haytham.format.layout import (
     PHASE_DIR_PREFIX,
     SESSIONS_DIR,
 )
+from haytham.format.reader import decode
+from haytham.format.summary import ManifestSummary, read_summary, summary_of
 from haytham.records import SessionManifest
 from haytham.store import index as _index
 from haytham.store.disagreements import folder_disagreements
@@ -100,6 +104,9 @@ def _glob_session_dirs(root: Path) -> Iterator[Path]:
 
 
 _MISSING = (FileNotFoundError, NotADirectoryError)
+_CHUNK = 1 << 16
+"""A manifest shorter than this is read in one ``read`` (and one more that finds the end);
+a longer one goes to ``MANIFEST.read_path``, which knows the size limit."""
 
 
 def _stat_or_none(path: str) -> os.stat_result | None:
@@ -156,54 +163,103 @@ INDEX_MIN_SESSIONS = 50
 sessions; an index that exists is always used."""
 
 
-_FIELDS = (
-    "project_id",
-    "session_id",
-    "user_id",
-    "workflow_type",
-    "execution_mode",
-    "status",
-    "current_phase",
-    "current_phase_name",
-    "created",
-    "last_updated",
-    "total_tokens",
-    "total_cost",
-    "current_state",
-)
+_FIELDS = _index.SUMMARY_COLUMNS
 """The summary fields a listing keeps per session, in ``SessionSummary`` order (``path`` aside)."""
-_UPDATED, _PROJECT, _SESSION = _FIELDS.index("last_updated"), 0, 1
+_NAMES = (*_FIELDS, "path")
+_UPDATED, _PROJECT, _SESSION = _FIELDS.index("last_updated"), _FIELDS.index("project_id"), 1
+_USER, _STATUS = _FIELDS.index("user_id"), _FIELDS.index("status")
+assert _FIELDS.index("session_id") == _SESSION
+Row = tuple[Any, ...]
+"""A listed session: its ``_FIELDS`` values, then its folder as ``parent`` and ``name`` (text)."""
 
 
 class SessionListing:
-    """The sessions under a base directory, newest update first: ``len``, and rows that are
-    made one at a time as they are iterated.
+    """The sessions under a base directory, newest update first: ``len``, ``issues`` (the
+    manifests that could not be read, and warnings of listed ones), and summaries made one at
+    a time as they are iterated (each iteration reads the rows again, in the same order).
 
-    A listing must see every manifest before it can say which is newest, so it keeps one
-    compact row a session (a tuple of the summary's values and the directory as text), and
-    makes each ``SessionSummary`` (a dataclass with a ``Path``) only when it is reached:
-    ``haytham list`` prints each row as it comes and never holds a table of them. Memory is
-    still linear in the sessions: while the index's rows are read, about 3 KB a session
-    (``benchmarks/bench.py`` S4). ``issues`` are the manifests that could not be read.
+    With an index (``haytham.store.index``) the rows are read from it newest first, a row at
+    a time, inside one read transaction taken when the listing was made, so memory stays flat
+    however many sessions there are; only manifests the index did not know (or that changed)
+    are held, as one compact row each. Without an index every session is one compact row,
+    sorted in memory. ``close`` (or leaving a ``with`` block) lets the index go.
     """
 
-    def __init__(self, rows: list[tuple[Any, ...]], issues: list[Issue]) -> None:
+    def __init__(
+        self,
+        rows: Callable[[], Iterator[Row]],
+        total: int,
+        issues: list[Issue],
+        close: Callable[[], None] | None = None,
+    ) -> None:
         self._rows = rows
+        self._total = total
+        self._close = close
         self.issues = issues
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._total
 
     def __iter__(self) -> Iterator[SessionSummary]:
         return self.page()
 
+    def __enter__(self) -> SessionListing:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Let the index go (a listing made without one holds nothing to let go)."""
+        if self._close is not None:
+            self._close()
+            self._close = None
+
     def page(self, offset: int = 0, limit: int | None = None) -> Iterator[SessionSummary]:
         """The summaries from ``offset`` on, at most ``limit`` of them, made as they are reached."""
-        stop = len(self._rows) if limit is None else min(len(self._rows), offset + limit)
-        for position in range(offset, stop):
-            row = self._rows[position]
-            values = dict(zip(_FIELDS, row, strict=False))
-            yield SessionSummary(**values, path=Path(row[-1]))
+        stop = None if limit is None else offset + limit
+        rows = self._rows() if not offset and stop is None else itertools.islice(self._rows(), offset, stop)
+        folders: dict[str, Path] = {}
+        new = object.__new__
+        for row in rows:
+            parent, name = row[-2:]
+            folder = folders.get(parent)
+            if folder is None:
+                folder = folders[parent] = Path(parent)
+            # SessionSummary(*row, path) without the frozen dataclass's __init__, which sets
+            # each of its 14 fields through object.__setattr__: the same object, field for
+            # field (the tests compare them), made once a session.
+            summary: SessionSummary = new(SessionSummary)
+            summary.__dict__.update(zip(_NAMES, (*row[:-2], _child(folder, name)), strict=True))
+            yield summary
+
+
+def _plain_child(folder: Path, name: str) -> Path:
+    return folder / name
+
+
+def _fast_child(folder: Path, name: str) -> Path:
+    """``folder / name`` for a plain name (one that a directory listing gave), without parsing
+    it again: pathlib's own way of making the paths of a listing (``Path.iterdir``)."""
+    if not name or name in (".", "..") or os.sep in name:
+        return folder / name
+    return folder._make_child_relpath(name)  # type: ignore[attr-defined, no-any-return]
+
+
+def _child_maker() -> Callable[[Path, str], Path]:
+    """``_fast_child`` where this Python's pathlib has the method it uses and it gives what
+    ``/`` gives (checked here, once); else ``/`` itself."""
+    try:
+        for folder in (Path("a"), Path("/a/b"), Path("."), Path("/")):
+            made = _fast_child(folder, "c.d")
+            if made != folder / "c.d" or str(made) != str(folder / "c.d") or made.name != "c.d":
+                return _plain_child
+    except (AttributeError, TypeError):
+        return _plain_child
+    return _fast_child
+
+
+_child = _child_maker()
 
 
 def list_sessions(
@@ -217,8 +273,8 @@ def list_sessions(
 
     ``iter_sessions`` as a list (every summary made at once).
     """
-    listing = iter_sessions(base_dir, project_id=project_id, user_id=user_id, status=status)
-    return list(listing), listing.issues
+    with iter_sessions(base_dir, project_id=project_id, user_id=user_id, status=status) as listing:
+        return list(listing), listing.issues
 
 
 def iter_sessions(
@@ -233,80 +289,337 @@ def iter_sessions(
 
     Each manifest's summary (or its issues) is remembered in the base directory's index and
     used again while the manifest file is unchanged, so a listing of thousands of sessions
-    reads only the manifests that changed. The work is one ``stat`` a session, plus one read
-    of each manifest the index does not know.
+    reads only the manifests that changed: the work is one ``stat`` a session, plus one read
+    of each manifest the index does not know. A manifest in the exact shape haytham writes is
+    read by ``haytham.format.summary`` (no parse); any other by the full reader.
     """
     root = base_dir / project_id if project_id else base_dir
-    found = _manifests(root)
-    index = _index.Index.open(base_dir, create=len(found) >= INDEX_MIN_SESSIONS)
-    known = index.entries("summary") if index is not None else {}
-    learnt: list[tuple[str, str, str]] = []
-    results: list[Any] = [None] * len(found)
-    remembered: list[tuple[int, str]] = []
-    for position, (directory, name, st) in enumerate(found):
-        ident = ""
-        if index is not None and st is not None:
-            ident = _index.identity(st)
-            kept = known.get(name)
-            if kept is not None and kept[0] == ident:
-                remembered.append((position, kept[1]))
-                continue
-        result = results[position] = _summary_data(Path(directory), *MANIFEST.read_path(Path(name)))
-        if index is not None and st is not None and index.settled(st.st_mtime_ns, st.st_ctime_ns):
-            learnt.append((name, ident, json.dumps(result)))
-    if remembered:  # one json.loads for all of them is much cheaper than one each
-        values = json.loads("[" + ",".join(value for _, value in remembered) + "]")
-        for (position, _), value in zip(remembered, values, strict=True):
-            results[position] = value
-        del values, remembered
-    if index is not None:
-        listed = {name for _, name, _ in found}
-        index.store("summary", learnt, forget=set(known) - listed if root == base_dir else ())
-        index.close()
-        del known, learnt
-    rows: list[tuple[Any, ...]] = []
-    issues: list[Issue] = []
-    for position, (directory, _, _) in enumerate(found):
-        result = results[position]
-        results[position] = None  # the row replaces it: one copy at a time
-        if "issues" in result:
-            issues += [_issue(data) for data in result["issues"]]
-            continue
-        if (user_id and result["user_id"] != user_id) or (status and result["status"] != status):
-            continue
-        issues += [_issue(data) for data in result.get("problems", ())]
-        rows.append((*(result.get(field, "") for field in _FIELDS), directory))
-    rows.sort(key=lambda r: (r[_UPDATED], r[_PROJECT], r[_SESSION]), reverse=True)
-    return SessionListing(rows, issues)
+    wanted = _Filter(user_id or None, status or None)
+    try:
+        folders = _folders(root)
+        if folders is not None:
+            index = _index.Index.open(base_dir, create=False)
+            if index is not None:
+                import sqlite3
+
+                try:
+                    return _from_index(index, root, folders, wanted, forget_others=root == base_dir)
+                except (sqlite3.Error, OSError):
+                    index.close()
+        return _from_files(base_dir, root, folders, wanted)
+    except OSError:  # a folder that cannot be read: what the globs find, as the tree walks do
+        return _from_files(base_dir, root, None, wanted, create=False)
 
 
-def _summary_data(directory: Path, manifest: SessionManifest | None, found: list[Issue]) -> dict[str, Any]:
-    """What a listing needs of one manifest, as JSON data: its summary, or its issues.
+@dataclass(frozen=True)
+class _Filter:
+    user_id: str | None
+    status: str | None
 
-    The ids are the folders' names, the ones every command opens the session by; a manifest
-    that names other ids adds its disagreement as a warning (``problems``)."""
-    if manifest is None:
-        return {"issues": [_issue_data(issue) for issue in found]}
+    def __call__(self, user: str, status: str) -> bool:
+        return (self.user_id is None or user == self.user_id) and (
+            self.status is None or status == self.status
+        )
+
+
+_Folder = tuple[str, list[str], str]
+"""A folder of sessions as text, the names of the folders in it (sorted), and the project
+they belong to (the name of the folder above it)."""
+
+
+def _folders(root: Path) -> list[_Folder] | None:
+    """The folders of sessions under ``root`` in listing order (its projects' ``sessions``
+    folders by name, then its own), each with its sorted session folder names, as
+    ``session_manifests`` finds them; None when ``root`` is a session itself or cannot be
+    listed (then ``session_manifests`` itself decides)."""
+    top = os.fspath(root)
+    own = _stat_or_none(os.path.join(top, MANIFEST_FILE))
+    if own is not None and stat.S_ISREG(own.st_mode):
+        return None
+    found = _stat_or_none(top)
+    if found is None or not stat.S_ISDIR(found.st_mode):
+        return []
+    try:
+        COUNTERS.listed += 1
+        with os.scandir(top) as entries:
+            projects = sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
+        folders: list[_Folder] = []
+        for parent in [*(os.path.join(top, project, SESSIONS_DIR) for project in projects), None]:
+            directory = os.path.join(top, SESSIONS_DIR) if parent is None else parent
+            names = _session_names(directory)
+            if names:
+                folders.append((directory, names, Path(directory).parent.name))
+    except OSError:
+        return None
+    return folders
+
+
+def _session_names(directory: str) -> list[str]:
+    """The sorted names of the folders in ``directory`` that may be sessions (not hidden)."""
+    found = _stat_or_none(directory)
+    if found is None or not stat.S_ISDIR(found.st_mode):
+        return []
+    COUNTERS.listed += 1
+    with os.scandir(directory) as entries:
+        return sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
+
+
+_Learnt = tuple[Row | None, list[Issue], "os.stat_result | None"]
+"""What reading one manifest taught: the session's row (None when the manifest cannot be
+read), its issues (errors without a row; warnings with one) and the ``stat`` of the file read."""
+
+
+def _learn(parent: str, name: str, project: str, *, identify: bool) -> _Learnt | None:
+    """Read the manifest of session folder ``{parent}/{name}`` (of ``project``); None when
+    the folder holds none. With ``identify`` the file's ``stat`` comes too (from the open file)."""
+    if parent and not parent.endswith(os.sep):  # what os.path.join gives, made faster
+        manifest = f"{parent}{os.sep}{name}{os.sep}{MANIFEST_FILE}"
+    else:
+        manifest = os.path.join(parent, name, MANIFEST_FILE)
+    try:
+        fd = os.open(manifest, os.O_RDONLY)
+    except _MISSING:
+        return None
+    except OSError:
+        return _learn_slowly(parent, name, project, manifest, identify=identify)
+    COUNTERS.opened += 1
+    data: bytes | None = None
+    st = None
+    try:
+        st = os.fstat(fd) if identify else None
+        first = os.read(fd, _CHUNK)
+        if len(first) < _CHUNK and not os.read(fd, 1):
+            data = first
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    if data is None:  # a large file, a folder, an error: the full reader says what it is
+        return _learn_slowly(parent, name, project, manifest, identify=identify)
+    try:
+        text = decode(data, None)
+    except DocumentError:
+        return _learn_slowly(parent, name, project, manifest, identify=identify)
+    del data
+    summary = read_summary(text)
+    if summary is not None and summary.session_id == name and summary.project_id == project:
+        return (project, name, *summary[2:], parent, name), [], st
+    return (*_from_record(parent, name, project, manifest, *MANIFEST.read(text, Path(manifest))), st)
+
+
+def _learn_slowly(parent: str, name: str, project: str, manifest: str, *, identify: bool) -> _Learnt | None:
+    """``_learn`` through ``MANIFEST.read_path``, which reports why a file cannot be read."""
+    st = _stat_or_none(manifest)
+    if st is None:
+        return None
+    read = MANIFEST.read_path(Path(manifest))
+    return (*_from_record(parent, name, project, manifest, *read), st if identify else None)
+
+
+assert ManifestSummary._fields == _FIELDS
+
+
+def _from_record(
+    parent: str, name: str, project: str, manifest: str, record: SessionManifest | None, found: list[Issue]
+) -> tuple[Row | None, list[Issue]]:
+    """The row of a manifest the full reader read, or its issues. The ids are the folders'
+    names, the ones every command opens the session by; a manifest that names other ids
+    comes with its disagreement as a warning."""
+    if record is None:
+        return None, found
     problems = [
         dataclasses.replace(issue, severity="warning")
-        for issue in folder_disagreements(directory / MANIFEST_FILE, manifest)
+        for issue in folder_disagreements(Path(manifest), record)
     ]
-    return {
-        **({"problems": [_issue_data(issue) for issue in problems]} if problems else {}),
-        "project_id": directory.parent.parent.name,
-        "session_id": directory.name,
-        "user_id": manifest.user_id,
-        "workflow_type": manifest.workflow_type,
-        "execution_mode": manifest.execution_mode,
-        "status": manifest.status,
-        "current_phase": manifest.current.number,
-        "current_phase_name": manifest.current.name,
-        "current_state": manifest.current.status,
-        "created": manifest.created,
-        "last_updated": manifest.last_updated,
-        "total_tokens": manifest.metrics.total_tokens,
-        "total_cost": manifest.metrics.total_cost,
-    }
+    return (project, name, *summary_of(record)[2:], parent, name), problems
+
+
+def _from_files(
+    base_dir: Path, root: Path, folders: list[_Folder] | None, wanted: _Filter, *, create: bool = True
+) -> SessionListing:
+    """The listing read from the manifests alone, one compact row a session sorted in memory;
+    with ``create``, a listing that finds ``INDEX_MIN_SESSIONS`` or more makes the index and
+    fills it."""
+    identify = _index.enabled()
+    rows: list[Row] = []
+    issues: list[Issue] = []
+    learnt: list[tuple[str, str, os.stat_result, Row | None, list[Issue]]] = []
+    count = 0
+    everyone = wanted.user_id is None and wanted.status is None
+    for parent, name, project in _sessions_of(root, folders):
+        got = _learn(parent, name, project, identify=identify)
+        if got is None:
+            continue
+        count += 1
+        row, found, st = got
+        if st is not None:
+            learnt.append((parent, name, st, row, found))
+        if row is None:
+            issues += found
+        elif everyone or wanted(row[_USER], row[_STATUS]):
+            issues += found
+            rows.append(row)
+    if create and count >= INDEX_MIN_SESSIONS and learnt:
+        index = _index.Index.open(base_dir, create=True)
+        if index is not None:
+            settled = index.settled
+            index.write_summaries(
+                (
+                    _stored(parent, name, st, row, found)
+                    for parent, name, st, row, found in learnt
+                    if settled(st.st_mtime_ns, st.st_ctime_ns)
+                ),
+                (),
+            )
+            index.close()
+    del learnt
+    rows.sort(key=lambda r: (r[_UPDATED], r[_PROJECT], r[_SESSION]), reverse=True)
+    return SessionListing(lambda: iter(rows), len(rows), issues)
+
+
+def _sessions_of(root: Path, folders: list[_Folder] | None) -> Iterator[tuple[str, str, str]]:
+    """``(parent, name, project)`` of each folder under ``root`` that may be a session."""
+    if folders is None:
+        for directory, _, _ in _manifests(root):
+            path = Path(directory)
+            yield os.fspath(path.parent), path.name, path.parent.parent.name
+        return
+    for parent, names, project in folders:
+        for name in names:
+            yield parent, name, project
+
+
+def _stored(
+    parent: str, name: str, st: os.stat_result, row: Row | None, found: list[Issue]
+) -> tuple[Any, ...]:
+    """The index row (``Index.write_summaries``) of what reading one manifest taught."""
+    values = (None,) * len(_FIELDS) if row is None else row[:-2]
+    issues = json.dumps([_issue_data(issue) for issue in found]) if found else None
+    return (parent, name, _index.identity(st), int(row is not None), issues, parent.count(os.sep), *values)
+
+
+def _storable(stored: tuple[Any, ...]) -> bool:
+    """Whether SQLite can keep the row: every text of it is valid Unicode (a folder named in
+    bytes that are not UTF-8, or a value quoted with a lone surrogate, is read every time)."""
+    try:
+        for value in stored:
+            if type(value) is str:
+                value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _from_index(
+    index: _index.Index, root: Path, folders: list[_Folder], wanted: _Filter, *, forget_others: bool
+) -> SessionListing:
+    """The listing with an index: each remembered session whose manifest is unchanged (one
+    ``stat``) is counted and left in the index; the others are read, remembered (once
+    settled) and held as rows; the rows are then read newest first from the index and merged
+    with those held, inside one read transaction. Raises ``sqlite3.Error``."""
+    import sqlite3
+
+    index.snapshot()
+    issues: list[Issue] = []
+    fresh: list[Row] = []
+    learnt: list[tuple[Any, ...]] = []
+    gone: list[tuple[str, str]] = []
+    changed: set[tuple[str, str]] = set()
+    total = checked = 0
+    identity = _index.identity
+    everyone = wanted.user_id is None and wanted.status is None
+    stat_of = os.stat
+    for parent, names, project in folders:
+        known = index.summaries_in(parent) if _storable((parent,)) else iter(())
+        kept = next(known, None)
+        prefix = os.path.join(parent, "")
+        suffix = os.sep + MANIFEST_FILE
+        for name in names:  # the hot loop of a warm listing: one stat, one comparison
+            if kept is not None and kept[0] != name:
+                while kept is not None and kept[0] < name:
+                    gone.append((parent, kept[0]))
+                    kept = next(known, None)
+            remembered = None
+            if kept is not None and kept[0] == name:
+                remembered, kept = kept, next(known, None)
+                checked += 1
+                try:
+                    st = stat_of(prefix + name + suffix)
+                except _MISSING:
+                    gone.append((parent, name))
+                    continue
+                if identity(st) == remembered[1]:
+                    if remembered[3] is None and remembered[2] and everyone:
+                        total += 1
+                    elif not remembered[2]:
+                        issues += _issues(remembered[3])
+                    elif wanted(remembered[4], remembered[5]):
+                        total += 1
+                        if remembered[3]:
+                            issues += _issues(remembered[3])
+                    continue
+                changed.add((parent, name))
+            got = _learn(parent, name, project, identify=True)
+            if got is None:
+                if remembered is not None:
+                    gone.append((parent, name))
+                continue
+            row, found, st = got
+            if st is not None and index.settled(st.st_mtime_ns, st.st_ctime_ns):
+                stored = _stored(parent, name, st, row, found)
+                if _storable(stored):
+                    learnt.append(stored)
+            if row is None:
+                issues += found
+            elif wanted(row[_USER], row[_STATUS]):
+                total += 1
+                issues += found
+                fresh.append(row)
+        while kept is not None:
+            gone.append((parent, kept[0]))
+            kept = next(known, None)
+    COUNTERS.stated += checked
+    COUNTERS.index_rows += checked
+    scanned = {parent for parent, _, _ in folders}
+    others = [p for p in index.summary_parents() if p not in scanned] if forget_others else []
+    index.write_summaries(learnt, gone, others)
+    del learnt
+    fresh.sort(key=_newest_first, reverse=True)
+    hidden = changed.union(gone)
+    every = forget_others and not others and not hidden and not wanted.user_id and not wanted.status
+
+    def remembered_rows() -> Iterator[Row]:
+        if every:  # the index holds exactly the listed rows it was checked for
+            COUNTERS.index_rows += total - len(fresh)
+            return index.newest_summaries()
+        return filter(keep, index.newest_summaries())
+
+    def keep(row: Row) -> bool:
+        COUNTERS.index_rows += 1
+        return row[-2] in scanned and (row[-2], row[-1]) not in hidden and wanted(row[_USER], row[_STATUS])
+
+    def rows() -> Iterator[Row]:
+        made = 0
+        merged = heapq.merge(remembered_rows(), fresh, key=_newest_first, reverse=True) if fresh else None
+        try:
+            for row in merged or remembered_rows():
+                yield row
+                made += 1
+        except sqlite3.Error:  # the index failed under the listing: the files decide
+            again = _from_files(root, root, folders, wanted, create=False)
+            yield from itertools.islice(again._rows(), made, None)
+
+    return SessionListing(rows, total, issues, index.close)
+
+
+def _newest_first(row: Row) -> tuple[Any, ...]:
+    """The listing's order (reversed): newest update, then project and session, then the
+    deeper folder (a project's before the root's own ``sessions``, as ``_folders`` finds them)."""
+    return (row[_UPDATED], row[_PROJECT], row[_SESSION], row[-2].count(os.sep))
+
+
+def _issues(data: str) -> list[Issue]:
+    return [_issue(item) for item in json.loads(data)]
 
 
 def _issue_data(issue: Issue) -> list[Any]:
