@@ -9,15 +9,17 @@ the same ids on every machine.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
-from haytham.format.markdown import first_fence
+from haytham.format.layout import FORMAT_VERSION
+from haytham.format.markdown import first_fence, plain_characters
 from haytham.format.reader import Reader
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
-from haytham.records import HistoryEntry
+from haytham.records import PHASE_STATUSES, HistoryEntry
 
 TITLE = "History Entry: "
 METADATA = SectionSpec(
@@ -41,6 +43,32 @@ CHECKPOINT_SECTION = SectionSpec("Checkpoint", attr="checkpoint_text")
 FEEDBACK_SECTION = SectionSpec("Feedback", required=False, attr="feedback_text")
 """A review entry's user_feedback.md, fenced."""
 SECTIONS = (METADATA, CHECKPOINT_SECTION, FEEDBACK_SECTION)
+
+
+_ID = "[0-9a-f]{12}"
+_TEXT = v.PLAIN_TEXT
+_CANONICAL = re.compile(
+    rf"# {TITLE}(?P<entry_id>{_ID})\n"
+    r"\n"
+    r"## Metadata\n"
+    r"- Entry: (?P=entry_id)\n"
+    rf"- Parent: (?:-|(?P<parent>{_ID}))\n"
+    rf"- Phase: (?P<phase_number>{v.WHOLE_NUMBER}) - (?P<phase_name>{_TEXT})\n"
+    rf"- Attempt: (?P<attempt>{v.WHOLE_NUMBER})\n"
+    rf"- Status: (?P<status>{'|'.join(PHASE_STATUSES)})\n"
+    rf"- Timestamp: (?P<timestamp>{v.TIMESTAMP})\n"
+    rf"- Name: (?:-|(?P<name>{_TEXT}))\n"
+    rf"- Reason: (?:-|(?P<reason>{_TEXT}))\n"
+    r"(?:- Kind: (?P<review>review)\n)?"
+    rf"- Format: {FORMAT_VERSION}\n"
+    r"\n"
+    r"## Checkpoint\n"
+    r"(?P<fence>`{3,})verbatim\n(?P<checkpoint_text>.*?)\n(?P=fence)\n"
+    r"(?:\n## Feedback\n(?P<feedback_fence>`{3,})verbatim\n(?P<feedback_text>.*?)\n(?P=feedback_fence)\n)?",
+    re.DOTALL,
+)
+"""An entry exactly as ``render`` writes it, with values in their plainest spelling: what
+``HistoryEntryFormat._canonical`` reads. Anything else goes to the general reader."""
 
 
 class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
@@ -93,6 +121,37 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
 
     def _build(self, data: dict[str, Any]) -> HistoryEntry:
         return HistoryEntry(**data)
+
+    def _canonical(self, text: str) -> HistoryEntry | None:
+        """The entry of a text in exactly ``render``'s shape (``_CANONICAL``), else None.
+
+        The pattern fixes every line outside the fenced blocks, and every value in it is
+        one the schema accepts; a block is taken only when no line of its content can
+        close it (no run of backticks as long as its fence), and the text only when it
+        holds no character the section parser treats specially (``plain_characters``)."""
+        found = _CANONICAL.fullmatch(text)
+        if found is None or not plain_characters(text):
+            return None
+        checkpoint_text = found["checkpoint_text"]
+        if found["fence"] in checkpoint_text:
+            return None
+        feedback_text = found["feedback_text"]
+        if feedback_text is not None and found["feedback_fence"] in feedback_text:
+            return None
+        return HistoryEntry(
+            found["entry_id"],
+            found["parent"],
+            int(found["phase_number"]),
+            found["phase_name"],
+            int(found["attempt"]),
+            found["status"],
+            found["timestamp"],
+            found["name"],
+            found["reason"],
+            checkpoint_text,
+            "checkpoint" if found["review"] is None else "review",
+            feedback_text,
+        )
 
     def render(self, record: HistoryEntry) -> str:
         metadata = {

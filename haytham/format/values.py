@@ -72,6 +72,18 @@ def read_text(raw: str) -> str | None:
     return raw
 
 
+PLAIN_TEXT = r"[^\W_](?: ?[\w.,()/'+=?%;:@$!&-])*"
+"""A regular expression for the text that ``write_text`` writes as it is and ``read_text``
+reads back as itself, in any markdown line: a letter or digit first, single spaces, no
+character markdown or the value syntax gives a meaning. The kinds' canonical readers use
+it; any other value is left to the general reader."""
+WHOLE_NUMBER = r"[1-9][0-9]{0,11}"
+"""A regular expression for a whole number from 1 to just under ``MAX_WHOLE_NUMBER``, as
+``str(int)`` writes it."""
+TIMESTAMP = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?Z"
+"""A regular expression for the UTC timestamps the schemas accept, in ASCII digits."""
+
+
 def write_int(value: int | None) -> str:
     return UNKNOWN if value is None else str(value)
 

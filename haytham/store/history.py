@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def make_entry(
     With ``feedback_text`` it is a review entry (``Kind: review``); a checkpoint entry hashes
     what it did before reviews were recorded, so older ids stay the same.
     """
-    content: list[object] = [
+    digest = _digest(
         parent,
         phase_number,
         phase_name,
@@ -49,10 +50,8 @@ def make_entry(
         name,
         reason,
         checkpoint_text,
-    ]
-    if feedback_text is not None:
-        content += ["review", feedback_text]
-    digest = hashlib.sha256(json.dumps(content).encode("utf-8")).hexdigest()[:12]
+        feedback_text,
+    )
     return HistoryEntry(
         digest,
         parent,
@@ -67,6 +66,35 @@ def make_entry(
         "checkpoint" if feedback_text is None else "review",
         feedback_text,
     )
+
+
+def _digest(
+    parent: str | None,
+    phase_number: int,
+    phase_name: str,
+    attempt: int,
+    status: str,
+    timestamp: str,
+    name: str | None,
+    reason: str | None,
+    checkpoint_text: str,
+    feedback_text: str | None,
+) -> str:
+    """The 12 hex digits of an entry's id: a hash of everything it records."""
+    content: list[object] = [
+        parent,
+        phase_number,
+        phase_name,
+        attempt,
+        status,
+        timestamp,
+        name,
+        reason,
+        checkpoint_text,
+    ]
+    if feedback_text is not None:
+        content += ["review", feedback_text]
+    return hashlib.sha256(json.dumps(content).encode("utf-8")).hexdigest()[:12]
 
 
 def file_name(entry: HistoryEntry) -> str:
@@ -85,7 +113,7 @@ def read_entries(
     directory = session_dir / HISTORY_DIR
     entries: list[HistoryEntry] = []
     issues: list[Issue] = []
-    for path in sorted(directory.glob("*.md")) if directory.is_dir() else ():
+    for path in _entry_paths(directory):
         entry, found = HISTORY_ENTRY.read_path(path, cache=cache)
         if entry is None:
             issues += found
@@ -102,6 +130,17 @@ def read_entries(
                 )
             )
     return in_order(entries), issues
+
+
+def _entry_paths(directory: Path) -> list[Path]:
+    """The ``*.md`` entries of the history folder, by name (what ``sorted(glob("*.md"))``
+    gives, hidden names included, with one listing and names compared as text)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:  # none, not a folder, or unreadable: no entries, as the glob gave
+        return []
+    COUNTERS.listed += 1
+    return [directory / name for name in sorted(names) if name.endswith(".md")]
 
 
 def in_order(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
@@ -183,19 +222,19 @@ def _descendants(entries: list[HistoryEntry], ancestor: str) -> list[HistoryEntr
 
 def verify(entry: HistoryEntry) -> bool:
     """Whether the entry's id is the hash of what it records (it was not cut or changed)."""
-    again = make_entry(
+    digest = _digest(
         entry.parent,
         entry.phase_number,
         entry.phase_name,
         entry.attempt,
         entry.status,
         entry.timestamp,
-        entry.checkpoint_text,
         entry.name,
         entry.reason,
+        entry.checkpoint_text,
         entry.feedback_text if entry.kind == "review" else None,
     )
-    return again.entry_id == entry.entry_id
+    return digest == entry.entry_id
 
 
 def _order_key(entry: HistoryEntry) -> tuple[str, str]:
