@@ -1,0 +1,194 @@
+"""The kinds' canonical readers (``DocumentFormat._canonical``) are only shortcuts.
+
+A text in exactly the shape ``render`` writes may be read by one compiled pattern instead of
+the general reader. That is allowed only where it changes nothing: whenever the canonical
+reader gives a record, the general reader (``fast=False``) gives the same record and no
+issue; on every other text the canonical reader gives None and the general reader's record
+and issues (file, line, field, message) are what ``read`` returns. Checked on rendered
+records of generated values (plain ones, which the pattern takes, and any others), on those
+texts edited the ways people and tools edit files (a character changed, inserted or
+removed, a line removed, doubled, swapped, indented, a CR added), and on the corpora.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from haytham.format import HISTORY_ENTRY, DocumentFormat
+from haytham.format.document import COUNTERS
+from haytham.format.layout import FORMAT_VERSION
+from haytham.records import PHASE_STATUSES, HistoryEntry
+from haytham.store import history
+
+TESTS = Path(__file__).resolve().parent
+CORPORA = [TESTS / "golden", TESTS / "data" / "compat", TESTS / "handedits", TESTS.parent / "projects"]
+PROPERTY = settings(
+    max_examples=int(os.environ.get("CANONICAL_EXAMPLES", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+PATH = Path("doc.md")
+
+
+def assert_same(kind: DocumentFormat[Any], text: str) -> bool:
+    """``read`` gives what the general reader gives; return whether the canonical reader
+    took the text (it then must be a record with no issue)."""
+    taken = kind._canonical(text)
+    slow = kind.read(text, PATH, fast=False)
+    assert repr(kind.read(text, PATH)) == repr(slow)
+    if taken is not None:
+        assert slow == (taken, []), text
+    return taken is not None
+
+
+# ------------------------------------------------------------------ values
+
+plain_words = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9 _.,()/'+=?%;:@$!&-]{0,20}", fullmatch=True)
+"""Values mostly in the plainest spelling (the canonical pattern takes most of them)."""
+any_text = st.text(max_size=20)
+texts = plain_words | any_text | st.sampled_from(["", "-", " a", "a ", '"q"', "a - b", "é", "x#", "`x`"])
+blocks = st.text(max_size=60) | st.lists(
+    st.sampled_from(["", "```", "````", "~~~", "## Feedback", "# Title", "- a: b", "x\ry", "\t", "<<<<<<< x"])
+    | plain_words,
+    max_size=8,
+).map("\n".join)
+ids = st.from_regex(r"[0-9a-f]{12}", fullmatch=True)
+numbers = st.integers(1, 10**12) | st.sampled_from([1, 2, 7, 10**12 - 1])
+timestamps = st.from_regex(
+    r"20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?Z", fullmatch=True
+)
+
+
+@st.composite
+def history_entries(draw: st.DrawFn) -> HistoryEntry:
+    review = draw(st.booleans())
+    return HistoryEntry(
+        entry_id=draw(ids),
+        parent=draw(st.none() | ids),
+        phase_number=draw(numbers),
+        phase_name=draw(texts),
+        attempt=draw(numbers),
+        status=draw(st.sampled_from(PHASE_STATUSES)),
+        timestamp=draw(timestamps),
+        name=draw(st.none() | texts),
+        reason=draw(st.none() | texts),
+        checkpoint_text=draw(blocks),
+        kind="review" if review else "checkpoint",
+        feedback_text=draw(blocks) if review or draw(st.booleans()) else None,
+    )
+
+
+# ------------------------------------------------------------------ edits
+
+
+@st.composite
+def edited(draw: st.DrawFn, text: str) -> str:
+    """``text`` with one to three edits of the kinds hand edits and tools make."""
+    for _ in range(draw(st.integers(1, 3))):
+        lines = text.split("\n")
+        at = draw(st.integers(0, max(len(lines) - 1, 0)))
+        position = draw(st.integers(0, len(text)))
+        edit = draw(st.integers(0, 10))
+        piece = draw(
+            st.sampled_from(["", " ", "\t", "\r", "-", "#", "`", ":", "*", "x", "1", "\n", "\ufeff", "é"])
+        )
+        if edit == 0:
+            text = text[:position] + piece + text[position:]
+        elif edit == 1:
+            text = text[:position] + text[position + 1 :]
+        elif edit == 2:
+            text = text[:position] + piece + text[position + 1 :]
+        elif edit == 3:
+            del lines[at]
+            text = "\n".join(lines)
+        elif edit == 4:
+            lines.insert(at, lines[at])
+            text = "\n".join(lines)
+        elif edit == 5 and at + 1 < len(lines):
+            lines[at], lines[at + 1] = lines[at + 1], lines[at]
+            text = "\n".join(lines)
+        elif edit == 6:
+            lines[at] = "  " + lines[at]
+            text = "\n".join(lines)
+        elif edit == 7:
+            lines[at] = lines[at].upper()
+            text = "\n".join(lines)
+        elif edit == 8:
+            text = text.replace("\n", "\r\n")
+        elif edit == 9:
+            lines[at] = lines[at] + " "
+            text = "\n".join(lines)
+        else:
+            lines[at] = lines[at].replace(": ", ":", 1).replace("- ", "* ", 1)
+            text = "\n".join(lines)
+    return text
+
+
+# ------------------------------------------------------------------ history entries
+
+
+@PROPERTY
+@given(entry=history_entries())
+def test_rendered_history_entries(entry: HistoryEntry) -> None:
+    text = HISTORY_ENTRY.render(entry)
+    assert_same(HISTORY_ENTRY, text)
+    if HISTORY_ENTRY._canonical(text) is not None:
+        assert HISTORY_ENTRY._canonical(text) == entry
+
+
+@PROPERTY
+@given(data=st.data())
+def test_edited_history_entries(data: st.DataObject) -> None:
+    entry = data.draw(history_entries())
+    text = data.draw(edited(HISTORY_ENTRY.render(entry)))
+    assert_same(HISTORY_ENTRY, text)
+
+
+def test_plain_history_entries_take_the_canonical_path() -> None:
+    made = history.make_entry("0123456789ab", 3, "Build it", 2, "completed", "2024-01-02T03:04:05Z", "cp\n")
+    review = dataclasses.replace(made, kind="review", feedback_text="ok", name="n 1", reason="why: this")
+    for entry in (made, review):
+        text = HISTORY_ENTRY.render(entry)
+        assert HISTORY_ENTRY._canonical(text) == entry
+        COUNTERS.reset()
+        assert HISTORY_ENTRY.read(text, PATH) == (entry, [])
+        assert COUNTERS.canonical == COUNTERS.parsed == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("- Format: 1", f"- Format: {FORMAT_VERSION + 1}"),  # a newer version is an error
+        ("- Attempt: 2", "- Attempt: 0"),  # below the schema's minimum
+        ("- Status: completed", "- Status: done"),
+        ("- Entry: ", "- Entry:  "),
+        ("## Checkpoint\n```verbatim", "## Checkpoint\n```verbatim crlf"),
+        ("cp\n```", "cp\n````"),  # a longer closing fence
+        ("# History Entry: ", "# History  Entry: "),
+        ("\n- Name: -", "\n- Name: -\n- Name: again"),  # a label twice
+        ("## Metadata", "## Metadata\n<<<<<<< HEAD"),
+    ],
+)
+def test_near_canonical_history_entries_go_to_the_general_reader(change: tuple[str, str]) -> None:
+    entry = history.make_entry("0123456789ab", 3, "Build it", 2, "completed", "2024-01-02T03:04:05Z", "cp")
+    text = HISTORY_ENTRY.render(entry)
+    assert change[0] in text
+    changed = text.replace(change[0], change[1], 1)
+    assert HISTORY_ENTRY._canonical(changed) is None
+    assert_same(HISTORY_ENTRY, changed)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for root in CORPORA for p in root.rglob("*.md") if p.parent.name == "history"),
+    ids=lambda p: str(p.relative_to(TESTS.parent)),
+)
+def test_corpus_history_entries(path: Path) -> None:
+    assert_same(HISTORY_ENTRY, path.read_bytes().decode("utf-8", errors="replace"))
