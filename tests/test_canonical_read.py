@@ -21,10 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from haytham.format import HISTORY_ENTRY, DocumentFormat
+from haytham.format import AGENT_OUTPUT, HISTORY_ENTRY, DocumentFormat
 from haytham.format.document import COUNTERS
 from haytham.format.layout import FORMAT_VERSION
-from haytham.records import PHASE_STATUSES, HistoryEntry
+from haytham.records import PHASE_STATUSES, AgentOutput, HistoryEntry
 from haytham.store import history
 
 TESTS = Path(__file__).resolve().parent
@@ -64,6 +64,39 @@ numbers = st.integers(1, 10**12) | st.sampled_from([1, 2, 7, 10**12 - 1])
 timestamps = st.from_regex(
     r"20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?Z", fullmatch=True
 )
+
+
+counts = st.none() | st.integers(0, 10**12) | st.sampled_from([0, 1, 1500])
+amounts = st.none() | st.floats(0, 10**12, allow_nan=False) | st.sampled_from([0.0, 1.5, 0.01, 10**12 - 0.01])
+contents = blocks | st.sampled_from(
+    ["", "\n", "a\n\n\n", "a\r\nb\r\n", "## Output\nx", "x\n## Error Details\n- Error Type: E"]
+)
+agent_names = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,12}", fullmatch=True) | st.sampled_from(
+    ["a b", "-x"]
+)
+tools = st.lists(plain_words | st.sampled_from(["none", "a,b", "[x]", "web.search", "x:y"]), max_size=3)
+
+
+@st.composite
+def agent_outputs(draw: st.DrawFn) -> AgentOutput:
+    failed = draw(st.booleans()) and draw(st.booleans())
+    return AgentOutput(
+        agent_name=draw(agent_names),
+        phase_number=draw(numbers),
+        phase_name=draw(texts),
+        executed=draw(st.none() | timestamps),
+        duration=draw(amounts),
+        status="failed" if failed else draw(st.sampled_from(PHASE_STATUSES)),
+        model=draw(st.none() | texts),
+        input_tokens=draw(counts),
+        output_tokens=draw(counts),
+        tools_used=tuple(draw(tools)),
+        content=draw(contents),
+        error_type=draw(st.none() | texts) if failed else None,
+        error_message=draw(st.none() | texts) if failed else None,
+        stack_trace=draw(st.none() | blocks) if failed else None,
+        cost=draw(amounts),
+    )
 
 
 @st.composite
@@ -192,3 +225,56 @@ def test_near_canonical_history_entries_go_to_the_general_reader(change: tuple[s
 )
 def test_corpus_history_entries(path: Path) -> None:
     assert_same(HISTORY_ENTRY, path.read_bytes().decode("utf-8", errors="replace"))
+
+
+# ------------------------------------------------------------------ agent outputs
+
+
+@PROPERTY
+@given(output=agent_outputs())
+def test_rendered_agent_outputs(output: AgentOutput) -> None:
+    text = AGENT_OUTPUT.render(output)
+    assert_same(AGENT_OUTPUT, text)
+
+
+@PROPERTY
+@given(data=st.data())
+def test_edited_agent_outputs(data: st.DataObject) -> None:
+    output = data.draw(agent_outputs())
+    text = data.draw(edited(AGENT_OUTPUT.render(output)))
+    assert_same(AGENT_OUTPUT, text)
+
+
+def test_plain_agent_outputs_take_the_canonical_path() -> None:
+    output = AgentOutput(
+        "analyst",
+        1,
+        "Concept",
+        "2024-01-02T03:04:05Z",
+        1.5,
+        "completed",
+        "m",
+        10,
+        20,
+        ("web", "x.y"),
+        "# Out\n\n## Output\n```\n",
+        cost=0.01,
+    )
+    for content in (output.content, "", "a\r\nb\r\n", "a\n\n\n"):
+        changed = dataclasses.replace(output, content=content)
+        assert AGENT_OUTPUT._canonical(AGENT_OUTPUT.render(changed)) == changed
+        assert_same(AGENT_OUTPUT, AGENT_OUTPUT.render(changed))
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        p
+        for root in CORPORA
+        for p in root.rglob("*.md")
+        if p.parent.name.startswith("phase_") and p.name not in ("checkpoint.md", "user_feedback.md")
+    ),
+    ids=lambda p: str(p.relative_to(TESTS.parent)),
+)
+def test_corpus_agent_outputs(path: Path) -> None:
+    assert_same(AGENT_OUTPUT, path.read_bytes().decode("utf-8", errors="replace"))
