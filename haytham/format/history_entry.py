@@ -144,7 +144,7 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
             int(found["phase_number"]),
             found["phase_name"],
             int(found["attempt"]),
-            found["status"],
+            found["status"],  # type: ignore[arg-type]  # one of PHASE_STATUSES
             found["timestamp"],
             found["name"],
             found["reason"],
