@@ -21,10 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from haytham.format import AGENT_OUTPUT, HISTORY_ENTRY, DocumentFormat
+from haytham.format import AGENT_OUTPUT, FEEDBACK, HISTORY_ENTRY, DocumentFormat
 from haytham.format.document import COUNTERS
 from haytham.format.layout import FORMAT_VERSION
-from haytham.records import PHASE_STATUSES, AgentOutput, HistoryEntry
+from haytham.records import FEEDBACK_ACTIONS, PHASE_STATUSES, AgentOutput, HistoryEntry, UserFeedback
 from haytham.store import history
 
 TESTS = Path(__file__).resolve().parent
@@ -96,6 +96,28 @@ def agent_outputs(draw: st.DrawFn) -> AgentOutput:
         error_message=draw(st.none() | texts) if failed else None,
         stack_trace=draw(st.none() | blocks) if failed else None,
         cost=draw(amounts),
+    )
+
+
+comment_texts = (
+    st.lists(plain_words, min_size=1, max_size=4).map("\n".join)
+    | texts
+    | blocks
+    | st.sampled_from(["No comments provided", "a\n\nb", "## Action Taken", "- Change 1: x"])
+)
+
+
+@st.composite
+def reviews(draw: st.DrawFn) -> UserFeedback:
+    return UserFeedback(
+        phase_name=draw(texts),
+        reviewed=draw(st.booleans()),
+        approved=draw(st.booleans()),
+        timestamp=draw(st.none() | timestamps),
+        comments=draw(comment_texts),
+        requested_changes=tuple(draw(st.lists(texts | comment_texts, max_size=3))),
+        action=draw(st.sampled_from(FEEDBACK_ACTIONS)),
+        retry_count=draw(st.integers(0, 10**12) | st.sampled_from([0, 1, 2])),
     )
 
 
@@ -278,3 +300,56 @@ def test_plain_agent_outputs_take_the_canonical_path() -> None:
 )
 def test_corpus_agent_outputs(path: Path) -> None:
     assert_same(AGENT_OUTPUT, path.read_bytes().decode("utf-8", errors="replace"))
+
+
+# ------------------------------------------------------------------ reviews
+
+
+@PROPERTY
+@given(review=reviews())
+def test_rendered_reviews(review: UserFeedback) -> None:
+    assert_same(FEEDBACK, FEEDBACK.render(review))
+
+
+@PROPERTY
+@given(data=st.data())
+def test_edited_reviews(data: st.DataObject) -> None:
+    review = data.draw(reviews())
+    assert_same(FEEDBACK, data.draw(edited(FEEDBACK.render(review))))
+
+
+def test_plain_reviews_take_the_canonical_path() -> None:
+    review = UserFeedback(
+        "Concept", True, False, "2024-01-02T03:04:05Z", "Fine.\nBut: more", ("a", "b c"), "retry", 1
+    )
+    approved = UserFeedback("Concept", True, True, None, "", (), "approved", 0)
+    for record in (review, approved):
+        text = FEEDBACK.render(record)
+        assert FEEDBACK._canonical(text) == record
+        assert_same(FEEDBACK, text)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("- Reviewed: true", "- Reviewed: false"),  # approved but not reviewed: a warning
+        ("- Action: approved", "- Action: pending"),  # pending though reviewed: settled
+        ("- No changes requested", "- Change 1: x"),  # approved with changes: a warning
+        ("- Action: approved", "- Action: Approved"),
+    ],
+)
+def test_reviews_the_reader_warns_about_or_settles_go_to_it(change: tuple[str, str]) -> None:
+    text = FEEDBACK.render(UserFeedback("Concept", True, True, None, "", (), "approved", 0))
+    changed = text.replace(change[0], change[1], 1)
+    assert changed != text
+    assert FEEDBACK._canonical(changed) is None
+    assert_same(FEEDBACK, changed)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for root in CORPORA for p in root.rglob("user_feedback*.md")),
+    ids=lambda p: str(p.relative_to(TESTS.parent)),
+)
+def test_corpus_reviews(path: Path) -> None:
+    assert_same(FEEDBACK, path.read_bytes().decode("utf-8", errors="replace"))
