@@ -21,10 +21,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from haytham.format import AGENT_OUTPUT, FEEDBACK, HISTORY_ENTRY, DocumentFormat
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, DocumentFormat
 from haytham.format.document import COUNTERS
 from haytham.format.layout import FORMAT_VERSION
-from haytham.records import FEEDBACK_ACTIONS, PHASE_STATUSES, AgentOutput, HistoryEntry, UserFeedback
+from haytham.records import (
+    FEEDBACK_ACTIONS,
+    PHASE_STATUSES,
+    RUN_STYLES,
+    AgentOutput,
+    AgentRun,
+    HistoryEntry,
+    PhaseCheckpoint,
+    UserFeedback,
+)
 from haytham.store import history
 
 TESTS = Path(__file__).resolve().parent
@@ -118,6 +127,51 @@ def reviews(draw: st.DrawFn) -> UserFeedback:
         requested_changes=tuple(draw(st.lists(texts | comment_texts, max_size=3))),
         action=draw(st.sampled_from(FEEDBACK_ACTIONS)),
         retry_count=draw(st.integers(0, 10**12) | st.sampled_from([0, 1, 2])),
+    )
+
+
+digests = st.from_regex(r"[0-9a-f]{16}", fullmatch=True)
+optional_names = st.none() | texts | st.sampled_from(["None", "none", "-", ""])
+
+
+@st.composite
+def agent_runs(draw: st.DrawFn) -> AgentRun:
+    name = draw(agent_names | st.sampled_from(["analyst", "critic"]))
+    return AgentRun(
+        agent_name=name,
+        status=draw(st.sampled_from(PHASE_STATUSES)),
+        output_file=draw(st.sampled_from([f"{name}.md", "x.md", "a b.md", "", "[x].md"])),
+        duration=draw(amounts),
+        tokens=draw(counts),
+        cost=draw(amounts),
+    )
+
+
+@st.composite
+def checkpoints(draw: st.DrawFn) -> PhaseCheckpoint:
+    return PhaseCheckpoint(
+        phase_number=draw(numbers),
+        phase_name=draw(texts),
+        status=draw(st.sampled_from(PHASE_STATUSES)),
+        started=draw(st.none() | timestamps),
+        completed=draw(st.none() | timestamps),
+        duration=draw(amounts),
+        retry_count=draw(st.integers(0, 10**12) | st.sampled_from([0, 1])),
+        execution_mode=draw(st.sampled_from(RUN_STYLES)),
+        agents=tuple(draw(st.lists(agent_runs(), max_size=4))),
+        previous_phase=draw(optional_names),
+        next_phase=draw(st.none() | numbers),
+        next_phase_name=draw(optional_names),
+        total_tokens=draw(counts),
+        input_tokens=draw(counts),
+        output_tokens=draw(counts),
+        cost=draw(amounts),
+        errors=tuple(draw(st.lists(texts, max_size=2))),
+        required_context=draw(st.sampled_from(["[]", "[a, b]", "ctx"]) | texts),
+        user_parameters=draw(st.sampled_from(["{}", '{"a": 1}', "p"]) | texts),
+        user_feedback_file=draw(st.sampled_from(["user_feedback.md", "-", "x y.md"]) | texts),
+        outputs_digest=draw(st.none() | digests),
+        built_from=tuple(draw(st.lists(st.tuples(st.integers(1, 30), digests | texts), max_size=3))),
     )
 
 
@@ -353,3 +407,94 @@ def test_reviews_the_reader_warns_about_or_settles_go_to_it(change: tuple[str, s
 )
 def test_corpus_reviews(path: Path) -> None:
     assert_same(FEEDBACK, path.read_bytes().decode("utf-8", errors="replace"))
+
+
+# ------------------------------------------------------------------ checkpoints
+
+
+@PROPERTY
+@given(checkpoint=checkpoints())
+def test_rendered_checkpoints(checkpoint: PhaseCheckpoint) -> None:
+    assert_same(CHECKPOINT, CHECKPOINT.render(checkpoint))
+
+
+@PROPERTY
+@given(data=st.data())
+def test_edited_checkpoints(data: st.DataObject) -> None:
+    checkpoint = data.draw(checkpoints())
+    assert_same(CHECKPOINT, data.draw(edited(CHECKPOINT.render(checkpoint))))
+
+
+def test_plain_checkpoints_take_the_canonical_path() -> None:
+    runs = (AgentRun("analyst", "completed", "analyst.md", 1.5, 10, 0.01), AgentRun("b.2", "failed", "x.md"))
+    checkpoint = PhaseCheckpoint(
+        2,
+        "Build",
+        "completed",
+        "2024-01-02T03:04:05Z",
+        None,
+        3.0,
+        1,
+        "parallel",
+        runs,
+        "Concept",
+        3,
+        "Ship",
+        100,
+        None,
+        7,
+        0.25,
+        ("one", "two: three"),
+        outputs_digest="0123456789abcdef",
+        built_from=((1, "ab"),),
+    )
+    for record in (checkpoint, dataclasses.replace(checkpoint, agents=(), errors=(), built_from=())):
+        text = CHECKPOINT.render(record)
+        assert CHECKPOINT._canonical(text) == record
+        assert_same(CHECKPOINT, text)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("- analyst: completed\n", "- analyst: completed\n- analyst: failed\n"),  # named twice
+        ("- Phase 1: ab\n", "- Phase 1: ab\n- Phase 1: cd\n"),
+        ("- Phase Name: Build\n", "- Phase Name: Other\n"),
+        ("- Status: completed", "- Status: done"),
+    ],
+)
+def test_near_canonical_checkpoints_go_to_the_general_reader(change: tuple[str, str]) -> None:
+    runs = (AgentRun("analyst", "completed", "analyst.md"),)
+    checkpoint = PhaseCheckpoint(
+        2,
+        "Build",
+        "completed",
+        None,
+        None,
+        None,
+        0,
+        "single",
+        runs,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        built_from=((1, "ab"),),
+    )
+    text = CHECKPOINT.render(checkpoint)
+    assert change[0] in text
+    changed = text.replace(change[0], change[1], 1)
+    assert CHECKPOINT._canonical(changed) is None
+    assert_same(CHECKPOINT, changed)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for root in CORPORA for p in root.rglob("checkpoint*.md")),
+    ids=lambda p: str(p.relative_to(TESTS.parent)),
+)
+def test_corpus_checkpoints(path: Path) -> None:
+    assert_same(CHECKPOINT, path.read_bytes().decode("utf-8", errors="replace"))

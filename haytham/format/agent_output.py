@@ -136,17 +136,15 @@ def decode_content(text: str, start: int, final_newlines: int | None, crlf: bool
     return content.replace("\n", "\r\n") if crlf else content
 
 
-_AMOUNT = r"(?:0|[1-9][0-9]{0,11})\."
-_COUNT = r"(?:0|[1-9][0-9]{0,11})"
 _TOOL = r"[A-Za-z0-9][A-Za-z0-9_.:/-]*"
 _CANONICAL_HEADER = re.compile(
-    rf"# {TITLE}(?P<agent_name>[A-Za-z0-9][A-Za-z0-9._-]{{0,99}})\n"
+    rf"# {TITLE}(?P<agent_name>{v.NAME})\n"
     r"\n"
     r"## Metadata\n"
     r"- Agent: (?P=agent_name)\n"
     rf"- Phase: (?P<phase_number>{v.WHOLE_NUMBER}) - (?P<phase_name>{v.PLAIN_TEXT})\n"
     rf"- Executed: (?:-|(?P<executed>{v.TIMESTAMP}))\n"
-    rf"- Duration: (?:-|(?P<duration>{_AMOUNT}[0-9])s)\n"
+    rf"- Duration: (?:-|(?P<duration>{v.SECONDS}))\n"
     rf"- Status: (?P<status>{'|'.join(s for s in PHASE_STATUSES if s != 'failed')})\n"
     r"(?:- Final Newlines: (?P<final_newlines>[1-9][0-9]{0,6})\n)?"
     r"(?:- Line Endings: (?P<crlf>crlf)\n)?"
@@ -154,10 +152,10 @@ _CANONICAL_HEADER = re.compile(
     r"\n"
     r"## Execution Details\n"
     rf"- Model: (?:-|(?P<model>{v.PLAIN_TEXT}))\n"
-    rf"- Input Tokens: (?:-|(?P<input_tokens>{_COUNT}))\n"
-    rf"- Output Tokens: (?:-|(?P<output_tokens>{_COUNT}))\n"
+    rf"- Input Tokens: (?:-|(?P<input_tokens>{v.COUNT}))\n"
+    rf"- Output Tokens: (?:-|(?P<output_tokens>{v.COUNT}))\n"
     rf"- Tools Used: \[(?:none|(?P<tools_used>{_TOOL}(?:, {_TOOL})*))\]\n"
-    rf"- Cost: (?:-|\$(?P<cost>{_AMOUNT}[0-9]{{4}}))\n"
+    rf"- Cost: (?:-|(?P<cost>{v.COST}))\n"
     r"\n"
     r"## Output\n"
 )
@@ -262,7 +260,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             phase_number=int(found["phase_number"]),
             phase_name=found["phase_name"],
             executed=found["executed"],
-            duration=None if duration is None else float(duration),
+            duration=None if duration is None else float(duration[:-1]),
             status=found["status"],  # type: ignore[arg-type]  # one of PHASE_STATUSES
             model=found["model"],
             input_tokens=None if input_tokens is None else int(input_tokens),
@@ -272,7 +270,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             error_type=None,
             error_message=None,
             stack_trace=None,
-            cost=None if cost is None else float(cost),
+            cost=None if cost is None else float(cost[1:]),
         )
 
     def check_record(self, record: AgentOutput, path: Path | None = None) -> None:
