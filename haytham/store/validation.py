@@ -116,8 +116,10 @@ def _outside_mode(
     selected = set(workflow.phases_for(manifest.execution_mode))
     issues: list[Issue] = []
     for phase in workflow.phases:
+        if phase in selected:
+            continue
         folder = directory / phase.directory
-        if phase in selected or not folder.is_dir():
+        if not folder.is_dir():
             continue
         issues.append(
             Issue(
@@ -194,6 +196,8 @@ def phase_files(
     """``phase_issues`` with what was read on the way; the folder is listed once."""
     issues: list[Issue] = []
     entries = _listing(directory)
+    if entries == {} and not require_checkpoint:  # no folder (a phase not run yet): nothing to check
+        return PhaseFiles(issues, None, False, None, False, False)
     checkpoint_path = directory / CHECKPOINT_FILE
     checkpoint = None
     has_checkpoint = _exists(entries, checkpoint_path)
