@@ -13,6 +13,7 @@ removed, a line removed, doubled, swapped, indented, a CR added), and on the cor
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -292,6 +293,32 @@ def test_near_canonical_history_entries_go_to_the_general_reader(change: tuple[s
     changed = text.replace(change[0], change[1], 1)
     assert HISTORY_ENTRY._canonical(changed) is None
     assert_same(HISTORY_ENTRY, changed)
+
+
+@PROPERTY
+@given(values=st.lists(st.none() | st.text() | st.integers() | st.booleans() | st.floats(), max_size=12))
+def test_the_entry_hash_spells_its_content_as_json_dumps_does(values: list[Any]) -> None:
+    assert history._json_list(values) == json.dumps(values)
+
+
+def test_a_history_read_by_the_canonical_path_is_the_one_the_reader_gives(tmp_path: Path) -> None:
+    folder = tmp_path / "s" / history.HISTORY_DIR
+    folder.mkdir(parents=True)
+    plain = history.make_entry(None, 1, "Idea", 1, "completed", "2024-01-02T03:04:05Z", "cp")
+    edited_by_hand = history.make_entry(plain.entry_id, 2, "Build", 1, "failed", "2024-01-02T03:04:06Z", "x")
+    (folder / history.file_name(plain)).write_text(HISTORY_ENTRY.render(plain), "utf-8")
+    hand = HISTORY_ENTRY.render(edited_by_hand).replace("- Attempt: 1", "* attempt:   1")
+    (folder / history.file_name(edited_by_hand)).write_text(hand, "utf-8")
+    (folder / "20240101T000000Z_000000000000.md").write_bytes(b"# History Entry: \xff\n")
+    (folder / "20240101T000001Z_000000000001.md").mkdir()
+    COUNTERS.reset()
+    entries, issues = history.read_entries(tmp_path / "s")
+    assert entries == [plain, edited_by_hand]
+    assert COUNTERS.canonical == 1
+    assert [(i.path.name if i.path else None, i.line) for i in issues] == [
+        ("20240101T000000Z_000000000000.md", 1),
+        ("20240101T000001Z_000000000001.md", None),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from haytham.format import values as v
-from haytham.format.document import DocumentFormat
+from haytham.format.document import COUNTERS, DocumentFormat
 from haytham.format.layout import FORMAT_VERSION
 from haytham.format.markdown import first_fence, plain_characters
 from haytham.format.reader import Reader
@@ -152,6 +152,22 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
             "checkpoint" if found["review"] is None else "review",
             feedback_text,
         )
+
+    def read_canonical(self, data: bytes) -> HistoryEntry | None:
+        """The entry of a file's bytes when they are UTF-8 text in exactly ``render``'s shape,
+        else None (the caller then reads them with ``read_data``, which says what is wrong).
+
+        What ``read_data`` gives for such bytes, without a path or a read cache: a history of
+        a hundred thousand entries is read with no per-entry path object or cache entry."""
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        found = self._canonical(text)  # a BOM or a CR is refused here, so decode() would agree
+        if found is not None:
+            COUNTERS.parsed += 1
+            COUNTERS.canonical += 1
+        return found
 
     def render(self, record: HistoryEntry) -> str:
         metadata = {
