@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from haytham.errors import DocumentError, Issue
@@ -295,8 +296,8 @@ def verify(entry: HistoryEntry) -> bool:
     return digest == entry.entry_id
 
 
-def _order_key(entry: HistoryEntry) -> tuple[str, str]:
-    return (entry.timestamp, entry.entry_id)
+_order_key: Callable[[HistoryEntry], tuple[str, str]] = operator.attrgetter("timestamp", "entry_id")
+"""An entry's place among its siblings: by time, then id."""
 
 
 def select(
@@ -313,14 +314,15 @@ def select(
     high = parse_timestamp(until) if until else None
     chosen = []
     for entry in entries:
-        moment = parse_timestamp(entry.timestamp)
         if phase is not None and entry.phase_number != phase:
             continue
         if status is not None and entry.status != status:
             continue
         if name is not None and entry.name != name:
             continue
-        if (low and moment < low) or (high and moment > high):
-            continue
+        if low or high:  # parsed only when asked for: a plain history() parses no time
+            moment = parse_timestamp(entry.timestamp)
+            if (low and moment < low) or (high and moment > high):
+                continue
         chosen.append(entry)
     return chosen
