@@ -59,7 +59,10 @@ def session_issues(
     reviews: dict[int, _progress.Review] = {}
     review_problems: list[PhaseDefinition] = []
     reviewed: set[int] = set()
+    present = _folder_names(directory)
     for phase in phases:
+        if present is not None and _surely_absent(phase.directory, present):
+            continue  # a phase not run yet: its folder would be looked for in vain
         files = phase_files(directory / phase.directory, phase, require_checkpoint=False, cache=cache)
         issues += files.issues
         if files.checkpoint is not None:
@@ -169,6 +172,22 @@ def _listing(directory: Path) -> dict[str, os.DirEntry[str]] | None:
         return {}
     except OSError:
         return None
+
+
+def _folder_names(directory: Path) -> frozenset[str] | None:
+    """The casefolded names in ``directory``, or None when it cannot be listed."""
+    try:
+        return frozenset(name.casefold() for name in os.listdir(directory))
+    except OSError:
+        return None
+
+
+def _surely_absent(name: str, present: frozenset[str]) -> bool:
+    """Whether the entry ``name`` cannot be in a folder whose casefolded names are
+    ``present``, on any file system (one that ignores case, or Unicode normalisation, too):
+    only a plain ASCII name is answered, anything else is looked for."""
+    plain = name.isascii() and "/" not in name and name not in ("", ".", "..")
+    return plain and name.casefold() not in present
 
 
 def _exists(entries: dict[str, os.DirEntry[str]] | None, path: Path) -> bool:
