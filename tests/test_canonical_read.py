@@ -22,17 +22,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, DocumentFormat
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
 from haytham.format.document import COUNTERS
 from haytham.format.layout import FORMAT_VERSION
 from haytham.records import (
     FEEDBACK_ACTIONS,
+    PHASE_STATES,
     PHASE_STATUSES,
     RUN_STYLES,
+    SESSION_STATUSES,
     AgentOutput,
     AgentRun,
+    CurrentPhase,
     HistoryEntry,
     PhaseCheckpoint,
+    PhaseRow,
+    SessionManifest,
+    SessionMetrics,
     UserFeedback,
 )
 from haytham.store import history
@@ -173,6 +179,49 @@ def checkpoints(draw: st.DrawFn) -> PhaseCheckpoint:
         user_feedback_file=draw(st.sampled_from(["user_feedback.md", "-", "x y.md"]) | texts),
         outputs_digest=draw(st.none() | digests),
         built_from=tuple(draw(st.lists(st.tuples(st.integers(1, 30), digests | texts), max_size=3))),
+    )
+
+
+@st.composite
+def manifests(draw: st.DrawFn) -> SessionManifest:
+    rows = draw(
+        st.lists(
+            st.builds(
+                PhaseRow,
+                numbers,
+                texts | st.sampled_from(["a|b", "Phase 1"]),
+                st.sampled_from((*PHASE_STATES, *PHASE_STATUSES)),
+                st.none() | timestamps,
+                st.none() | timestamps,
+                amounts,
+            ),
+            max_size=4,
+        )
+    )
+    return SessionManifest(
+        session_id=draw(agent_names),
+        project_id=draw(agent_names),
+        user_id=draw(texts.filter(bool)),
+        workflow_type=draw(texts.filter(bool)),
+        execution_mode=draw(st.sampled_from(["full", "mvp"]) | texts.filter(bool)),
+        created=draw(timestamps),
+        last_updated=draw(timestamps),
+        status=draw(st.sampled_from(SESSION_STATUSES)),
+        phases=tuple(rows),
+        current=CurrentPhase(
+            draw(st.integers(0, 10**12)),
+            draw(texts),
+            draw(st.sampled_from(["pending"]) | texts),
+            draw(st.booleans()),
+        ),
+        metrics=SessionMetrics(
+            draw(st.floats(0, 10**12, allow_nan=False)),
+            draw(st.integers(0, 10**12)),
+            draw(st.floats(0, 10**12)),
+        ),
+        workflow_fingerprint=draw(st.none() | st.from_regex(r"sha256:[0-9a-f]{16}", fullmatch=True)),
+        history_head=draw(st.none() | ids),
+        forked_from=draw(st.none() | st.sampled_from(["s-1 at phase 2", "x at phase y"])),
     )
 
 
@@ -525,3 +574,58 @@ def test_near_canonical_checkpoints_go_to_the_general_reader(change: tuple[str, 
 )
 def test_corpus_checkpoints(path: Path) -> None:
     assert_same(CHECKPOINT, path.read_bytes().decode("utf-8", errors="replace"))
+
+
+# ------------------------------------------------------------------ manifests
+
+
+@PROPERTY
+@given(manifest=manifests())
+def test_rendered_manifests(manifest: SessionManifest) -> None:
+    assert_same(MANIFEST, MANIFEST.render(manifest))
+
+
+@PROPERTY
+@given(data=st.data())
+def test_edited_manifests(data: st.DataObject) -> None:
+    manifest = data.draw(manifests())
+    assert_same(MANIFEST, data.draw(edited(MANIFEST.render(manifest))))
+
+
+def test_plain_manifests_take_the_canonical_path() -> None:
+    rows = (
+        PhaseRow(1, "Idea", "approved", "2024-01-02T03:04:05Z", None, 1.5),
+        PhaseRow(2, "Build", "pending"),
+    )
+    manifest = SessionManifest(
+        "s-1",
+        "p",
+        "ada",
+        "idea",
+        "full",
+        "2024-01-02T03:04:05Z",
+        "2024-01-02T03:04:06Z",
+        "in_progress",
+        rows,
+        CurrentPhase(2, "Build", "pending", True),
+        SessionMetrics(1.5, 10, 0.5),
+        "sha256:0123456789abcdef",
+        "0123456789ab",
+        "s-0 at phase 2",
+    )
+    for record in (
+        manifest,
+        dataclasses.replace(manifest, phases=(), workflow_fingerprint=None, forked_from=None),
+    ):
+        text = MANIFEST.render(record)
+        assert MANIFEST._canonical(text) == record
+        assert_same(MANIFEST, text)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for root in CORPORA for p in root.rglob("session_manifest*.md")),
+    ids=lambda p: str(p.relative_to(TESTS.parent)),
+)
+def test_corpus_manifests(path: Path) -> None:
+    assert_same(MANIFEST, path.read_bytes().decode("utf-8", errors="replace"))
