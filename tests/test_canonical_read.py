@@ -629,3 +629,30 @@ def test_plain_manifests_take_the_canonical_path() -> None:
 )
 def test_corpus_manifests(path: Path) -> None:
     assert_same(MANIFEST, path.read_bytes().decode("utf-8", errors="replace"))
+
+
+# ------------------------------------------------------------------ what haytham writes
+
+
+def test_every_file_haytham_writes_takes_the_canonical_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session saved through the API is validated without the general reader: every file
+    it wrote is in its kind's canonical shape (a change to ``render`` that leaves a pattern
+    behind fails here, not only in a benchmark)."""
+    from haytham.store.manager import CheckpointManager
+
+    monkeypatch.setenv("HAYTHAM_INDEX", "0")
+    manager = CheckpointManager(tmp_path)
+    manager.create_session("acme", "s-1", "ada")
+    for phase in (1, 2):
+        manager.save_agent_output("acme", "s-1", phase, "writer", f"phase {phase} text\n")
+        manager.save_checkpoint("acme", "s-1", phase, "completed", [{"agent_name": "writer"}])
+    manager.save_user_feedback("acme", "s-1", 1, True, True, "Fine.")
+    COUNTERS.reset()
+    assert CheckpointManager(tmp_path).validate_paths() == []
+    assert COUNTERS.parsed > 0
+    assert COUNTERS.canonical == COUNTERS.parsed
+    COUNTERS.reset()
+    assert len(CheckpointManager(tmp_path).history("acme", "s-1")) > 2
+    assert COUNTERS.canonical == COUNTERS.parsed > 2
