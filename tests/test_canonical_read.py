@@ -345,6 +345,43 @@ def test_near_canonical_history_entries_go_to_the_general_reader(change: tuple[s
 
 
 @PROPERTY
+@given(data=st.data())
+def test_a_history_in_one_chain_is_ordered_as_the_rounds_order_it(data: st.DataObject) -> None:
+    """``in_order`` returns a chain as sorted; the rounds of Kahn's algorithm agree, also on
+    chains edited into forks, cycles, duplicates and clock skew."""
+    count = data.draw(st.integers(0, 12))
+    entries: list[HistoryEntry] = []
+    parent = data.draw(st.none() | ids)
+    for number in range(count):
+        stamp = f"2024-01-01T00:00:{data.draw(st.integers(0, 59)):02d}Z"
+        entry = history.make_entry(parent, 1, "P", 1, "completed", stamp, str(number))
+        entries.append(entry)
+        parent = entry.entry_id
+    for _ in range(data.draw(st.integers(0, 2))):
+        if entries:
+            at = data.draw(st.integers(0, len(entries) - 1))
+            other = data.draw(st.sampled_from([None, *(e.entry_id for e in entries)]))
+            entries[at] = dataclasses.replace(entries[at], parent=other)
+    if entries and data.draw(st.booleans()):
+        entries.append(data.draw(st.sampled_from(entries)))
+    shuffled = data.draw(st.permutations(entries))
+    pending = sorted(entries, key=lambda e: (e.timestamp, e.entry_id))
+    assert history.in_order(shuffled) == history._rounds(pending, {e.entry_id for e in pending})
+
+
+def test_a_saved_history_is_one_chain() -> None:
+    entries: list[HistoryEntry] = []
+    parent = None
+    for number in range(50):
+        stamp = f"2024-01-01T00:{number // 60:02d}:{number % 60:02d}Z"
+        entries.append(history.make_entry(parent, 1, "P", 1, "completed", stamp, str(number)))
+        parent = entries[-1].entry_id
+    known = {e.entry_id for e in entries}
+    assert history._is_chain(entries, known)
+    assert history.in_order(reversed(entries)) == entries == history._rounds(entries, known)
+
+
+@PROPERTY
 @given(values=st.lists(st.none() | st.text() | st.integers() | st.booleans() | st.floats(), max_size=12))
 def test_the_entry_hash_spells_its_content_as_json_dumps_does(values: list[Any]) -> None:
     assert history._json_list(values) == json.dumps(values)
