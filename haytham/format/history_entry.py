@@ -46,6 +46,8 @@ SECTIONS = (METADATA, CHECKPOINT_SECTION, FEEDBACK_SECTION)
 
 
 _ID = "[0-9a-f]{12}"
+_LINES = r"(?:[^\n]*+\n)*?[^\n]*+"
+"""A fenced block's content, up to the first line that can end it: taken a line at a time."""
 _TEXT = v.PLAIN_TEXT
 _CANONICAL = re.compile(
     rf"# {TITLE}(?P<entry_id>{_ID})\n"
@@ -63,9 +65,9 @@ _CANONICAL = re.compile(
     rf"- Format: {FORMAT_VERSION}\n"
     r"\n"
     r"## Checkpoint\n"
-    r"(?P<fence>`{3,})verbatim\n(?P<checkpoint_text>.*?)\n(?P=fence)\n"
-    r"(?:\n## Feedback\n(?P<feedback_fence>`{3,})verbatim\n(?P<feedback_text>.*?)\n(?P=feedback_fence)\n)?",
-    re.DOTALL,
+    rf"(?P<fence>`{{3,}})verbatim\n(?P<checkpoint_text>{_LINES})\n(?P=fence)\n"
+    r"(?:\n## Feedback\n"
+    rf"(?P<feedback_fence>`{{3,}})verbatim\n(?P<feedback_text>{_LINES})\n(?P=feedback_fence)\n)?",
 )
 """An entry exactly as ``render`` writes it, with values in their plainest spelling: what
 ``HistoryEntryFormat._canonical`` reads. Anything else goes to the general reader."""
