@@ -256,8 +256,8 @@ def phase_files(
     if has_feedback:
         feedback, found = FEEDBACK.read_path(feedback_path, cache=cache)
         issues += found
-    archived = directory / ATTEMPTS_DIR
     if entries is None or ATTEMPTS_DIR in entries:
+        archived = directory / ATTEMPTS_DIR
         for path in sorted(archived.glob("*/*.md")) if archived.is_dir() else ():
             kind = kind_of(path)
             if kind is not None:
