@@ -143,8 +143,11 @@ _PAIR = re.compile(rf"({v.NAME}): ([^,]*)")
 
 
 def _canonical_pairs(raw: str, convert: Callable[[str], Any]) -> dict[str, Any]:
-    """The agents' values of a ``write_pairs`` list the pattern took, as ``_pairs`` reads them."""
-    return {} if raw == "none" else {name: convert(value) for name, value in _PAIR.findall(raw)}
+    """The agents' values of a ``write_pairs`` list the pattern took, as ``_pairs`` reads them:
+    ``convert`` is given only a value in the pattern's spelling, ``-`` is None."""
+    if raw == "none":
+        return {}
+    return {name: None if value == "-" else convert(value) for name, value in _PAIR.findall(raw)}
 
 
 class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
@@ -257,9 +260,9 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
             return None
         files = found["agent_outputs"]
         outputs = files.split(", ") if files is not None else []
-        times = _canonical_pairs(found["times"], v.read_seconds)
-        tokens = _canonical_pairs(found["tokens"], v.read_int)
-        costs = _canonical_pairs(found["costs"], v.read_cost)
+        times = _canonical_pairs(found["times"], lambda value: float(value[:-1]))  # 1.5s
+        tokens = _canonical_pairs(found["tokens"], int)
+        costs = _canonical_pairs(found["costs"], lambda value: float(value[1:]))  # $0.0100
         agents = tuple(
             AgentRun(
                 name,
