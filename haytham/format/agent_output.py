@@ -23,11 +23,12 @@ from typing import Any, ClassVar
 from haytham.errors import DocumentError, Issue
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat, ReadCache, _record_or_raise, map_file
-from haytham.format.markdown import first_fence, iter_fences, normalise_label
+from haytham.format.layout import FORMAT_VERSION
+from haytham.format.markdown import first_fence, iter_fences, normalise_label, plain_characters
 from haytham.format.patterns import lazy
 from haytham.format.reader import Reader
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
-from haytham.records import AgentOutput
+from haytham.records import PHASE_STATUSES, AgentOutput
 
 TITLE = "Agent Output: "
 MAX_OUTPUT_BYTES = 256 * 1024 * 1024
@@ -261,6 +262,33 @@ class _OutputReader(Reader):
         self.output = output
 
 
+_TOOL = r"[A-Za-z0-9][A-Za-z0-9_.:/-]*"
+_CANONICAL_HEADER = lazy(
+    rf"# {TITLE}(?P<agent_name>{v.NAME})\n"
+    r"\n"
+    r"## Metadata\n"
+    r"- Agent: (?P=agent_name)\n"
+    rf"- Phase: (?P<phase_number>{v.WHOLE_NUMBER}) - (?P<phase_name>{v.PLAIN_TEXT})\n"
+    rf"- Executed: (?:-|(?P<executed>{v.TIMESTAMP}))\n"
+    rf"- Duration: (?:-|(?P<duration>{v.SECONDS}))\n"
+    rf"- Status: (?P<status>{'|'.join(s for s in PHASE_STATUSES if s != 'failed')})\n"
+    r"(?:- Final Newlines: (?P<final_newlines>[1-9][0-9]{0,6})\n)?"
+    r"(?:- Line Endings: (?P<crlf>crlf)\n)?"
+    rf"- Format: {FORMAT_VERSION}\n"
+    r"\n"
+    r"## Execution Details\n"
+    rf"- Model: (?:-|(?P<model>{v.PLAIN_TEXT}))\n"
+    rf"- Input Tokens: (?:-|(?P<input_tokens>{v.COUNT}))\n"
+    rf"- Output Tokens: (?:-|(?P<output_tokens>{v.COUNT}))\n"
+    rf"- Tools Used: \[(?:none|(?P<tools_used>{_TOOL}(?:, {_TOOL})*))\]\n"
+    rf"- Cost: (?:-|(?P<cost>{v.COST}))\n"
+    r"\n"
+    r"## Output\n"
+)
+"""The header of an output exactly as ``render`` writes it for an agent that did not fail,
+with values in their plainest spelling: what ``AgentOutputFormat._canonical`` reads."""
+
+
 class AgentOutputFormat(DocumentFormat[AgentOutput]):
     kind = "agent_output"
     labels: ClassVar[Mapping[str, str]] = labels_of(SECTIONS, {"phase_name": "phase_number"})
@@ -382,6 +410,40 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
         data["content"], details = output.content(final_newlines, line_endings == "crlf", legacy)
         data.update(details)
         return data
+
+    def _canonical(self, text: str) -> AgentOutput | None:
+        """The output of a text whose header is in exactly ``render``'s shape, else None.
+
+        The general reader never looks past ``## Output`` except to take the content, so
+        only the header must be plain (``plain_characters``); the content is decoded as
+        ``_collect`` decodes it."""
+        found = _CANONICAL_HEADER.match(text)
+        if found is None or not plain_characters(text[: found.end()]):
+            return None
+        final_newlines = found["final_newlines"]
+        newlines = None if final_newlines is None else int(final_newlines)
+        if newlines is not None and newlines > MAX_FINAL_NEWLINES:
+            return None
+        duration, cost = found["duration"], found["cost"]
+        input_tokens, output_tokens = found["input_tokens"], found["output_tokens"]
+        tools = found["tools_used"]
+        return AgentOutput(
+            agent_name=found["agent_name"],
+            phase_number=int(found["phase_number"]),
+            phase_name=found["phase_name"],
+            executed=found["executed"],
+            duration=None if duration is None else float(duration[:-1]),
+            status=found["status"],  # type: ignore[arg-type]  # one of PHASE_STATUSES
+            model=found["model"],
+            input_tokens=None if input_tokens is None else int(input_tokens),
+            output_tokens=None if output_tokens is None else int(output_tokens),
+            tools_used=() if tools is None else tuple(tools.split(", ")),
+            content=decode_content(text, found.end(), newlines, found["crlf"] is not None),
+            error_type=None,
+            error_message=None,
+            stack_trace=None,
+            cost=None if cost is None else float(cost[1:]),
+        )
 
     def check_record(self, record: AgentOutput, path: Path | None = None) -> None:
         """The schema's checks, and the bound on the line breaks that end the output."""

@@ -7,10 +7,12 @@ from typing import Any, ClassVar
 
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
-from haytham.format.layout import FEEDBACK_FILE
+from haytham.format.layout import FEEDBACK_FILE, FORMAT_VERSION
+from haytham.format.markdown import plain_characters
+from haytham.format.patterns import lazy
 from haytham.format.reader import Reader
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
-from haytham.records import AgentRun, PhaseCheckpoint
+from haytham.records import PHASE_STATUSES, RUN_STYLES, AgentRun, PhaseCheckpoint
 
 TITLE = "Phase Checkpoint: "
 METADATA = SectionSpec(
@@ -77,6 +79,75 @@ NEXT_PHASE = SectionSpec(
 ERRORS = SectionSpec("Errors", required=False, attr="errors")
 """Written only when there are errors, one list item each."""
 SECTIONS = (METADATA, AGENTS, INPUTS, BUILT_FROM, OUTPUTS, METRICS, NEXT_PHASE, ERRORS)
+
+
+_STATUS = "|".join(PHASE_STATUSES)
+_TEXT = v.PLAIN_TEXT
+_FILE = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+
+
+def _pairs_of(value: str) -> str:
+    """A pattern for ``write_pairs`` of agents' values spelt by ``value`` (or ``-``)."""
+    pair = rf"{v.NAME}: (?:-|{value})"
+    return rf"(?:none|{pair}(?:, {pair})*)"
+
+
+_CANONICAL = lazy(
+    rf"# {TITLE}(?P<phase_name>{_TEXT})\n"
+    r"\n"
+    r"## Metadata\n"
+    rf"- Phase Number: (?P<phase_number>{v.WHOLE_NUMBER})\n"
+    r"- Phase Name: (?P=phase_name)\n"
+    rf"- Status: (?P<status>{_STATUS})\n"
+    rf"- Started: (?:-|(?P<started>{v.TIMESTAMP}))\n"
+    rf"- Completed: (?:-|(?P<completed>{v.TIMESTAMP}))\n"
+    rf"- Duration: (?:-|(?P<duration>{v.SECONDS}))\n"
+    rf"- Retry Count: (?P<retry_count>{v.COUNT})\n"
+    rf"- Execution Mode: (?P<execution_mode>{'|'.join(RUN_STYLES)})\n"
+    rf"- Format: {FORMAT_VERSION}\n"
+    r"\n"
+    r"## Agents in Phase\n"
+    rf"(?P<agents>(?:- {v.NAME}: (?:{_STATUS})\n)*)"
+    r"\n"
+    r"## Inputs\n"
+    rf"- Previous Phase: (?:None|(?P<previous_phase>{_TEXT}))\n"
+    rf"- Required Context: (?P<required_context>\[\]|{_TEXT})\n"
+    rf"- User Parameters: (?P<user_parameters>\{{\}}|{_TEXT})\n"
+    r"\n"
+    rf"(?:## Built From\n(?P<built_from>(?:- Phase {v.WHOLE_NUMBER}: {_TEXT}\n)+)\n)?"
+    r"## Outputs\n"
+    rf"- Agent Outputs: \[(?P<agent_outputs>{_FILE}(?:, {_FILE})*)?\]\n"
+    rf"- User Feedback: (?P<user_feedback_file>{_TEXT})\n"
+    r"(?:- Outputs Digest: (?P<outputs_digest>[0-9a-f]{16})\n)?"
+    r"\n"
+    r"## Metrics\n"
+    rf"- Total Tokens: (?:-|(?P<total_tokens>{v.COUNT}))\n"
+    rf"- Input Tokens: (?:-|(?P<input_tokens>{v.COUNT}))\n"
+    rf"- Output Tokens: (?:-|(?P<output_tokens>{v.COUNT}))\n"
+    rf"- Cost: (?:-|(?P<cost>{v.COST}))\n"
+    rf"- Agent Execution Times: (?P<times>{_pairs_of(v.SECONDS)})\n"
+    rf"- Agent Tokens: (?P<tokens>{_pairs_of(v.COUNT)})\n"
+    rf"- Agent Costs: (?P<costs>{_pairs_of(v.COST)})\n"
+    r"\n"
+    r"## Next Phase\n"
+    rf"- Phase Number: (?:-|(?P<next_phase>{v.WHOLE_NUMBER}))\n"
+    rf"- Phase Name: (?:None|(?P<next_phase_name>{_TEXT}))\n"
+    r"- Ready to Execute: (?:true|false)\n"
+    rf"- Blocking Issues: (?:none|{_TEXT})\n"
+    rf"(?:\n## Errors\n(?P<errors>(?:- {_TEXT}\n)+))?"
+)
+"""A checkpoint exactly as ``render`` writes it, with values in their plainest spelling:
+what ``CheckpointFormat._canonical`` reads. Anything else goes to the general reader."""
+_LINE_PAIR = lazy(r"- (.*?): (.*)\n")
+_PAIR = lazy(rf"({v.NAME}): ([^,]*)")
+
+
+def _canonical_pairs(raw: str, convert: Callable[[str], Any]) -> dict[str, Any]:
+    """The agents' values of a ``write_pairs`` list the pattern took, as ``_pairs`` reads them:
+    ``convert`` is given only a value in the pattern's spelling, ``-`` is None."""
+    if raw == "none":
+        return {}
+    return {name: None if value == "-" else convert(value) for name, value in _PAIR.findall(raw)}
 
 
 class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
@@ -176,6 +247,61 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
         agents = tuple(AgentRun(**agent) for agent in data.pop("agents"))
         built_from = tuple((int(n), str(d)) for n, d in data.pop("built_from"))
         return PhaseCheckpoint(agents=agents, errors=tuple(data.pop("errors")), built_from=built_from, **data)
+
+    def _canonical(self, text: str) -> PhaseCheckpoint | None:
+        """The checkpoint of a text in exactly ``render``'s shape (``_CANONICAL``), else None;
+        also None when an agent or an earlier phase is named twice (the reader's error)."""
+        found = _CANONICAL.fullmatch(text)
+        if found is None or not plain_characters(text):
+            return None
+        statuses = _LINE_PAIR.findall(found["agents"])
+        built = _LINE_PAIR.findall(found["built_from"] or "")
+        if len({name for name, _ in statuses}) < len(statuses) or len({n for n, _ in built}) < len(built):
+            return None
+        files = found["agent_outputs"]
+        outputs = files.split(", ") if files is not None else []
+        times = _canonical_pairs(found["times"], lambda value: float(value[:-1]))  # 1.5s
+        tokens = _canonical_pairs(found["tokens"], int)
+        costs = _canonical_pairs(found["costs"], lambda value: float(value[1:]))  # $0.0100
+        agents = tuple(
+            AgentRun(
+                name,
+                status,
+                outputs[index] if index < len(outputs) else f"{name}.md",
+                times.get(name),
+                tokens.get(name),
+                costs.get(name),
+            )
+            for index, (name, status) in enumerate(statuses)
+        )
+        duration, cost = found["duration"], found["cost"]
+        total, given, made = found["total_tokens"], found["input_tokens"], found["output_tokens"]
+        following = found["next_phase"]
+        errors = found["errors"]
+        return PhaseCheckpoint(
+            phase_number=int(found["phase_number"]),
+            phase_name=found["phase_name"],
+            status=found["status"],  # type: ignore[arg-type]  # one of PHASE_STATUSES
+            started=found["started"],
+            completed=found["completed"],
+            duration=None if duration is None else float(duration[:-1]),
+            retry_count=int(found["retry_count"]),
+            execution_mode=found["execution_mode"],  # type: ignore[arg-type]  # one of RUN_STYLES
+            agents=agents,
+            previous_phase=found["previous_phase"],
+            next_phase=None if following is None else int(following),
+            next_phase_name=found["next_phase_name"],
+            total_tokens=None if total is None else int(total),
+            input_tokens=None if given is None else int(given),
+            output_tokens=None if made is None else int(made),
+            cost=None if cost is None else float(cost[1:]),
+            errors=() if errors is None else tuple(line[2:] for line in errors[:-1].split("\n")),
+            required_context=found["required_context"],
+            user_parameters=found["user_parameters"],
+            user_feedback_file=found["user_feedback_file"],
+            outputs_digest=found["outputs_digest"],
+            built_from=tuple((int(number[len(BUILT_FROM_LABEL) :]), digest) for number, digest in built),
+        )
 
     def render(self, record: PhaseCheckpoint) -> str:
         agents = record.agents

@@ -31,12 +31,13 @@ from haytham.format.markdown import (
     iter_unfenced_lines,
     line_offsets,
     normalise_label,
+    plain_characters,
 )
 from haytham.format.patterns import lazy
 from haytham.format.reader import Field, Reader, decode
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.format.version import read_version
-from haytham.records import UserFeedback
+from haytham.records import FEEDBACK_ACTIONS, UserFeedback
 
 TITLE = "User Feedback: "
 NO_COMMENTS = "No comments provided"
@@ -61,6 +62,30 @@ ACTION_TAKEN = SectionSpec(
     "Action Taken", (FieldSpec("action", "Action"), FieldSpec("retry_count", "Retry Count")), required=False
 )
 SECTIONS = (REVIEW_STATUS, USER_COMMENTS, REQUESTED_CHANGES, ACTION_TAKEN)
+
+
+_CANONICAL = lazy(
+    rf"# {TITLE}(?P<phase_name>{v.PLAIN_TEXT})\n"
+    r"\n"
+    r"## Review Status\n"
+    r"- Reviewed: (?P<reviewed>true|false)\n"
+    r"- Approved: (?P<approved>true|false)\n"
+    rf"- Timestamp: (?:-|(?P<timestamp>{v.TIMESTAMP}))\n"
+    rf"- Format: {FORMAT_VERSION}\n"
+    r"\n"
+    r"## User Comments\n"
+    rf"(?P<comments>{v.PLAIN_TEXT}(?:\n{v.PLAIN_TEXT})*)\n"
+    r"\n"
+    r"## Requested Changes\n"
+    rf"(?:- {NO_CHANGES}\n|(?P<changes>(?:- Change [1-9][0-9]*: {v.PLAIN_TEXT}\n)+))"
+    r"\n"
+    r"## Action Taken\n"
+    rf"- Action: (?P<action>{'|'.join(FEEDBACK_ACTIONS)})\n"
+    r"- Retry Count: (?P<retry_count>0|[1-9][0-9]{0,11})\n"
+)
+"""A review exactly as ``render`` writes it with plain comments (lines of plain text, none
+blank) and values in their plainest spelling: what ``FeedbackFormat._canonical`` reads."""
+_CANONICAL_CHANGE = lazy(r"- Change [1-9][0-9]*: (.*)\n")
 
 
 class FeedbackFormat(DocumentFormat[UserFeedback]):
@@ -96,6 +121,30 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
 
     def _build(self, data: dict[str, Any]) -> UserFeedback:
         return UserFeedback(**{**data, "requested_changes": tuple(data["requested_changes"])})
+
+    def _canonical(self, text: str) -> UserFeedback | None:
+        """The review of a text in exactly ``render``'s shape (``_CANONICAL``), else None;
+        also None for a review the general reader would warn about or settle (``_settle``:
+        approved but not reviewed, approved with changes, pending though reviewed)."""
+        found = _CANONICAL.fullmatch(text)
+        if found is None or not plain_characters(text):
+            return None
+        reviewed, approved = found["reviewed"] == "true", found["approved"] == "true"
+        changes = found["changes"]
+        action = found["action"]
+        if (approved and (not reviewed or changes)) or (action == "pending" and reviewed):
+            return None
+        comments = found["comments"]
+        return UserFeedback(
+            phase_name=found["phase_name"],
+            reviewed=reviewed,
+            approved=approved,
+            timestamp=found["timestamp"],
+            comments="" if comments == NO_COMMENTS else comments,
+            requested_changes=() if changes is None else tuple(_CANONICAL_CHANGE.findall(changes)),
+            action=action,  # type: ignore[arg-type]  # one of FEEDBACK_ACTIONS
+            retry_count=int(found["retry_count"]),
+        )
 
     _last: tuple[UserFeedback, str] | None = None
     """The last record rendered and its text: a review is rendered for its file and again

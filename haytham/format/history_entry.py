@@ -13,11 +13,13 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from haytham.format import values as v
-from haytham.format.document import DocumentFormat
-from haytham.format.markdown import first_fence
+from haytham.format.document import COUNTERS, DocumentFormat
+from haytham.format.layout import FORMAT_VERSION
+from haytham.format.markdown import first_fence, plain_characters
+from haytham.format.patterns import lazy
 from haytham.format.reader import Reader
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
-from haytham.records import HistoryEntry
+from haytham.records import PHASE_STATUSES, HistoryEntry
 
 TITLE = "History Entry: "
 METADATA = SectionSpec(
@@ -41,6 +43,34 @@ CHECKPOINT_SECTION = SectionSpec("Checkpoint", attr="checkpoint_text")
 FEEDBACK_SECTION = SectionSpec("Feedback", required=False, attr="feedback_text")
 """A review entry's user_feedback.md, fenced."""
 SECTIONS = (METADATA, CHECKPOINT_SECTION, FEEDBACK_SECTION)
+
+
+_ID = "[0-9a-f]{12}"
+_LINES = r"(?:[^\n]*+\n)*?[^\n]*+"
+"""A fenced block's content, up to the first line that can end it: taken a line at a time."""
+_TEXT = v.PLAIN_TEXT
+_CANONICAL = lazy(
+    rf"# {TITLE}(?P<entry_id>{_ID})\n"
+    r"\n"
+    r"## Metadata\n"
+    r"- Entry: (?P=entry_id)\n"
+    rf"- Parent: (?:-|(?P<parent>{_ID}))\n"
+    rf"- Phase: (?P<phase_number>{v.WHOLE_NUMBER}) - (?P<phase_name>{_TEXT})\n"
+    rf"- Attempt: (?P<attempt>{v.WHOLE_NUMBER})\n"
+    rf"- Status: (?P<status>{'|'.join(PHASE_STATUSES)})\n"
+    rf"- Timestamp: (?P<timestamp>{v.TIMESTAMP})\n"
+    rf"- Name: (?:-|(?P<name>{_TEXT}))\n"
+    rf"- Reason: (?:-|(?P<reason>{_TEXT}))\n"
+    r"(?:- Kind: (?P<review>review)\n)?"
+    rf"- Format: {FORMAT_VERSION}\n"
+    r"\n"
+    r"## Checkpoint\n"
+    rf"(?P<fence>`{{3,}})verbatim\n(?P<checkpoint_text>{_LINES})\n(?P=fence)\n"
+    r"(?:\n## Feedback\n"
+    rf"(?P<feedback_fence>`{{3,}})verbatim\n(?P<feedback_text>{_LINES})\n(?P=feedback_fence)\n)?",
+)
+"""An entry exactly as ``render`` writes it, with values in their plainest spelling: what
+``HistoryEntryFormat._canonical`` reads. Anything else goes to the general reader."""
 
 
 class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
@@ -93,6 +123,53 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
 
     def _build(self, data: dict[str, Any]) -> HistoryEntry:
         return HistoryEntry(**data)
+
+    def _canonical(self, text: str) -> HistoryEntry | None:
+        """The entry of a text in exactly ``render``'s shape (``_CANONICAL``), else None.
+
+        The pattern fixes every line outside the fenced blocks, and every value in it is
+        one the schema accepts; a block is taken only when no line of its content can
+        close it (no run of backticks as long as its fence), and the text only when it
+        holds no character the section parser treats specially (``plain_characters``)."""
+        found = _CANONICAL.fullmatch(text)
+        if found is None or not plain_characters(text):
+            return None
+        checkpoint_text = found["checkpoint_text"]
+        if found["fence"] in checkpoint_text:
+            return None
+        feedback_text = found["feedback_text"]
+        if feedback_text is not None and found["feedback_fence"] in feedback_text:
+            return None
+        return HistoryEntry(
+            found["entry_id"],
+            found["parent"],
+            int(found["phase_number"]),
+            found["phase_name"],
+            int(found["attempt"]),
+            found["status"],  # type: ignore[arg-type]  # one of PHASE_STATUSES
+            found["timestamp"],
+            found["name"],
+            found["reason"],
+            checkpoint_text,
+            "checkpoint" if found["review"] is None else "review",
+            feedback_text,
+        )
+
+    def read_canonical(self, data: bytes) -> HistoryEntry | None:
+        """The entry of a file's bytes when they are UTF-8 text in exactly ``render``'s shape,
+        else None (the caller then reads them with ``read_data``, which says what is wrong).
+
+        What ``read_data`` gives for such bytes, without a path or a read cache: a history of
+        a hundred thousand entries is read with no per-entry path object or cache entry."""
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        found = self._canonical(text)  # a BOM or a CR is refused here, so decode() would agree
+        if found is not None:
+            COUNTERS.parsed += 1
+            COUNTERS.canonical += 1
+        return found
 
     def render(self, record: HistoryEntry) -> str:
         metadata = {

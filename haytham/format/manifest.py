@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat
-from haytham.format.markdown import iter_unfenced_lines, normalise_label
+from haytham.format.layout import FORMAT_VERSION
+from haytham.format.markdown import iter_unfenced_lines, normalise_label, plain_characters
 from haytham.format.patterns import lazy
 from haytham.format.reader import Reader
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
-from haytham.records import CurrentPhase, PhaseRow, SessionManifest, SessionMetrics
+from haytham.records import (
+    PHASE_STATES,
+    PHASE_STATUSES,
+    SESSION_STATUSES,
+    CurrentPhase,
+    PhaseRow,
+    SessionManifest,
+    SessionMetrics,
+)
 
 TITLE = "Session Manifest"
 METADATA = SectionSpec(
@@ -71,6 +81,73 @@ _CELL_SPLIT = lazy(r"(?<!\\)\|")
 _RULE_CELL = lazy(r":?-+:?")
 
 
+_ROW_STATUS = "|".join(dict.fromkeys((*PHASE_STATES, *PHASE_STATUSES)))
+
+
+def _canonical_row(named: bool) -> str:
+    """A pattern for a row of the phase table as ``render`` writes it (groups named or not)."""
+
+    def group(name: str) -> str:
+        return f"(?P<{name}>" if named else "(?:"
+
+    return (
+        rf"\| {group('number')}{v.WHOLE_NUMBER}) \| {group('name')}{v.PLAIN_TEXT}) "
+        rf"\| {group('status')}{_ROW_STATUS}) "
+        rf"\| (?:-|{group('started')}{v.TIMESTAMP})) \| (?:-|{group('completed')}{v.TIMESTAMP})) "
+        rf"\| (?:-|{group('duration')}{v.SECONDS})) \|\n"
+    )
+
+
+_CANONICAL = lazy(
+    rf"# {TITLE}\n"
+    r"\n"
+    r"## Metadata\n"
+    rf"- Session ID: (?P<session_id>{v.NAME})\n"
+    rf"- Project ID: (?P<project_id>{v.NAME})\n"
+    rf"- User ID: (?P<user_id>{v.PLAIN_TEXT})\n"
+    rf"- Workflow Type: (?P<workflow_type>{v.PLAIN_TEXT})\n"
+    r"(?:- Workflow Fingerprint: (?P<workflow_fingerprint>sha256:[0-9a-f]{16,64})\n)?"
+    rf"- Execution Mode: (?P<execution_mode>{v.PLAIN_TEXT})\n"
+    rf"- Created: (?P<created>{v.TIMESTAMP})\n"
+    rf"- Last Updated: (?P<last_updated>{v.TIMESTAMP})\n"
+    rf"- Status: (?P<status>{'|'.join(SESSION_STATUSES)})\n"
+    r"(?:- History Head: (?P<history_head>[0-9a-f]{12})\n)?"
+    rf"(?:- Forked From: (?P<forked_from>{v.NAME} at phase [0-9]+)\n)?"
+    rf"- Format: {FORMAT_VERSION}\n"
+    r"\n"
+    r"## Phase Status\n"
+    r"\n"
+    + re.escape("| " + " | ".join(TABLE_COLUMNS) + " |\n")
+    + re.escape("|" + "|".join("-" * (len(c) + 2) for c in TABLE_COLUMNS) + "|\n")
+    + rf"(?P<rows>(?:{_canonical_row(named=False)})*)"
+    r"\n"
+    r"## Current Phase\n"
+    rf"- Phase: (?P<current_number>{v.COUNT})\n"
+    rf"- Name: (?P<current_name>{v.PLAIN_TEXT})\n"
+    rf"- Status: (?P<current_status>{v.PLAIN_TEXT})\n"
+    r"- Can Resume: (?P<can_resume>true|false)\n"
+    r"\n"
+    r"## Metrics\n"
+    rf"- Total Duration: (?P<total_duration>{v.SECONDS})\n"
+    rf"- Total Tokens: (?P<total_tokens>{v.COUNT})\n"
+    rf"- Total Cost: (?P<total_cost>{v.COST})\n"
+)
+"""A manifest exactly as ``render`` writes it, with values in their plainest spelling:
+what ``ManifestFormat._canonical`` reads. Anything else goes to the general reader."""
+_CANONICAL_ROW = lazy(_canonical_row(named=True))
+
+
+def canonical_match(text: str) -> re.Match[str] | None:
+    """The match of ``_CANONICAL`` on a text in exactly ``render``'s shape, else None. Such a
+    text is one the general reader reads with no issue (tests/test_canonical_read.py); the
+    manifest is made from its groups (``ManifestFormat._canonical``), and so is a listing's
+    summary (``haytham.format.summary``)."""
+    found = _CANONICAL.fullmatch(text)
+    if found is None or not plain_characters(text) or len(found["user_id"]) > 1000:
+        return None
+    return found
+
+
 class ManifestFormat(DocumentFormat[SessionManifest]):
     kind = "manifest"
     labels: ClassVar[Mapping[str, str]] = labels_of(SECTIONS)
@@ -112,6 +189,48 @@ class ManifestFormat(DocumentFormat[SessionManifest]):
             phases=tuple(PhaseRow(**row) for row in data["phases"]),
             current=CurrentPhase(**data["current"]),
             metrics=SessionMetrics(**data["metrics"]),
+        )
+
+    def _canonical(self, text: str) -> SessionManifest | None:
+        """The manifest of a text in exactly ``render``'s shape (``_CANONICAL``), else None."""
+        found = canonical_match(text)
+        if found is None:
+            return None
+        rows = tuple(
+            PhaseRow(
+                int(row["number"]),
+                row["name"],
+                row["status"],  # type: ignore[arg-type]  # one of the table's statuses
+                row["started"],
+                row["completed"],
+                None if row["duration"] is None else float(row["duration"][:-1]),
+            )
+            for row in _CANONICAL_ROW.finditer(found["rows"])
+        )
+        return SessionManifest(
+            session_id=found["session_id"],
+            project_id=found["project_id"],
+            user_id=found["user_id"],
+            workflow_type=found["workflow_type"],
+            execution_mode=found["execution_mode"],
+            created=found["created"],
+            last_updated=found["last_updated"],
+            status=found["status"],  # type: ignore[arg-type]  # one of SESSION_STATUSES
+            phases=rows,
+            current=CurrentPhase(
+                int(found["current_number"]),
+                found["current_name"],
+                found["current_status"],
+                found["can_resume"] == "true",
+            ),
+            metrics=SessionMetrics(
+                float(found["total_duration"][:-1]),
+                int(found["total_tokens"]),
+                float(found["total_cost"][1:]),
+            ),
+            workflow_fingerprint=found["workflow_fingerprint"],
+            history_head=found["history_head"],
+            forked_from=found["forked_from"],
         )
 
     def render(self, record: SessionManifest) -> str:

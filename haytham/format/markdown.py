@@ -241,12 +241,18 @@ _UNSAFE_NEXT_LINE = lazy(rf"\n(?!{_SAFE_START})", re.M)
 _HEADING_START = lazy(r"\n#")
 
 
+def plain_characters(text: str) -> bool:
+    """Whether ``text`` holds no control character but tab and LF, and no character that
+    some reader takes for a line break or ignores (NEL, LS, PS, BOM): the texts the line
+    scanner and the kinds' canonical readers accept."""
+    if text.isascii():  # control characters are found faster in bytes
+        return len(text.encode("ascii").translate(None, _ASCII_CONTROL)) == len(text)
+    return _UNSAFE_CHARS.search(text) is None
+
+
 def _fast_headings(text: str) -> list[tuple[int, int, str]] | None:
     """``(offset, level, title)`` of each level-1/2 heading, or None to let mistune decide."""
-    if text.isascii():  # control characters are found faster in bytes
-        if len(text.encode("ascii").translate(None, _ASCII_CONTROL)) != len(text):
-            return None
-    elif _UNSAFE_CHARS.search(text):
+    if not plain_characters(text):
         return None
     found: list[tuple[int, int, str]] = []
     position = 0

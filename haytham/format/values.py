@@ -42,17 +42,6 @@ def _needs_quotes(value: str) -> bool:
     )
 
 
-def bare_text(excluded: str = "") -> str:
-    """A regular expression of the values ``write_text`` writes as they are (no quotes), and
-    that ``read_text`` reads back as themselves: not empty, no white space at either end, not
-    starting with a quote, not ``-``, no unsafe character; ``excluded`` is a character-class
-    body of more characters to leave out (a table cell's ``|``). Used by fast readers that
-    take only canonical text (``haytham.format.summary``); the tests check it against
-    ``write_text``."""
-    no = _UNSAFE_CLASS + excluded
-    return rf'(?:[^\s"\-{no}]|-(?=[^\s{no}]))(?:[^{no}]*[^\s{no}])?'
-
-
 def _quote(value: str) -> str:
     ascii_only = re.search(r"[\ud800-\udfff]", value) is not None
     return json.dumps(value, ensure_ascii=ascii_only)
@@ -84,6 +73,26 @@ def read_text(raw: str) -> str | None:
         if isinstance(decoded, str):
             return decoded
     return raw
+
+
+PLAIN_TEXT = r"[^\W_](?: ?[\w.,()/'+=?%;:@$!&-])*"
+"""A regular expression for the text that ``write_text`` writes as it is and ``read_text``
+reads back as itself, in any markdown line: a letter or digit first, single spaces, no
+character markdown or the value syntax gives a meaning. The kinds' canonical readers use
+it; any other value is left to the general reader."""
+WHOLE_NUMBER = r"[1-9][0-9]{0,11}"
+"""A regular expression for a whole number from 1 to just under ``MAX_WHOLE_NUMBER``, as
+``str(int)`` writes it."""
+COUNT = r"(?:0|[1-9][0-9]{0,11})"
+"""A regular expression for a whole number from 0 to just under ``MAX_WHOLE_NUMBER``."""
+SECONDS = r"(?:0|[1-9][0-9]{0,11})\.[0-9]s"
+"""A regular expression for what ``write_seconds`` writes for a number of seconds."""
+COST = r"\$(?:0|[1-9][0-9]{0,11})\.[0-9]{4}"
+"""A regular expression for what ``write_cost`` writes for an amount."""
+NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+"""A regular expression for an agent's name (the schemas' pattern)."""
+TIMESTAMP = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?Z"
+"""A regular expression for the UTC timestamps the schemas accept, in ASCII digits."""
 
 
 def write_int(value: int | None) -> str:

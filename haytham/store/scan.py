@@ -869,15 +869,22 @@ def agent_files(directory: Path, order: Sequence[str] = ()) -> list[Path]:
 
     Read with one ``os.scandir`` (whose entries know their type), not a ``stat`` per file.
     """
-    rank = {name: index for index, name in enumerate(order)}
     with os.scandir(directory) as entries:
-        names = [
-            e.name
-            for e in entries
-            if e.name.endswith(".md")
-            and not e.name.startswith(".")
-            and e.name not in OWN_SESSION_FILES
-            and e.is_file()
-        ]
+        return agents_among(directory, list(entries), order)
+
+
+def agents_among(
+    directory: Path, entries: Sequence[os.DirEntry[str]], order: Sequence[str] = ()
+) -> list[Path]:
+    """``agent_files`` of ``directory`` from its ``entries``, listed already by the caller."""
+    rank = {name: index for index, name in enumerate(order)}
+    names = [
+        e.name
+        for e in entries
+        if e.name.endswith(".md")
+        and not e.name.startswith(".")
+        and e.name not in OWN_SESSION_FILES
+        and e.is_file()
+    ]
     names.sort(key=lambda n: (rank.get(n[:-3], len(rank)), n))
     return [directory / name for name in names]

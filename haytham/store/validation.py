@@ -8,18 +8,20 @@ runs them over any paths, remembering results in the base directory's index.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from haytham.errors import Issue
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST, ReadCache
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow
-from haytham.records import PhaseCheckpoint, SessionManifest
+from haytham.records import PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import history, journal, lifecycle
 from haytham.store import progress as _progress
 from haytham.store.disagreements import disagreements, folder_disagreements
-from haytham.store.scan import agent_files, kind_of
+from haytham.store.scan import agent_files, agents_among, kind_of
 
 WorkflowOf = Callable[[Path, SessionManifest], Workflow]
 """How the manager finds a session's workflow: its own copy, else the registered one."""
@@ -54,20 +56,32 @@ def session_issues(
     phases = workflow.phases_for(manifest.execution_mode)
     checkpoints: dict[int, PhaseCheckpoint] = {}
     unreadable: set[int] = set()
+    reviews: dict[int, _progress.Review] = {}
+    review_problems: list[PhaseDefinition] = []
+    reviewed: set[int] = set()
+    present = _folder_names(directory)
     for phase in phases:
-        issues += phase_issues(directory / phase.directory, phase, require_checkpoint=False, cache=cache)
-        path = directory / phase.directory / CHECKPOINT_FILE
-        found, _ = CHECKPOINT.read_path(path, cache=cache)
-        if found is not None:
-            checkpoints[phase.number] = found
-        elif path.exists():
+        if present is not None and _surely_absent(phase.directory, present):
+            continue  # a phase not run yet: its folder would be looked for in vain
+        files = phase_files(directory / phase.directory, phase, require_checkpoint=False, cache=cache)
+        issues += files.issues
+        if files.checkpoint is not None:
+            checkpoints[phase.number] = files.checkpoint
+        elif files.has_checkpoint:
             unreadable.add(phase.number)
+        if files.feedback is not None:
+            reviews[phase.number] = (lifecycle.verdict(files.feedback), None)
+        elif files.has_feedback:
+            review_problems.append(phase)  # read again by the progress code, which words the problem
+        if files.feedback_is_file:
+            reviewed.add(phase.number)
     issues += _outside_mode(directory, workflow, manifest, cache)
-    view = _progress.view_of(directory, phases, checkpoints, cache)
+    if review_problems:
+        reviews.update(_progress.read_reviews(directory, tuple(review_problems), cache))
+    view = lifecycle.derive(_progress.phase_facts(phases, checkpoints, reviews))
     derived = _progress.derive(manifest, phases, checkpoints, view)
     unreadable |= {view.number for view in view.phases if view.problem is not None}
-    reviewed = frozenset(p.number for p in phases if (directory / p.directory / FEEDBACK_FILE).is_file())
-    issues += disagreements(manifest_path, manifest, derived, unreadable, reviewed)
+    issues += disagreements(manifest_path, manifest, derived, unreadable, frozenset(reviewed))
     issues += stale_issues(directory, phases, view)
     issues += history.read_entries(directory, cache=cache)[1]
     return issues
@@ -105,8 +119,10 @@ def _outside_mode(
     selected = set(workflow.phases_for(manifest.execution_mode))
     issues: list[Issue] = []
     for phase in workflow.phases:
+        if phase in selected:
+            continue
         folder = directory / phase.directory
-        if phase in selected or not folder.is_dir():
+        if not folder.is_dir():
             continue
         issues.append(
             Issue(
@@ -122,13 +138,89 @@ def _outside_mode(
     return issues
 
 
+class PhaseFiles(NamedTuple):
+    """What checking a phase's files found: the problems, and what the session check reuses
+    so that it reads no file twice."""
+
+    issues: list[Issue]
+    checkpoint: PhaseCheckpoint | None
+    """The checkpoint, when there is one and it could be read."""
+    has_checkpoint: bool
+    """Whether ``checkpoint.md`` exists (read or not)."""
+    feedback: UserFeedback | None
+    """The review, when there is one and it could be read."""
+    has_feedback: bool
+    """Whether ``user_feedback.md`` exists."""
+    feedback_is_file: bool
+    """Whether ``user_feedback.md`` is a file (or a link to one)."""
+
+
 def phase_issues(
     directory: Path, phase: PhaseDefinition, *, require_checkpoint: bool, cache: ReadCache | None = None
 ) -> list[Issue]:
     """Every problem in the files of ``phase`` at ``directory``, its archived attempts included."""
+    return phase_files(directory, phase, require_checkpoint=require_checkpoint, cache=cache).issues
+
+
+def _listing(directory: Path) -> dict[str, os.DirEntry[str]] | None:
+    """The entries of ``directory`` by name ({} when there is no such folder); None when it
+    cannot be listed for another reason (the caller then asks path by path, as before)."""
+    try:
+        with os.scandir(directory) as entries:
+            return {entry.name: entry for entry in entries}
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    except OSError:
+        return None
+
+
+def _folder_names(directory: Path) -> frozenset[str] | None:
+    """The casefolded names in ``directory``, or None when it cannot be listed."""
+    try:
+        return frozenset(name.casefold() for name in os.listdir(directory))
+    except OSError:
+        return None
+
+
+def _surely_absent(name: str, present: frozenset[str]) -> bool:
+    """Whether the entry ``name`` cannot be in a folder whose casefolded names are
+    ``present``, on any file system (one that ignores case, or Unicode normalisation, too):
+    only a plain ASCII name is answered, anything else is looked for."""
+    plain = name.isascii() and "/" not in name and name not in ("", ".", "..")
+    return plain and name.casefold() not in present
+
+
+def _exists(entries: dict[str, os.DirEntry[str]] | None, path: Path) -> bool:
+    """``path.exists()``, answered from the folder's listing where it can be."""
+    entry = None if entries is None else entries.get(path.name)
+    if entries is None or (entry is not None and entry.is_symlink()):
+        return path.exists()
+    return entry is not None
+
+
+def _is_file(entries: dict[str, os.DirEntry[str]] | None, path: Path) -> bool:
+    """``path.is_file()``, answered from the folder's listing where it can be."""
+    if entries is None:
+        return path.is_file()
+    entry = entries.get(path.name)
+    try:
+        return entry is not None and entry.is_file()
+    except OSError:
+        return False
+
+
+def phase_files(
+    directory: Path, phase: PhaseDefinition, *, require_checkpoint: bool, cache: ReadCache | None = None
+) -> PhaseFiles:
+    """``phase_issues`` with what was read on the way; the folder is listed once."""
     issues: list[Issue] = []
+    entries = _listing(directory)
+    if entries == {} and not require_checkpoint:  # no folder (a phase not run yet): nothing to check
+        return PhaseFiles(issues, None, False, None, False, False)
     checkpoint_path = directory / CHECKPOINT_FILE
-    if checkpoint_path.exists():
+    checkpoint = None
+    has_checkpoint = _exists(entries, checkpoint_path)
+    if has_checkpoint:
         checkpoint, found = CHECKPOINT.read_path(checkpoint_path, cache=cache)
         issues += found
         if checkpoint is not None and checkpoint.phase_number != phase.number:
@@ -142,25 +234,39 @@ def phase_issues(
             )
     elif require_checkpoint:
         issues.append(Issue(checkpoint_path, None, None, "checkpoint.md is missing"))
-    if directory.is_dir():
-        for path in agent_files(directory):
-            output, found = AGENT_OUTPUT.read_path(path, cache=cache)
-            issues += found
-            if output is not None and output.agent_name != path.stem:
-                issues.append(
-                    Issue(
-                        path,
-                        None,
-                        "Agent",
-                        f"{output.agent_name!r} does not match the file name {path.name!r}",
-                    )
+    if entries is None:
+        paths = agent_files(directory) if directory.is_dir() else []
+    else:
+        paths = agents_among(directory, list(entries.values()))
+    for path in paths:
+        output, found = AGENT_OUTPUT.read_path(path, cache=cache)
+        issues += found
+        if output is not None and output.agent_name != path.stem:
+            issues.append(
+                Issue(
+                    path,
+                    None,
+                    "Agent",
+                    f"{output.agent_name!r} does not match the file name {path.name!r}",
                 )
+            )
     feedback_path = directory / FEEDBACK_FILE
-    if feedback_path.exists():
-        issues += FEEDBACK.read_path(feedback_path, cache=cache)[1]
-    archived = directory / ATTEMPTS_DIR
-    for path in sorted(archived.glob("*/*.md")) if archived.is_dir() else ():
-        kind = kind_of(path)
-        if kind is not None:
-            issues += kind.read_path(path, cache=cache)[1]
-    return issues
+    feedback = None
+    has_feedback = _exists(entries, feedback_path)
+    if has_feedback:
+        feedback, found = FEEDBACK.read_path(feedback_path, cache=cache)
+        issues += found
+    if entries is None or ATTEMPTS_DIR in entries:
+        archived = directory / ATTEMPTS_DIR
+        for path in sorted(archived.glob("*/*.md")) if archived.is_dir() else ():
+            kind = kind_of(path)
+            if kind is not None:
+                issues += kind.read_path(path, cache=cache)[1]
+    return PhaseFiles(
+        issues,
+        checkpoint,
+        has_checkpoint,
+        feedback,
+        has_feedback,
+        has_feedback and _is_file(entries, feedback_path),
+    )

@@ -118,7 +118,7 @@ def validate(data, custom_formats={}, name_prefix=None):
                 data__toolsused_len = len(data__toolsused)
                 for data__toolsused_x, data__toolsused_item in enumerate(data__toolsused):
                     if not isinstance(data__toolsused_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".tools_used[{data__toolsused_x}]".format(**locals()) + " must be string", value=data__toolsused_item, name="" + (name_prefix or "data") + ".tools_used[{data__toolsused_x}]".format(**locals()) + "", definition={'type': 'string'}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + f".tools_used[{data__toolsused_x}]" + " must be string", value=data__toolsused_item, name="" + (name_prefix or "data") + f".tools_used[{data__toolsused_x}]" + "", definition={'type': 'string'}, rule='type')
         if "content" in data_keys:
             data_keys.remove("content")
             data__content = data["content"]

@@ -75,7 +75,7 @@ def validate(data, custom_formats={}, name_prefix=None):
                 data__requestedchanges_len = len(data__requestedchanges)
                 for data__requestedchanges_x, data__requestedchanges_item in enumerate(data__requestedchanges):
                     if not isinstance(data__requestedchanges_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".requested_changes[{data__requestedchanges_x}]".format(**locals()) + " must be string", value=data__requestedchanges_item, name="" + (name_prefix or "data") + ".requested_changes[{data__requestedchanges_x}]".format(**locals()) + "", definition={'type': 'string'}, rule='type')
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + f".requested_changes[{data__requestedchanges_x}]" + " must be string", value=data__requestedchanges_item, name="" + (name_prefix or "data") + f".requested_changes[{data__requestedchanges_x}]" + "", definition={'type': 'string'}, rule='type')
         if "action" in data_keys:
             data_keys.remove("action")
             data__action = data["action"]
