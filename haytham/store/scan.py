@@ -230,36 +230,8 @@ class SessionListing:
             # each of its 14 fields through object.__setattr__: the same object, field for
             # field (the tests compare them), made once a session.
             summary: SessionSummary = new(SessionSummary)
-            summary.__dict__.update(zip(_NAMES, (*row[:-2], _child(folder, name)), strict=True))
+            summary.__dict__.update(zip(_NAMES, (*row[:-2], folder / name), strict=True))
             yield summary
-
-
-def _plain_child(folder: Path, name: str) -> Path:
-    return folder / name
-
-
-def _fast_child(folder: Path, name: str) -> Path:
-    """``folder / name`` for a plain name (one that a directory listing gave), without parsing
-    it again: pathlib's own way of making the paths of a listing (``Path.iterdir``)."""
-    if not name or name in (".", "..") or os.sep in name:
-        return folder / name
-    return folder._make_child_relpath(name)  # type: ignore[attr-defined, no-any-return]
-
-
-def _child_maker() -> Callable[[Path, str], Path]:
-    """``_fast_child`` where this Python's pathlib has the method it uses and it gives what
-    ``/`` gives (checked here, once); else ``/`` itself."""
-    try:
-        for folder in (Path("a"), Path("/a/b"), Path("."), Path("/")):
-            made = _fast_child(folder, "c.d")
-            if made != folder / "c.d" or str(made) != str(folder / "c.d") or made.name != "c.d":
-                return _plain_child
-    except (AttributeError, TypeError):
-        return _plain_child
-    return _fast_child
-
-
-_child = _child_maker()
 
 
 def list_sessions(
