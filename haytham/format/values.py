@@ -75,7 +75,8 @@ def read_text(raw: str) -> str | None:
     return raw
 
 
-PLAIN_TEXT = r"[^\W_](?: ?[\w.,()/'+=?%;:@$!&-])*"
+_PLAIN_CHAR = r"[\w.,()/'+=?%;:@$!&-]"
+PLAIN_TEXT = rf"[^\W_]{_PLAIN_CHAR}*(?: {_PLAIN_CHAR}+)*"
 """A regular expression for the text that ``write_text`` writes as it is and ``read_text``
 reads back as itself, in any markdown line: a letter or digit first, single spaces, no
 character markdown or the value syntax gives a meaning. The kinds' canonical readers use
