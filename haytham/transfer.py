@@ -371,7 +371,7 @@ class _Importer:
             project_id, session_id = self.wanted
             raise SessionExistsError(
                 f"session {project_id}/{session_id} already exists at {self.target}; it was "
-                "left untouched (pass overwrite=True to replace it)",
+                "left untouched (overwrite=True, or haytham import --overwrite, replaces it)",
                 path=self.target,
             )
 
