@@ -387,10 +387,7 @@ class CheckpointManager:
             reason,
             built_from,
         )
-        home = self._session_home(project_id, session_id)
-        with self._lock(home, project_id, session_id):
-            reads = _Reads()
-            session = self._read_session(home, reads)
+        with self._saving(project_id, session_id) as (session, reads):
             phase = session.phase(phase_num)
             directory = session.phase_dir(phase_num)
             path = directory / CHECKPOINT_FILE
@@ -680,10 +677,7 @@ class CheckpointManager:
             stack_trace,
             cost,
         )
-        home = self._session_home(project_id, session_id)
-        with self._lock(home, project_id, session_id):
-            reads = _Reads()
-            session = self._read_session(home, reads)
+        with self._saving(project_id, session_id) as (session, reads):
             phase = session.phase(phase_num)
             directory = self._phase_folder(session, phase_num, reads)
             path, record = self._output_change(directory, phase, fields, reads)
@@ -739,10 +733,7 @@ class CheckpointManager:
         against, ``fs.NO_FILE`` for none) the file must still be that version, checked under
         the session's lock: otherwise StaleReviewError, and nothing is written."""
         fields = feedback_fields(reviewed, approved, comments, requested_changes, action, retry_count)
-        home = self._session_home(project_id, session_id)
-        with self._lock(home, project_id, session_id):
-            reads = _Reads()
-            session = self._read_session(home, reads)
+        with self._saving(project_id, session_id) as (session, reads):
             phase = session.phase(phase_num)
             directory = session.phase_dir(phase_num)
             if expected_version is not None:
@@ -857,10 +848,7 @@ class CheckpointManager:
             reason,
             built_from,
         )
-        home = self._session_home(project_id, session_id)
-        with self._lock(home, project_id, session_id):
-            reads = _Reads()
-            session = self._read_session(home, reads)
+        with self._saving(project_id, session_id) as (session, reads):
             phase = session.phase(phase_num)
             directory = self._phase_folder(session, phase_num, reads)
             _storage.remove_leftovers(session.directory, reads.listing(session.directory))
@@ -1552,16 +1540,22 @@ class CheckpointManager:
             self._workflow_copies[data] = found
         return found
 
-    def _lock(self, directory: Path, project_id: str, session_id: str) -> AbstractContextManager[None]:
-        return self._locked(directory, project_id, session_id)
-
     @contextlib.contextmanager
-    def _locked(self, directory: Path, project_id: str, session_id: str) -> Iterator[None]:
+    def _lock(self, directory: Path, project_id: str, session_id: str) -> Iterator[None]:
         """Hold the session's lock; first finish an operation a killed writer left half done
         (``journal.recover``), so every writer starts from a whole state."""
         with _storage.locked(directory, self.lock_timeout, f"session {project_id}/{session_id}"):
             journal.recover(directory)
             yield
+
+    @contextlib.contextmanager
+    def _saving(self, project_id: str, session_id: str) -> Iterator[tuple[_Session, _Reads]]:
+        """Hold the session's lock for a save, and read the session once under it through
+        the operation's own ``_Reads`` (what a save reads is never older than the lock)."""
+        home = self._session_home(project_id, session_id)
+        with self._lock(home, project_id, session_id):
+            reads = _Reads()
+            yield self._read_session(home, reads), reads
 
     def _open(self, project_id: str, session_id: str) -> _Session:
         return self._read_session(self._session_home(project_id, session_id))
