@@ -335,3 +335,35 @@ def test_session_files_outside_sessions_match_the_plain_walk(tmp_path: Path) -> 
                 if path not in expected and scan.kind_of(path) is not None and not inside:
                     expected.append(path)
         assert list(scan.session_files(roots, outside=sessions)) == expected
+
+
+def test_counting_session_files_gives_what_listing_them_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``count_session_files`` (``haytham validate``'s count, walked as text) agrees with
+    ``session_files`` for every kind of root, overlapping ones and the current folder too."""
+    base = odd_tree(tmp_path)
+    session = base / "p1" / "sessions" / "a"
+    (session / "history").mkdir()
+    for name in ("20261126T103908.396159Z_ef3c99b10985.md", "changelog.md"):
+        (session / "history" / name).write_text("x", "utf-8")
+    (session / "attempts" / "1").mkdir(parents=True)
+    (session / "attempts" / "1" / "w.md").write_text("x", "utf-8")
+    for roots in (
+        [base],
+        [base / "p1"],
+        [session],
+        [session / "phase_1_x"],
+        [session / "history"],
+        [base / "loose.md", base],
+        [session, base / "p1", session / "session_manifest.md"],
+        [base / "missing"],
+    ):
+        assert scan.count_session_files(roots) == len(list(scan.session_files(roots)))
+    monkeypatch.chdir(base)
+    for relative in (
+        [Path(".")],
+        [Path("."), Path("p1")],
+        [Path("p1/sessions/a/session_manifest.md"), Path(".")],
+    ):
+        assert scan.count_session_files(relative) == len(list(scan.session_files(relative))) > 0

@@ -24,7 +24,7 @@ from haytham.cli.common import (
 )
 from haytham.store.doctor import Finding, check_folders
 from haytham.store.manager import CheckpointManager
-from haytham.store.scan import session_dirs, session_files
+from haytham.store.scan import count_session_files, session_dirs
 
 JSON_OUTPUT: dict[str, dict[str, str]] = {
     "validate": {
@@ -78,7 +78,7 @@ def validate(paths: tuple[Path, ...], strict: bool, base_dir: Path, as_json: boo
     else:  # a hook or a script: no progress bar, and rich is never imported
         issues = manager.validate_paths(roots)
     issues = sorted(dict.fromkeys(issues), key=lambda i: (str(i.path), i.line or 0))
-    files = sum(1 for _ in session_files(roots))
+    files = count_session_files(roots)
     sessions = len({d for root in roots if root.is_dir() for d in session_dirs(root)})
     failed = any(issue.is_error or strict for issue in issues)
     if as_json:

@@ -606,20 +606,26 @@ def _issue(data: list[Any]) -> Issue:
 
 def kind_of(path: Path) -> DocumentFormat[object] | None:
     """The document kind of a session file, judged by its name and place; None if not one."""
-    if path.suffix != ".md" or path.name.startswith("."):
+    return kind_named(path.name, path.parent.name, path.parent.parent.name)
+
+
+def kind_named(name: str, parent: str, grandparent: str) -> DocumentFormat[object] | None:
+    """``kind_of`` a file called ``name`` in a folder ``parent`` inside ``grandparent``
+    (for a walk that has the names as text and makes no ``Path``)."""
+    if not name.endswith(".md") or name.startswith("."):
         return None
-    if path.name == MANIFEST_FILE:
+    if name == MANIFEST_FILE:
         return MANIFEST  # type: ignore[return-value]
-    if path.parent.name == HISTORY_DIR:
+    if parent == HISTORY_DIR:
         # A session's entries are named by time and id; a project's history/changelog.md is
         # not a session file.
-        is_entry = HISTORY_ENTRY_NAME.fullmatch(path.name) is not None
+        is_entry = HISTORY_ENTRY_NAME.fullmatch(name) is not None
         return HISTORY_ENTRY if is_entry else None  # type: ignore[return-value]
-    if not (path.parent.name.startswith(PHASE_DIR_PREFIX) or path.parent.parent.name == ATTEMPTS_DIR):
+    if not (parent.startswith(PHASE_DIR_PREFIX) or grandparent == ATTEMPTS_DIR):
         return None
-    if path.name == CHECKPOINT_FILE:
+    if name == CHECKPOINT_FILE:
         return CHECKPOINT  # type: ignore[return-value]
-    if path.name == FEEDBACK_FILE:
+    if name == FEEDBACK_FILE:
         return FEEDBACK  # type: ignore[return-value]
     return AGENT_OUTPUT  # type: ignore[return-value]
 
@@ -642,6 +648,22 @@ def session_files(paths: Iterable[Path], *, outside: Collection[Path] = ()) -> I
                 yield candidate
 
 
+def count_session_files(paths: Iterable[Path]) -> int:
+    """``len(list(session_files(paths)))``, without making, sorting or hashing a ``Path``
+    for each file (``haytham validate`` counts a tree of thousands of sessions)."""
+    seen: set[str] = set()
+    for path in paths:
+        if path.is_file():
+            if kind_of(path) is not None:
+                seen.add(os.fspath(path))
+            continue
+        for directory, name in _markdown_names(os.fspath(path), set()):
+            parent, folder = os.path.split(directory)
+            if kind_named(name, folder, os.path.basename(parent)) is not None:
+                seen.add(_child(directory, name))
+    return len(seen)
+
+
 _IGNORED_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
 
 
@@ -650,7 +672,20 @@ def _markdown_files(root: Path, skip: set[Path]) -> list[Path]:
     entered, unreadable ones are passed over) without descending into ``skip``."""
     if not root.is_dir():
         return []
-    found: list[Path] = []
+    skipped = {os.fspath(directory) for directory in skip}
+    return [Path(directory, name) for directory, name in _markdown_names(os.fspath(root), skipped)]
+
+
+def _child(directory: str, name: str) -> str:
+    """``os.fspath(Path(directory) / name)``: what pathlib spells, ``.`` left out."""
+    return name if directory == os.curdir else os.path.join(directory, name)
+
+
+def _markdown_names(root: str, skip: set[str]) -> list[tuple[str, str]]:
+    """``_markdown_files`` as (folder, name) text pairs."""
+    if not os.path.isdir(root):
+        return []
+    found: list[tuple[str, str]] = []
     pending = [root]
     while pending:
         directory = pending.pop()
@@ -663,7 +698,7 @@ def _markdown_files(root: Path, skip: set[Path]) -> list[Path]:
         for entry in entries:
             name = entry.name
             if name.endswith(".md"):
-                found.append(directory / name)
+                found.append((directory, name))
             try:
                 is_dir = entry.is_dir()
             except OSError as error:
@@ -671,7 +706,7 @@ def _markdown_files(root: Path, skip: set[Path]) -> list[Path]:
                     raise
                 continue
             if is_dir and not entry.is_symlink():
-                child = directory / name
+                child = _child(directory, name)
                 if child not in skip:
                     pending.append(child)
     return found
