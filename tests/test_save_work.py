@@ -25,7 +25,7 @@ from haytham.errors import DocumentError
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
 from haytham.format.document import COUNTERS
 from haytham.store import fs, journal
-from haytham.store import manager as manager_module
+from haytham.store import reads as reads_module
 from haytham.store.manager import CheckpointManager
 
 P, S = "acme", "s"
@@ -286,9 +286,9 @@ def test_the_parts_below_a_folder_are_what_relpath_gives(names: list[str], depth
 
 
 def test_a_large_output_is_read_again_rather_than_held(manager: CheckpointManager) -> None:
-    """A file above ``_KEEP_BYTES`` is not kept for the whole operation (a save of several
+    """A file above ``reads.KEEP_BYTES`` is not kept for the whole operation (a save of several
     large outputs holds one at a time); it is read again where needed, with the same result."""
-    big = "x" * (manager_module._KEEP_BYTES + 10) + "\n"
+    big = "x" * (reads_module.KEEP_BYTES + 10) + "\n"
     manager.save_phase(P, S, 1, {"writer": big}, "completed")
     path = manager.phase_dir(P, S, 1) / "writer.md"
     with watching() as calls:

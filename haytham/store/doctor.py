@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from haytham.errors import Issue
-from haytham.format import CHECKPOINT, MANIFEST
+from haytham.format import CHECKPOINT, MANIFEST, ReadCache
 from haytham.format.layout import (
     ATTEMPTS_DIR,
     CHECKPOINT_FILE,
@@ -34,12 +35,28 @@ from haytham.format.layout import (
     TMP_SUFFIX,
     TRASH_SUFFIX,
 )
+from haytham.format.workflow import Workflow
 from haytham.store import fs as _storage
 from haytham.store import history, journal
 from haytham.store import progress as _progress
 
-if TYPE_CHECKING:
-    from haytham.store.manager import CheckpointManager
+
+class Examined(Protocol):
+    """What the doctor asks of the store it examines (``CheckpointManager`` is one): the
+    doctor is called by the manager, so it names what it needs rather than importing it."""
+
+    cache: ReadCache
+
+    def session_dir(self, project_id: str, session_id: str) -> Path: ...
+
+    def lock(self, project_id: str, session_id: str) -> AbstractContextManager[None]: ...
+
+    def validate_session(self, project_id: str, session_id: str) -> list[Issue]: ...
+
+    def session_workflow(self, project_id: str, session_id: str) -> Workflow: ...
+
+    def repair(self, project_id: str, session_id: str) -> None: ...
+
 
 FindingKind = Literal[
     "checkpoint_not_in_manifest",
@@ -87,7 +104,7 @@ class Finding:
         return f"{self.path}: {self.kind}: {self.message}{state}"
 
 
-def check_session(manager: CheckpointManager, project_id: str, session_id: str, fix: bool) -> list[Finding]:
+def check_session(manager: Examined, project_id: str, session_id: str, fix: bool) -> list[Finding]:
     """The findings for one session; with ``fix`` the safe ones are repaired under the lock."""
     directory = manager.session_dir(project_id, session_id)
     manifest_path = directory / MANIFEST_FILE
@@ -248,7 +265,7 @@ def _leftovers(folder: Path) -> list[Finding]:
     return findings
 
 
-def _head_findings(directory: Path, head: str | None, manager: CheckpointManager) -> list[Finding]:
+def _head_findings(directory: Path, head: str | None, manager: Examined) -> list[Finding]:
     """History Head must name the newest entry of its line of history."""
     entries, _ = history.read_entries(directory, cache=manager.cache)
     newest = history.newest(entries, head)

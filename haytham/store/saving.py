@@ -1,0 +1,377 @@
+"""The saves of one session, each inside a ``Transaction``: an agent output, a checkpoint, a
+review, a whole phase at once, a change of a review's fields.
+
+Each builds the records it writes from its checked arguments and the files as the
+transaction read them under the lock, stages them with their history entries and the
+manifest into one ``journal.Change``, and returns the events to announce once the lock is
+released. What is already saved is not written again: saving the same data changes no byte.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from haytham.errors import DocumentError, NotFoundError, StaleReviewError
+from haytham.format import AGENT_OUTPUT, FEEDBACK
+from haytham.format.feedback import rewrite_feedback, rewrite_fields
+from haytham.format.feedback import settle as settle_feedback
+from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE
+from haytham.format.reader import decode
+from haytham.format.workflow import PhaseDefinition
+from haytham.records import AgentOutput, PhaseCheckpoint, SessionManifest, UserFeedback
+from haytham.store import fs as _storage
+from haytham.store import lifecycle
+from haytham.store import progress as _progress
+from haytham.store.arguments import CheckpointArgs, round_or_none
+from haytham.store.clock import parse_timestamp
+from haytham.store.events import Event
+from haytham.store.names import check_no_case_twin
+from haytham.store.reads import Reads
+from haytham.store.scan import agent_files
+from haytham.store.session import Session
+from haytham.store.transaction import Transaction
+
+Saved = tuple[Path, list[Event]]
+"""The file a save wrote (or found already holding its data) and the events to announce."""
+
+
+# ------------------------------------------------------------------ the saves
+
+
+def save_checkpoint(
+    tx: Transaction, phase_num: int, checked: CheckpointArgs, name: str | None, reason: str | None
+) -> Saved:
+    """``CheckpointManager.save_checkpoint`` under the transaction's lock."""
+    session = tx.session
+    phase = session.phase(phase_num)
+    path = session.phase_dir(phase_num) / CHECKPOINT_FILE
+    current = tx.checkpoints()
+    record, previous, now = checkpoint_record(tx, phase, checked, current)
+    if previous == record and name is None and reason is None:
+        return path, []  # the same data again: no byte changes, no history entry
+    tx.phase_folder(phase_num)
+    tx.remove_session_leftovers()
+    with tx.change("save_checkpoint") as change:
+        manifest = tx.stage_checkpoint(change, session, path, record, now, name, reason, current=current)
+    return path, checkpoint_events(tx, phase.number, path, checked.status, manifest)
+
+
+def save_agent_output(tx: Transaction, phase_num: int, fields: Mapping[str, Any]) -> Saved:
+    """``CheckpointManager.save_agent_output`` under the transaction's lock."""
+    phase = tx.session.phase(phase_num)
+    directory = tx.phase_folder(phase_num)
+    path, record = output_change(tx, directory, phase, fields)
+    if record is None:
+        return path, []  # the same output again: no byte changes
+    tx.store.write(AGENT_OUTPUT, path, record, tx.reads)
+    return path, [output_event(tx, phase.number, path, fields)]
+
+
+def save_user_feedback(
+    tx: Transaction, phase_num: int, fields: Mapping[str, Any], expected_version: str | None
+) -> Saved:
+    """``CheckpointManager.save_user_feedback`` under the transaction's lock."""
+    session = tx.session
+    phase = session.phase(phase_num)
+    directory = session.phase_dir(phase_num)
+    if expected_version is not None:
+        check_version(directory / FEEDBACK_FILE, expected_version, tx.reads)
+    tx.phase_folder(phase_num)
+    path, found = feedback_change(tx, directory, phase, fields)
+    if found is None:
+        return path, []  # the same review again: no byte changes
+    text, record = found
+    with tx.change("save_user_feedback") as change:
+        tx.stage_text(change, path, text)
+        tx.stage_review(change, session, phase, record)
+    return path, [feedback_event(tx, phase.number, path, fields)]
+
+
+def save_phase(
+    tx: Transaction,
+    phase_num: int,
+    outputs: Mapping[str, Mapping[str, Any]],
+    checked: CheckpointArgs,
+    review: Mapping[str, Any] | None,
+    name: str | None,
+    reason: str | None,
+) -> Saved:
+    """``CheckpointManager.save_phase`` under the transaction's lock: every file in one change."""
+    session = tx.session
+    phase = session.phase(phase_num)
+    directory = tx.phase_folder(phase_num)
+    tx.remove_session_leftovers()
+    written = []
+    for fields in outputs.values():
+        path, output = output_change(tx, directory, phase, fields)
+        if output is not None:
+            written.append((path, output, fields))
+    staged = {agent: fields["content"] for agent, fields in outputs.items()}
+    checkpoint_path = directory / CHECKPOINT_FILE
+    current = tx.checkpoints()
+    record, previous, now = checkpoint_record(tx, phase, checked, current, staged)
+    new_checkpoint = previous != record or name is not None or reason is not None
+    feedback_path, found = (
+        feedback_change(tx, directory, phase, review) if review is not None else (None, None)
+    )
+    manifest = session.manifest
+    with tx.change("save_phase") as change:
+        for path, output, _ in written:
+            tx.stage(change, AGENT_OUTPUT, path, output)
+        head = None
+        parent = session  # the review's entry follows the checkpoint's
+        if new_checkpoint:
+            moved = tx.stage_checkpoint(
+                change, session, checkpoint_path, record, now, name, reason, stage_manifest=False
+            )
+            head = moved.history_head
+            parent = dataclasses.replace(session, manifest=moved)
+        reviews: dict[int, _progress.Review | None] = {}
+        if found is not None and feedback_path is not None:
+            tx.stage_text(change, feedback_path, found[0])
+            reviews, reviewed_head = tx.stage_review(
+                change, parent, phase, found[1], checkpoint=record, stage_manifest=False
+            )
+            head = reviewed_head or head
+        if new_checkpoint or found is not None:
+            manifest = tx.stage_manifest(
+                change,
+                session,
+                checkpoints={phase.number: record},
+                reviews=reviews,
+                head=head,
+                current=current,
+            )
+    events = [output_event(tx, phase.number, p, f) for p, _, f in written]
+    if new_checkpoint:
+        events += checkpoint_events(tx, phase.number, checkpoint_path, checked.status, manifest)
+    if found is not None and feedback_path is not None and review is not None:
+        events.append(feedback_event(tx, phase.number, feedback_path, review))
+    return checkpoint_path, events
+
+
+def update_feedback(tx: Transaction, phase_num: int, updates: Mapping[str, bool | int | str]) -> UserFeedback:
+    """``CheckpointManager.update_feedback`` under the transaction's lock: only the given
+    fields of the review file change; every other byte a person wrote stays."""
+    session = tx.session
+    phase = session.phase(phase_num)
+    path = session.phase_dir(phase_num) / FEEDBACK_FILE
+    before = tx.store.load(FEEDBACK, path, NotFoundError, f"phase {phase_num} has no feedback")
+    raw = path.read_bytes().decode("utf-8")
+    text = rewrite_fields(raw, updates)
+    after = FEEDBACK.parse(decode(text.encode("utf-8"), path), path)
+    expected = settle_feedback(dataclasses.replace(before, **updates))  # type: ignore[arg-type]
+    if after != expected:
+        raise DocumentError(
+            f"rewriting {sorted(updates)} would change more than those fields; the file was left as it is",
+            path=path,
+        )
+    if text != raw:
+        with tx.change("update_feedback") as change:
+            change.write(path, text)
+            tx.stage_review(change, session, phase, after)
+    return after
+
+
+# ------------------------------------------------------ what a save writes
+
+
+def checkpoint_record(
+    tx: Transaction,
+    phase: PhaseDefinition,
+    checked: CheckpointArgs,
+    current: Mapping[int, PhaseCheckpoint],
+    staged: Mapping[str, str] | None = None,
+) -> tuple[PhaseCheckpoint, PhaseCheckpoint | None, str]:
+    """The checkpoint ``save_checkpoint`` writes, the one it replaces and the time now
+    (``current``: the session's checkpoints as read under the lock, once for the whole
+    operation). ``staged``: agent outputs (name -> content) the operation is about to
+    write, which count for the phase's outputs digest instead of the files."""
+    session = tx.session
+    directory = session.phase_dir(phase.number)
+    previous = current.get(phase.number)
+    status, runs, retry_count = checked.status, checked.runs, checked.retry_count
+    started, completed, duration = checked.started, checked.completed, checked.duration
+    if retry_count is None:  # the attempt in progress, as start_attempt left it
+        retry_count = previous.retry_count if previous else 0
+    now = tx.store.now()
+    if started is None and status != "pending":
+        started = previous.started if previous and previous.started else now
+    if completed is None and status in ("completed", "failed", "skipped"):
+        same = previous is not None and previous.status == status and previous.completed
+        completed = previous.completed if same and previous else now
+    if duration is None and started and completed:
+        duration = seconds_between(started, completed)
+    position = session.phases.index(phase)
+    if checked.built_from is not None:
+        sources: tuple[tuple[int, str], ...] = tuple(checked.built_from)
+    elif previous is not None and previous.retry_count == retry_count and _has_results(previous):
+        sources = previous.built_from
+    else:
+        sources = built_from(session, phase, current)
+    digest = outputs_digest(tx, directory, runs, staged) if status == "completed" else None
+    before = session.phases[position - 1] if position > 0 else None
+    after = session.phases[position + 1] if position + 1 < len(session.phases) else None
+    record = PhaseCheckpoint(
+        phase_number=phase.number,
+        phase_name=phase.name,
+        status=status,  # type: ignore[arg-type]
+        started=started,
+        completed=completed,
+        duration=duration,
+        retry_count=retry_count,
+        execution_mode=checked.execution_mode,  # type: ignore[arg-type]
+        agents=runs,
+        previous_phase=before.name if before else None,
+        next_phase=after.number if after else None,
+        next_phase_name=after.name if after else None,
+        total_tokens=_sum(run.tokens for run in runs),
+        input_tokens=_sum(_int_or_none(a.get("input_tokens")) for a in checked.agents),
+        output_tokens=_sum(_int_or_none(a.get("output_tokens")) for a in checked.agents),
+        cost=round_or_none(_sum(run.cost for run in runs), 4),
+        errors=checked.errors,
+        outputs_digest=digest,
+        built_from=sources,
+    )
+    return record, previous, now
+
+
+def built_from(
+    session: Session, phase: PhaseDefinition, checkpoints: Mapping[int, PhaseCheckpoint]
+) -> tuple[tuple[int, str], ...]:
+    """The outputs digest of every earlier phase of the mode that has one in ``checkpoints``
+    (the session's, or those an operation is about to write): what ``phase`` is built from."""
+    found = []
+    for earlier in session.phases[: session.phases.index(phase)]:
+        saved = checkpoints.get(earlier.number)
+        if saved is not None and saved.outputs_digest is not None:
+            found.append((earlier.number, saved.outputs_digest))
+    return tuple(found)
+
+
+def outputs_digest(
+    tx: Transaction, directory: Path, runs: Sequence[Any], staged: Mapping[str, str] | None = None
+) -> str:
+    """``lifecycle.outputs_digest`` of the agent outputs in a phase directory, as saved,
+    with ``staged`` (agent name -> content, about to be written) in place of the files."""
+    staged = staged or {}
+    outputs = {}
+    if directory.is_dir():
+        for path in agent_files(directory, [run.agent_name for run in runs]):
+            if path.stem in staged:
+                continue
+            record = tx.reads.record(AGENT_OUTPUT, path, tx.store.cache)
+            outputs[path.stem] = (
+                record.content if record is not None else path.read_bytes().decode("utf-8", "replace")
+            )
+    outputs.update(staged)
+    return lifecycle.outputs_digest(outputs)
+
+
+def output_change(
+    tx: Transaction, directory: Path, phase: PhaseDefinition, fields: Mapping[str, Any]
+) -> tuple[Path, AgentOutput | None]:
+    """The file of an agent output and its record, None when it holds that output already
+    (the transaction has made and listed ``directory``: ``Transaction.phase_folder``)."""
+    record = AgentOutput(phase_number=phase.number, phase_name=phase.name, executed=tx.store.now(), **fields)
+    check_no_case_twin(directory, f"{record.agent_name}.md", "agent_name", tx.reads.listing(directory))
+    path = directory / f"{record.agent_name}.md"
+    existing = tx.reads.record(AGENT_OUTPUT, path, tx.store.cache)
+    if existing is not None and dataclasses.replace(existing, executed=record.executed) == record:
+        return path, None
+    return path, record
+
+
+def feedback_change(
+    tx: Transaction, directory: Path, phase: PhaseDefinition, fields: Mapping[str, Any]
+) -> tuple[Path, tuple[str, UserFeedback] | None]:
+    """The feedback file, with the text to write there and its record, None when it says
+    that already (the transaction has made ``directory``)."""
+    reviewed, approved = fields["reviewed"], fields["approved"]
+    record = UserFeedback(
+        phase_name=phase.name,
+        timestamp=tx.store.now() if reviewed or approved else None,  # a blank template has no time
+        **fields,
+    )
+    record = settle_feedback(record)  # what the file will say (an approval implies a review)
+    path = directory / FEEDBACK_FILE
+    existing = tx.reads.record(FEEDBACK, path, tx.store.cache)
+    if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
+        return path, None
+    data = tx.reads.data(path)
+    try:  # a person's sections and lines in the file stay (formats.md, "Hand edits")
+        kept = None if data is None else rewrite_feedback(data.decode("utf-8"), record)
+    except UnicodeDecodeError:
+        kept = None
+    if kept is None:
+        kept = tx.render(FEEDBACK, path, record)
+    else:
+        FEEDBACK.check_record(record, path)
+    return path, (kept, record)
+
+
+def check_version(path: Path, expected: str, reads: Reads) -> None:
+    """Refuse (StaleReviewError) a write over ``path`` unless it is still version ``expected``
+    (the bytes compared are those the save goes on with: ``reads``)."""
+    current, data = _storage.file_version(path)
+    reads.keep(path, data)
+    if current != expected:
+        raise StaleReviewError(
+            f"{path} changed since the review was written against it (edited by hand or brought "
+            "by git); nothing was saved",
+            path=path,
+            expected=expected,
+            current=current,
+        )
+
+
+# ------------------------------------------------------------------ events
+
+
+def checkpoint_events(
+    tx: Transaction, phase: int, path: Path, status: str, manifest: SessionManifest
+) -> list[Event]:
+    """What a saved checkpoint announces: saved, the phase completed, the session completed."""
+    p, s = tx.project_id, tx.session_id
+    events = [Event("checkpoint_saved", p, s, phase, path, {"status": status})]
+    if status == "completed":
+        events.append(Event("phase_completed", p, s, phase, path))
+    if manifest.status == "completed" and tx.session.manifest.status != "completed":
+        events.append(Event("session_completed", p, s, None, tx.session.directory))
+    return events
+
+
+def output_event(tx: Transaction, phase: int, path: Path, fields: Mapping[str, Any]) -> Event:
+    details = {"agent_name": fields["agent_name"], "status": fields["status"]}
+    return Event("agent_output_saved", tx.project_id, tx.session_id, phase, path, details)
+
+
+def feedback_event(tx: Transaction, phase: int, path: Path, fields: Mapping[str, Any]) -> Event:
+    details = {"approved": fields["approved"], "action": fields["action"]}
+    return Event("feedback_saved", tx.project_id, tx.session_id, phase, path, details)
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def _has_results(checkpoint: PhaseCheckpoint) -> bool:
+    """Whether any agent of the checkpoint's attempt has a result yet (its inputs are fixed)."""
+    return any(run.status != "pending" for run in checkpoint.agents)
+
+
+def _sum(values: Iterable[int | float | None]) -> Any:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def seconds_between(started: str, completed: str) -> float | None:
+    """The seconds from one timestamp to a later one (None when it is earlier)."""
+    seconds = (parse_timestamp(completed) - parse_timestamp(started)).total_seconds()
+    return round(seconds, 1) if seconds >= 0 else None

@@ -1,0 +1,224 @@
+"""The one write path: every change of a session is a ``Transaction``.
+
+``transaction(store, project, session)`` takes the session's lock, finishes any change a
+killed writer left half done (``journal.recover``), and reads the session once under the
+lock (``Reads``); the writer then checks its move, stages its files into one
+``journal.Change`` and commits, and the manifest is staged in the same change as the files
+say it should be (``lifecycle.derive``). No writer of a session has a shortcut around it:
+saves, reviews (library, command line, editor loop, page), attempts and re-runs, workflow
+changes and repairs all go through here (docs/architecture.md, "Multi-file changes").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+from haytham.format import CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
+from haytham.format.layout import CHECKPOINT_FILE, MANIFEST_FILE
+from haytham.format.workflow import PhaseDefinition
+from haytham.records import HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
+from haytham.store import fs as _storage
+from haytham.store import history, journal, lifecycle
+from haytham.store import progress as _progress
+from haytham.store.reads import Reads
+from haytham.store.session import Session
+from haytham.store.store import Store
+
+R = TypeVar("R")
+
+
+@contextlib.contextmanager
+def transaction(store: Store, project_id: str, session_id: str) -> Iterator[Transaction]:
+    """Hold the session's lock (after recovering an interrupted change) and read it once."""
+    home = store.session_home(project_id, session_id)
+    with store.locked(home, project_id, session_id):
+        reads = Reads()
+        yield Transaction(store, project_id, session_id, store.read_session(home, reads), reads)
+
+
+@dataclasses.dataclass
+class Transaction:
+    """One writer's hold of a session: the session as read under the lock, and how the
+    writer stages files into a ``journal.Change`` (the caller opens it: ``change``)."""
+
+    store: Store
+    project_id: str
+    session_id: str
+    session: Session
+    """The session as read once the lock was held and any interrupted change finished."""
+    reads: Reads
+
+    def change(self, name: str) -> journal.Change:
+        """A journaled change of the session's folder (committed when its block ends)."""
+        return journal.Change(self.session.directory, name)
+
+    def checkpoints(self) -> dict[int, PhaseCheckpoint]:
+        """The session's checkpoints as the files say under the lock (each file read once)."""
+        return self.store.checkpoints(self.session, self.reads)
+
+    def phase_folder(self, phase_num: int) -> Path:
+        """The phase's folder, made when missing, listed once and cleared of the temporary
+        files dead writers left."""
+        directory, exists = self.session.phase_location(phase_num)
+        if exists:
+            _storage.check_no_symlink(directory)
+        else:
+            _storage.make_dirs(directory)
+        names = self.reads.listing(directory)
+        for leftover in _storage.remove_leftovers(directory, names):
+            names.discard(leftover.name)
+        return directory
+
+    def remove_session_leftovers(self) -> None:
+        """Remove the temporary files dead writers left in the session's own folder."""
+        directory = self.session.directory
+        _storage.remove_leftovers(directory, self.reads.listing(directory))
+
+    # ---------------------------------------------------------------- staging
+
+    def render(self, kind: DocumentFormat[R], path: Path, record: R) -> str:
+        """The text of ``record`` for ``path``, over the file as this transaction read it."""
+        return self.store.render(kind, path, record, self.reads)
+
+    def stage(self, change: journal.Change, kind: DocumentFormat[R], path: Path, record: R) -> None:
+        """Stage ``record`` to replace the file at ``path``: rendered over the file as read,
+        whose bytes are also the journal's before-image."""
+        text = self.render(kind, path, record)
+        change.write(path, text, current=self.reads.current(path))
+
+    def stage_text(self, change: journal.Change, path: Path, text: str) -> None:
+        """Stage ``text`` (already checked) to replace the file at ``path``."""
+        change.write(path, text, current=self.reads.current(path))
+
+    def stage_entry(self, change: journal.Change, session: Session, entry: HistoryEntry) -> None:
+        path = session.directory / history.HISTORY_DIR / history.file_name(entry)
+        self.stage(change, HISTORY_ENTRY, path, entry)
+
+    def stage_manifest(
+        self,
+        change: journal.Change,
+        session: Session,
+        *,
+        checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
+        reviews: Mapping[int, _progress.Review | None] | None = None,
+        head: str | None = None,
+        current: Mapping[int, PhaseCheckpoint] | None = None,
+    ) -> SessionManifest:
+        """Stage the manifest as the session's files will say it should be once ``change``
+        is applied: the checkpoints and reviews it writes (None: a review it removes) count
+        instead of the files on disk. ``current``: the session's checkpoints as the caller
+        read them under the lock (default: read now). Returns the manifest (the old one
+        when unchanged)."""
+        store = self.store
+        found = {**(self.checkpoints() if current is None else current), **(checkpoints or {})}
+        reviews = reviews or {}
+        # A phase whose review the change writes or removes is not read: its file is replaced.
+        unread = tuple(p for p in session.phases if p.number not in reviews)
+        read = _progress.read_reviews(session.directory, unread, store.cache, self.reads.data)
+        for number, review in reviews.items():
+            if review is None:
+                read.pop(number, None)
+            else:
+                read[number] = review
+        view = lifecycle.derive(_progress.phase_facts(session.phases, found, read))
+        derived = store.derived_manifest(session, found, view, head)
+        if derived is session.manifest:
+            return session.manifest
+        updated = dataclasses.replace(derived, last_updated=store.now())
+        self.stage(change, MANIFEST, session.directory / MANIFEST_FILE, updated)
+        return updated
+
+    def stage_checkpoint(
+        self,
+        change: journal.Change,
+        session: Session,
+        path: Path,
+        record: PhaseCheckpoint,
+        now: str,
+        name: str | None = None,
+        reason: str | None = None,
+        *,
+        stage_manifest: bool = True,
+        current: Mapping[int, PhaseCheckpoint] | None = None,
+    ) -> SessionManifest:
+        """Stage a checkpoint, its history entry and the manifest.
+
+        Returns the manifest as it will be; the session's History Head moves to the entry.
+        With ``stage_manifest=False`` the caller stages the manifest itself, once, after the
+        other files of the operation (``stage_manifest``): a batch of saves is one record."""
+        self.stage(change, CHECKPOINT, path, record)
+        entry = history.make_entry(
+            session.manifest.history_head,
+            record.phase_number,
+            record.phase_name,
+            record.retry_count + 1,
+            record.status,
+            now,
+            self.reads.rendered(CHECKPOINT, record),
+            name,
+            reason,
+        )
+        self.stage_entry(change, session, entry)
+        if not stage_manifest:
+            return dataclasses.replace(session.manifest, history_head=entry.entry_id)
+        return self.stage_manifest(
+            change, session, checkpoints={record.phase_number: record}, head=entry.entry_id, current=current
+        )
+
+    def stage_review(
+        self,
+        change: journal.Change,
+        session: Session,
+        phase: PhaseDefinition,
+        feedback: UserFeedback,
+        *,
+        checkpoint: PhaseCheckpoint | None = None,
+        stage_manifest: bool = True,
+    ) -> tuple[dict[int, _progress.Review | None], str | None]:
+        """Stage a review's history entry and the manifest brought up to date with the review
+        file being written (the caller stages the file itself).
+
+        Only a review is recorded: a file that says it is not reviewed yet (the blank file
+        the runner writes for a gated phase) decides nothing, so it adds no entry.
+        ``checkpoint``: the phase's checkpoint the operation writes (default: the file's).
+        Returns the review and the new History Head (None: unchanged), for a caller that
+        stages the manifest itself (``stage_manifest=False``).
+        """
+        if checkpoint is None:
+            path = session.phase_dir(phase.number) / CHECKPOINT_FILE
+            data = self.reads.data(path)
+            checkpoint = None if data is None else CHECKPOINT.load_data(data, path, cache=self.store.cache)
+        review: dict[int, _progress.Review | None] = {phase.number: (lifecycle.verdict(feedback), None)}
+        head = None
+        if checkpoint is not None and feedback.reviewed:
+            entry = history.make_entry(
+                session.manifest.history_head,
+                phase.number,
+                phase.name,
+                checkpoint.retry_count + 1,
+                checkpoint.status,
+                self.store.now(),
+                self.reads.rendered(CHECKPOINT, checkpoint),
+                reason="approved" if lifecycle.verdict(feedback) == "approved" else "review",
+                feedback_text=FEEDBACK.render(feedback),
+            )
+            self.stage_entry(change, session, entry)
+            head = entry.entry_id
+        if stage_manifest:
+            self.stage_manifest(change, session, reviews=review, head=head)
+        return review, head
+
+    def sync_manifest(self, *, head: str | None = None) -> SessionManifest:
+        """Recompute the manifest's progress from the session's files (``lifecycle.derive``)
+        and write it if it changed (a repair: nothing else is staged with it)."""
+        session, store = self.session, self.store
+        derived = store.derived_manifest(session, store.checkpoints(session, self.reads), head=head)
+        if derived is session.manifest:
+            return session.manifest
+        updated = dataclasses.replace(derived, last_updated=store.now())
+        store.write(MANIFEST, session.directory / MANIFEST_FILE, updated, self.reads)  # one file
+        return updated
