@@ -4,8 +4,9 @@ Every ``import`` and ``from ... import`` is read with ``ast``: at module level, 
 functions and under ``if TYPE_CHECKING:``. Each module belongs to one layer, and a layer may
 import only the layers docs/architecture.md names. Every import counts for those rules,
 TYPE_CHECKING ones too, so a type annotation cannot reach upward either. Import cycles are
-forbidden between modules, counting imports inside functions; an import under
-``if TYPE_CHECKING:`` never runs, so it may close a cycle (docs/architecture.md says why).
+forbidden between modules, counting imports inside functions and under ``if TYPE_CHECKING:``
+(an annotation that names a module importing this one is a cycle of the design, even if it
+never runs; docs/architecture.md says how to avoid one).
 
 The checker is plain functions over :class:`Import` records, so the last tests feed it a
 synthetic package to prove it catches a violation and a cycle.
@@ -177,12 +178,12 @@ def layer_violations(imports: Iterable[Import]) -> list[str]:
 def import_cycles(imports: Iterable[Import]) -> list[str]:
     """One cycle through each group of modules that import each other, with file:line per step.
 
-    Imports under TYPE_CHECKING never run and are left out (docs/architecture.md).
+    Imports under TYPE_CHECKING count too: an annotation that names a module which imports
+    this one is a cycle in the design, even if it never runs (docs/architecture.md).
     """
     edges: dict[str, dict[str, Import]] = {}
     for i in imports:
-        if i.where != "TYPE_CHECKING":
-            edges.setdefault(i.importer, {}).setdefault(i.imported, i)
+        edges.setdefault(i.importer, {}).setdefault(i.imported, i)
     problems = []
     for group in _strongly_connected(edges):
         if len(group) < 2:
@@ -324,7 +325,7 @@ def test_the_checker_finds_a_layer_violation_at_every_depth() -> None:
     ]
 
 
-def test_the_checker_finds_a_cycle_through_a_function_but_not_through_type_checking() -> None:
+def test_the_checker_finds_a_cycle_through_a_function_and_through_type_checking() -> None:
     imports = _synthetic(
         {
             "haytham.compare": "from haytham.store.manager import Attempt\n",
@@ -336,6 +337,16 @@ def test_the_checker_finds_a_cycle_through_a_function_but_not_through_type_check
     assert import_cycles(imports) == [
         "cycle: haytham.compare -> haytham.store.manager (haytham/compare.py:1, module level)"
         " -> haytham.compare (haytham/store/manager.py:2, a function)"
+    ]
+    typed_back = _synthetic(
+        {
+            "haytham.store.doctor": "if TYPE_CHECKING:\n    from haytham.store.manager import X\n",
+            "haytham.store.manager": "from haytham.store import doctor\n",
+        }
+    )
+    assert import_cycles(typed_back) == [
+        "cycle: haytham.store.doctor -> haytham.store.manager (haytham/store/doctor.py:2, TYPE_CHECKING)"
+        " -> haytham.store.doctor (haytham/store/manager.py:1, module level)"
     ]
     doctor_closes_it = [*imports, Import("haytham.store.doctor", 9, "haytham.store.scan", "a function")]
     assert len(import_cycles(doctor_closes_it)) == 2

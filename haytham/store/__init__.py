@@ -5,10 +5,14 @@ every feature (compare, transfer, retention, analytics, projects, config, run, g
 built on its public API and none is imported here (``docs/architecture.md``;
 ``tests/test_public_api.py`` checks it).
 
-One concept per module: ``fs`` (atomic writes, locks), ``names``, ``clock``, ``arguments``
-(checks of the manager's arguments), ``lifecycle`` (every phase and session state, as
-data), ``progress`` (the manifest derived through the lifecycle), ``review_time``,
-``history``, ``attempts``, ``fork``, ``copy`` (whole session folders), ``scan`` (listing),
-``index``, ``validation`` and ``disagreements`` (linting session files), ``doctor``,
-``events`` and ``manager`` (``CheckpointManager``, which ties them together).
+One concept per module: ``fs`` (atomic writes, locks), ``journal`` (multi-file changes),
+``names``, ``clock``, ``arguments`` (checks of the manager's arguments), ``lifecycle`` (every
+phase and session state, as data), ``progress`` (the facts the lifecycle derives from, and
+the manifest rendered from its view), ``review_time``, ``history``, ``attempts``, ``fork``,
+``copy`` (whole session folders), ``scan`` (listing), ``index``, ``validation`` and
+``disagreements`` (linting session files), ``doctor``, ``events``; ``store`` (what every
+operation shares), ``session`` (a session as read), ``reads`` (what one transaction read),
+``transaction`` (the one write path), ``saving`` and ``reruns`` (the writes, each a
+transaction), ``handle`` (``SessionHandle``: one session's reads and writes) and ``manager``
+(``CheckpointManager``, the product document's facade).
 """

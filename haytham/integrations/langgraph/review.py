@@ -16,18 +16,34 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.types import INTERRUPT, RESUME
 from langgraph.types import Command, Interrupt
 
 from haytham.errors import NotFoundError
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.integrations.langgraph.files import is_plain_json
+from haytham.store.handle import SessionHandle
+from haytham.store.manager import CheckpointManager
 
-if TYPE_CHECKING:
-    from haytham.integrations.langgraph.saver import HaythamSaver
+
+class PausedThreads(Protocol):
+    """What ``resume_command`` asks of a checkpointer (``HaythamSaver`` is one): the saver
+    imports this module, so this module names what it needs rather than importing it."""
+
+    @property
+    def manager(self) -> CheckpointManager: ...
+
+    @property
+    def project(self) -> str: ...
+
+    def session_id(self, thread_id: str) -> str: ...
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None: ...
+
 
 REVIEW_PHASE = 1
 INTERRUPT_AGENT = "interrupt"
@@ -74,42 +90,36 @@ def review_text(checkpoint_id: str, interrupt_values: Sequence[Any]) -> str:
     return "\n\n---\n\n".join(parts) + "\n\n" + MARKER.format(checkpoint_id) + "\n"
 
 
-def open_review(
-    saver: HaythamSaver, thread_id: str, checkpoint_id: str, interrupt_values: Sequence[Any]
-) -> None:
+def open_review(session: SessionHandle, checkpoint_id: str, interrupt_values: Sequence[Any]) -> None:
     """Put the thread's session in ``awaiting_review`` for the interrupt at ``checkpoint_id``.
 
     Saving the same interrupt again (a graph run again without an answer) changes nothing; a
-    new one after a review opens the next attempt of the phase.
+    new one after a review opens the next attempt of the phase. The interrupt's text, the
+    completed checkpoint and the blank review are one change (``save_phase``).
     """
-    manager, project, session = saver.manager, saver.project, saver.session_id(thread_id)
     text = review_text(checkpoint_id, interrupt_values)
-    state = manager.state(project, session).phase(REVIEW_PHASE).state
+    state = session.state().phase(REVIEW_PHASE).state
     if state != "pending":
         try:
-            current = manager.load_agent_output(project, session, REVIEW_PHASE, INTERRUPT_AGENT).content
+            current = session.agent_output(REVIEW_PHASE, INTERRUPT_AGENT).content
         except NotFoundError:
             current = None
         if current == text and state != "in_progress":
             return  # this interrupt is already up for review (or reviewed)
         if state not in ("in_progress", "awaiting_review"):
-            manager.start_attempt(project, session, REVIEW_PHASE)
-    manager.save_agent_output(project, session, REVIEW_PHASE, INTERRUPT_AGENT, text)
-    manager.save_checkpoint(
-        project,
-        session,
+            session.start_attempt(REVIEW_PHASE)
+    blank = session.feedback(REVIEW_PHASE) is None
+    session.save_phase(
         REVIEW_PHASE,
+        {INTERRUPT_AGENT: text},
         "completed",
-        [{"agent_name": INTERRUPT_AGENT, "status": "completed"}],
+        {"reviewed": False, "approved": False, "action": "pending"} if blank else None,
+        agents=[{"agent_name": INTERRUPT_AGENT, "status": "completed"}],
         reason=f"LangGraph paused at checkpoint {checkpoint_id}",
     )
-    if manager.load_feedback(project, session, REVIEW_PHASE) is None:
-        manager.save_user_feedback(
-            project, session, REVIEW_PHASE, reviewed=False, approved=False, action="pending"
-        )
 
 
-def resume_command(saver: HaythamSaver, config: RunnableConfig) -> Command[Any] | None:
+def resume_command(saver: PausedThreads, config: RunnableConfig) -> Command[Any] | None:
     """``Command(resume=...)`` from the review of the thread's paused graph, or None.
 
     None when the graph is not paused at an interrupt or nobody has answered yet. The resume

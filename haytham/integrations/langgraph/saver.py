@@ -216,7 +216,9 @@ class HaythamSaver(BaseCheckpointSaver[int]):
             fs.atomic_write(path, text)
         interrupts = [value for channel, value in writes if channel == INTERRUPT]
         if self.review and interrupts and checkpoint_ns == "":
-            open_review(self, thread_id, checkpoint_id, interrupts)
+            open_review(
+                self.manager.session(self.project, self.session_id(thread_id)), checkpoint_id, interrupts
+            )
 
     def delete_thread(self, thread_id: str) -> None:
         """Remove the thread's session, its checkpoints and its review files."""
