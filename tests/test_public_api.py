@@ -65,3 +65,34 @@ def test_store_imports_only_format_records_errors_and_itself() -> None:
                 if (m == "haytham" or m.startswith("haytham.")) and not m.startswith(ALLOWED)
             ]
     assert found == []
+
+
+def test_the_layers_above_the_store_use_only_its_public_api() -> None:
+    """Outside ``store/``, an import of the store names a module of ``store.PUBLIC_MODULES``
+    and, from it, no private name."""
+    from haytham import store
+
+    found = []
+    for path in sorted(Path(haytham.__file__).parent.rglob("*.py")):
+        if STORE in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module == "haytham.store":
+                    modules = [(alias.name, "") for alias in node.names]
+                elif node.module.startswith("haytham.store."):
+                    modules = [(node.module.split(".")[2], alias.name) for alias in node.names]
+                else:
+                    continue
+            elif isinstance(node, ast.Import):
+                modules = [
+                    (alias.name.split(".")[2], "")
+                    for alias in node.names
+                    if alias.name.startswith("haytham.store.")
+                ]
+            else:
+                continue
+            for module, name in modules:
+                if module not in store.PUBLIC_MODULES or name.startswith("_"):
+                    found.append(f"{path.relative_to(STORE.parent)}:{node.lineno}: {module} {name}".rstrip())
+    assert found == []

@@ -16,3 +16,24 @@ operation shares), ``session`` (a session as read), ``reads`` (what one transact
 transaction), ``handle`` (``SessionHandle``: one session's reads and writes) and ``manager``
 (``CheckpointManager``, the product document's facade).
 """
+
+PUBLIC_MODULES = (
+    "manager",
+    "handle",
+    "transaction",
+    "lifecycle",
+    "progress",
+    "scan",
+    "doctor",
+    "events",
+    "fs",
+    "journal",
+    "copy",
+    "names",
+    "clock",
+)
+"""The store's public API: the modules the layers above may import, and of them only names
+without a leading underscore (``tests/test_public_api.py`` checks every import outside
+``store/``). The others (``store``, ``session``, ``reads``, ``saving``, ``reruns``,
+``arguments``, ``attempts``, ``fork``, ``history``, ``index``, ``validation``,
+``disagreements``, ``review_time``) are how the store does its work, free to change."""
