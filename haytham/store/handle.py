@@ -10,6 +10,7 @@ is released.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -73,8 +74,11 @@ class SessionHandle:
         self.store = store
         self.project_id = project_id
         self.session_id = session_id
-        self.directory = store.session_dir(project_id, session_id)
-        """Where the session lives (checked as a name; it may not exist yet)."""
+
+    @functools.cached_property
+    def directory(self) -> Path:
+        """Where the session lives (its ids checked as names; it may not exist yet)."""
+        return self.store.session_dir(self.project_id, self.session_id)
 
     def __repr__(self) -> str:
         return f"SessionHandle({self.project_id!r}, {self.session_id!r})"
