@@ -181,3 +181,97 @@ def test_a_failed_phase_retried_ten_minutes_later_counts_its_agents_not_the_wait
         "2024-11-24T10:00:30Z",
         "2024-11-24T10:20:30Z",
     )
+
+
+# ------------------------------------------------------------------- the rule, through saves
+
+
+def saved_duration(tmp_path: Path, mode: str, agents: list[dict[str, Any]], **times: str) -> float | None:
+    """Phase 2 started at T0 and saved completed 600 s later with ``agents``; its Duration."""
+    clock = Clock()
+    manager = CheckpointManager(tmp_path / "projects", clock=clock)
+    manager.create_session("acme", "s", "ada")
+    manager.save_checkpoint("acme", "s", 2, "in_progress", [], execution_mode=mode)
+    clock.at(600)
+    manager.save_checkpoint("acme", "s", 2, "completed", agents, execution_mode=mode, **times)
+    return manager.load_checkpoint("acme", "s", 2).duration
+
+
+TWO = [
+    {"agent_name": "market_intelligence", "status": "completed", "duration": 0.1},
+    {"agent_name": "competitor_analysis", "status": "completed", "duration": 0.2},
+]
+
+
+@pytest.mark.parametrize(
+    ("mode", "agents", "times", "expected"),
+    [
+        ("single", TWO, {}, 0.3),  # one after the other: the sum (written with one decimal)
+        ("sequential", TWO, {}, 0.3),
+        ("parallel", TWO, {}, 0.2),  # side by side: the longest
+        ("single", [{"agent_name": "market_intelligence", "status": "completed"}], {}, 600.0),  # no times
+        ("single", TWO, {"started": "2024-11-24T10:09:50Z", "completed": "2024-11-24T10:10:00Z"}, 10.0),
+        ("single", TWO, {"started": "2024-11-24T10:09:50Z"}, 0.3),  # a Started alone is no span
+    ],
+)
+def test_the_duration_a_save_writes(
+    tmp_path: Path, mode: str, agents: list[dict[str, Any]], times: dict[str, str], expected: float
+) -> None:
+    assert saved_duration(tmp_path, mode, agents, **times) == expected
+
+
+def test_a_duration_the_saver_gives_is_kept_and_saving_the_same_again_changes_no_byte(tmp_path: Path) -> None:
+    assert saved_duration(tmp_path, "single", TWO, duration=42.0) == 42.0
+    manager = CheckpointManager(tmp_path / "projects", clock=Clock())
+    manager.save_checkpoint("acme", "s", 1, "completed", TWO)
+    path = manager.phase_dir("acme", "s", 1) / "checkpoint.md"
+    before = (path.read_bytes(), len(manager.history("acme", "s")))
+    manager.save_checkpoint("acme", "s", 1, "completed", TWO)  # 0.1 + 0.2 is written 0.3
+    assert (path.read_bytes(), len(manager.history("acme", "s"))) == before
+    assert "- Duration: 0.3s\n" in path.read_text("utf-8")
+
+
+# --------------------------------------------------------------- files written before the rule
+
+LEGACY = Path(__file__).parent / "legacy" / "corpus" / "projects" / "proj-legacy"
+DURATION_LINE = re.compile(r"^- Duration: (?:-|([0-9.]+)s)$", re.MULTILINE)
+
+
+def test_legacy_sessions_show_the_duration_their_checkpoints_say_and_reading_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """The first implementation's files (and an older haytham's, whose Duration may include a
+    wait) are not recomputed: every view shows the Duration line as written, and no read
+    changes a byte or a modification time."""
+    import shutil
+
+    base = tmp_path / "projects"
+    shutil.copytree(LEGACY, base / "proj-legacy")
+
+    def snapshot() -> dict[str, tuple[bytes, int]]:
+        return {
+            p.relative_to(base).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+            for p in sorted(base.rglob("*"))
+            if p.is_file() and ".haytham-cache" not in p.parts
+        }
+
+    before = snapshot()
+    checked = 0
+    for session in sorted((base / "proj-legacy" / "sessions").iterdir()):
+        written = {}
+        for checkpoint in session.glob("phase_*/checkpoint.md"):
+            found = DURATION_LINE.search(checkpoint.read_text("utf-8"))
+            assert found is not None, checkpoint
+            number = int(checkpoint.parent.name.split("_")[1])
+            written[number] = None if found.group(1) is None else float(found.group(1))
+        status = run(base, "status", "proj-legacy", session.name, "--json")
+        if status.exit_code != 0:  # a session this corpus keeps unreadable on purpose
+            continue
+        rows = {p["number"]: p["duration"] for p in json.loads(status.stdout)["phases"]}
+        assert {n: rows[n] for n in written if n in rows} == {n: d for n, d in written.items() if n in rows}
+        stats = run_json(base, "stats", "--project", "proj-legacy", "--session", session.name)
+        in_mode = sum(d or 0.0 for n, d in written.items() if n in rows)  # stats counts the mode's phases
+        assert stats["totals"]["duration"] == pytest.approx(in_mode)
+        checked += 1
+    assert checked >= 8
+    assert snapshot() == before
