@@ -371,7 +371,9 @@ class CheckpointManager:
         save after ``start_attempt`` cannot renumber it. Missing times are filled in
         sensibly: ``started`` keeps the previous checkpoint's, ``completed`` is now for a
         newly finished phase (and kept when the status is saved again), and ``duration`` is
-        the difference. Saving exactly what is already there
+        the time the phase ran (``durations.checkpoint_seconds``: the span of ``started``
+        and ``completed`` when both are given, else the agents' times, never the time the
+        phase waited for a review or a retry). Saving exactly what is already there
         changes no byte. ``name`` and ``reason`` label the history entry.
         """
         checked = checkpoint_args(
