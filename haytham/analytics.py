@@ -10,8 +10,9 @@ Where a value comes from, per agent and attempt: tokens, cost and duration from 
 checkpoint's agent entry, else from the agent's output file; input and output tokens from
 the agent's output file. A phase's duration is its checkpoint's Duration, the time it ran
 (``durations.phase_seconds``: phases running agents in parallel take less than the sum of
-their agents, and the time a phase waited for a review or a retry is not in it). Review wait is the feedback's
-Timestamp minus the Completed time of the checkpoint of the same attempt.
+their agents, and the time a phase waited for a review or a retry is not in it). Review
+wait is the feedback's Timestamp minus the Completed time of the checkpoint of the same
+attempt.
 """
 
 from __future__ import annotations
