@@ -36,7 +36,8 @@ _USAGE_KEYS = {
     "input_tokens": "input tokens (from the agent output files)",
     "output_tokens": "output tokens (from the agent output files)",
     "cost": "dollars",
-    "duration": "seconds (a phase's wall-clock Duration; an agent's own run time)",
+    "duration": "seconds (a phase's Duration: the time it ran, without review or retry waits; "
+    "an agent's own run time)",
 }
 JSON_OUTPUT: dict[str, dict[str, str]] = {
     "prune": {

@@ -39,6 +39,7 @@ from haytham.cli.present import (
 )
 from haytham.format.workflow import IDEA_VALIDATION, load_workflow
 from haytham.records import SESSION_STATUSES, AgentOutput, PhaseCheckpoint, UserFeedback
+from haytham.store import durations
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import SessionListing, SessionSummary, iter_sessions
 
@@ -393,7 +394,7 @@ def _print_phase(
     if with_details:
         click.echo(
             f"Attempt {checkpoint.retry_count + 1}; started {when(checkpoint.started)}, "
-            f"completed {when(checkpoint.completed)}, {seconds(checkpoint.duration)}; "
+            f"completed {when(checkpoint.completed)}, {seconds(durations.phase_seconds(checkpoint))}; "
             f"tokens {checkpoint.total_tokens or 0}, cost ${checkpoint.cost or 0:.4f}"
         )
         click.echo("Agents: " + ", ".join(f"{a.agent_name} {a.status}" for a in checkpoint.agents))

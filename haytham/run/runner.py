@@ -424,10 +424,14 @@ class PhaseRunner:
         agents: list[dict[str, Any]] = []
         for name in phase.agents:
             output = finished.get(name)
-            if output is None:
+            if output is None and name in (failed or []):  # its time counts for the phase's run
+                tried = self._saved_output(project_id, session_id, phase, name)
                 agents.append(
-                    {"agent_name": name, "status": "failed" if name in (failed or []) else "pending"}
+                    {"agent_name": name, "status": "failed", "duration": tried.duration if tried else None}
                 )
+                continue
+            if output is None:
+                agents.append({"agent_name": name, "status": "pending"})
                 continue
             agents.append(
                 {

@@ -8,7 +8,8 @@ built on its public API and none is imported here (``docs/architecture.md``;
 One concept per module: ``fs`` (atomic writes, locks), ``names``, ``clock``, ``arguments``
 (checks of the manager's arguments), ``lifecycle`` (every phase and session state, as
 data), ``progress`` (the manifest derived through the lifecycle), ``review_time``,
-``history``, ``attempts``, ``fork``, ``copy`` (whole session folders), ``scan`` (listing),
+``durations`` (a phase's duration: the time it ran, not the time it waited), ``history``,
+``attempts``, ``fork``, ``copy`` (whole session folders), ``scan`` (listing),
 ``index``, ``validation`` and ``disagreements`` (linting session files), ``doctor``,
 ``events`` and ``manager`` (``CheckpointManager``, which ties them together).
 """

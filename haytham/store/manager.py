@@ -62,8 +62,8 @@ from haytham.records import (
     UserFeedback,
 )
 from haytham.store import attempts as _attempts
+from haytham.store import durations, history, journal, lifecycle
 from haytham.store import fs as _storage
-from haytham.store import history, journal, lifecycle
 from haytham.store import progress as _progress
 from haytham.store.arguments import (
     CheckpointArgs,
@@ -77,7 +77,7 @@ from haytham.store.arguments import (
     output_fields,
     round_or_none,
 )
-from haytham.store.clock import Clock, format_timestamp, parse_timestamp, utc_now
+from haytham.store.clock import Clock, format_timestamp, utc_now
 from haytham.store.copy import read_session_files, write_session_dir
 from haytham.store.doctor import Finding, check_session, remove_traces, written_folders
 from haytham.store.events import Event, EventBus
@@ -371,7 +371,9 @@ class CheckpointManager:
         save after ``start_attempt`` cannot renumber it. Missing times are filled in
         sensibly: ``started`` keeps the previous checkpoint's, ``completed`` is now for a
         newly finished phase (and kept when the status is saved again), and ``duration`` is
-        the difference. Saving exactly what is already there
+        the time the phase ran (``durations.checkpoint_seconds``: the span of ``started``
+        and ``completed`` when both are given, else the agents' times, never the time the
+        phase waited for a review or a retry). Saving exactly what is already there
         changes no byte. ``name`` and ``reason`` label the history entry.
         """
         checked = checkpoint_args(
@@ -435,8 +437,10 @@ class CheckpointManager:
         if completed is None and status in ("completed", "failed", "skipped"):
             same = previous is not None and previous.status == status and previous.completed
             completed = previous.completed if same and previous else now
-        if duration is None and started and completed:
-            duration = _seconds_between(started, completed)
+        span_given = checked.started is not None and checked.completed is not None
+        duration = durations.checkpoint_seconds(
+            duration, started, completed, runs, checked.execution_mode, span_given=span_given
+        )
         position = session.phases.index(phase)
         if checked.built_from is not None:
             sources = checked.built_from
@@ -1748,11 +1752,6 @@ def _sum(values: Iterable[int | float | None]) -> Any:
 
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _seconds_between(started: str, completed: str) -> float | None:
-    seconds = (parse_timestamp(completed) - parse_timestamp(started)).total_seconds()
-    return round(seconds, 1) if seconds >= 0 else None
 
 
 __all__ = ["CheckpointManager"]

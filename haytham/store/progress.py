@@ -26,7 +26,7 @@ from haytham.records import (
     SessionMetrics,
     SessionStatus,
 )
-from haytham.store import lifecycle
+from haytham.store import durations, lifecycle
 
 NOT_STARTED = CurrentPhase(number=0, name="Not Started", status="pending", can_resume=False)
 
@@ -103,7 +103,8 @@ def phase_rows(
     checkpoints: Mapping[int, PhaseCheckpoint],
     view: lifecycle.SessionView | None = None,
 ) -> tuple[PhaseRow, ...]:
-    """One row per phase of the mode: its lifecycle state and its checkpoint's times.
+    """One row per phase of the mode: its lifecycle state and its checkpoint's times (the
+    duration is ``durations.phase_seconds``, as every view shows it).
 
     Without ``view`` the reviews are taken as unread (a checkpoint's own status).
     """
@@ -116,7 +117,14 @@ def phase_rows(
             rows.append(PhaseRow(phase.number, phase.name, state))
         else:
             rows.append(
-                PhaseRow(phase.number, phase.name, state, saved.started, saved.completed, saved.duration)
+                PhaseRow(
+                    phase.number,
+                    phase.name,
+                    state,
+                    saved.started,
+                    saved.completed,
+                    durations.phase_seconds(saved),
+                )
             )
     return tuple(rows)
 
@@ -151,10 +159,11 @@ def current_phase(rows: tuple[PhaseRow, ...]) -> CurrentPhase:
 
 
 def metrics(checkpoints: Mapping[int, PhaseCheckpoint]) -> SessionMetrics:
-    """Sums over the checkpoints; unknown values count as nothing."""
+    """Sums over the checkpoints; unknown values count as nothing (the durations are
+    ``durations.total_seconds``: the time the phases ran, not the time they waited)."""
     saved = list(checkpoints.values())
     return SessionMetrics(
-        total_duration=round(sum(c.duration or 0.0 for c in saved), 6),
+        total_duration=durations.total_seconds(saved),
         total_tokens=sum(c.total_tokens or 0 for c in saved),
         total_cost=round(sum(c.cost or 0.0 for c in saved), 6),
     )
