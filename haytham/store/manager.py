@@ -1324,7 +1324,10 @@ class CheckpointManager:
     ) -> dict[int, dict[str, str]]:
         """``{phase: {agent: content}}``, each content exactly as it was saved.
 
-        ``phase_nums=None`` means the completed phases.
+        ``phase_nums=None`` means the completed phases. A phase of ``phase_nums`` whose folder
+        was never made (not reached yet, or a session started by ``ProjectManager``) is left
+        out, as the first implementation did (the product document asks for ``[1, 2]`` of any
+        session); a number that is no phase of the workflow is an UnknownPhaseError.
         """
         session = self._open(project_id, session_id)
         checkpoints: dict[int, PhaseCheckpoint] | None = None
@@ -1338,8 +1341,10 @@ class CheckpointManager:
         for number in numbers:
             directory, is_dir = phase_dirs.get(session.read_phase(number).directory)
             if not is_dir:
+                if not os.path.lexists(directory):  # never made: nothing to give
+                    continue
                 raise PhaseNotFoundError(
-                    f"phase {number} of {project_id}/{session_id} has no directory {directory}",
+                    f"phase {number} of {project_id}/{session_id}: {directory} is not a directory",
                     path=directory,
                 )
             if checkpoints is not None:  # read a moment ago from this very file
