@@ -7,6 +7,7 @@ object whose keys are in ``JSON_OUTPUT`` (and docs/cli.md).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +41,9 @@ from haytham.cli.present import (
 from haytham.format.workflow import IDEA_VALIDATION, load_workflow
 from haytham.records import SESSION_STATUSES, AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.store import durations
+from haytham.store.lease import LeaseHolder
+from haytham.store.lease import holder as lease_holder
+from haytham.store.lifecycle import RUNNING
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import SessionListing, SessionSummary, iter_sessions
 
@@ -61,6 +65,10 @@ _SESSION_KEYS = {
     "created": "ISO 8601 UTC timestamp",
     "last_updated": "ISO 8601 UTC timestamp",
 }
+_RUNNING_KEY = (
+    "who is running the session now (a runner holds its run lease; the table then shows its "
+    "status as `running`), null when nobody is"
+)
 JSON_OUTPUT: dict[str, dict[str, str]] = {
     "list": {
         "total": "how many sessions match the filters, before `--offset` and `--limit`",
@@ -71,6 +79,7 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "sessions[].total_tokens": "tokens over every phase",
         "sessions[].total_cost": "cost in dollars over every phase",
         "sessions[].path": "the session directory",
+        "sessions[].running": _RUNNING_KEY,
         "warnings": "the first problem of each manifest that could not be read, `path:line: field: message`",
     },
     "status": {
@@ -93,6 +102,7 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "metrics.total_tokens": "tokens",
         "metrics.total_cost": "dollars",
         "session_dir": "the session directory",
+        "running": _RUNNING_KEY,
         **NEXT_KEYS,
     },
     "show": {
@@ -107,11 +117,13 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
     },
 }
 JSON_RECORDS: dict[str, dict[str, type]] = {
+    "list": {"sessions[].running": LeaseHolder},
+    "status": {"running": LeaseHolder},
     "show": {
         "phases[].checkpoint": PhaseCheckpoint,
         "phases[].feedback": UserFeedback,
         "phases[].outputs[]": AgentOutput,
-    }
+    },
 }
 
 
@@ -248,14 +260,16 @@ def _print_listing(
 
 
 def _list_row(s: SessionSummary) -> tuple[str, ...]:
-    """The cells of one ``haytham list`` row, as text."""
+    """The cells of one ``haytham list`` row, as text: a session a runner is at work on is
+    ``running`` (``store.lease.holder``, one ``stat`` for a session nobody runs)."""
+    running = lease_holder(s.path) is not None
     return (
         s.project_id,
         s.session_id,
         s.user_id,
         s.execution_mode,
-        s.status,
-        _current(s),
+        RUNNING if running else s.status,
+        _current(s, running),
         when(s.last_updated),
         str(s.total_tokens),
         f"${s.total_cost:.4f}",
@@ -286,9 +300,12 @@ def _stream_json(
     click.echo('], "warnings": ' + json.dumps(warnings, ensure_ascii=False) + "}")
 
 
-def _current(summary: SessionSummary) -> str:
-    """``3 Niche Selection (stale (built on phase 2, ...))``: the phase and, unless done, its state."""
+def _current(summary: SessionSummary, running: bool = False) -> str:
+    """``3 Niche Selection (stale (built on phase 2, ...))``: the phase and, unless done, its
+    state (``running`` while a runner is at work on the session)."""
     text = f"{summary.current_phase} {summary.current_phase_name}".strip()
+    if running and summary.status != "awaiting_review":
+        return f"{text} ({RUNNING})"
     if summary.status == "completed" or summary.current_phase == 0 or not summary.current_state:
         return text
     return f"{text} ({summary.current_state})"
@@ -300,8 +317,10 @@ _LIST_KEYS = tuple(k.split(".", 1)[1] for k in JSON_OUTPUT["list"] if k.startswi
 
 def _summary_json(summary: SessionSummary) -> dict[str, Any]:
     """``plain(summary)`` limited to ``_LIST_KEYS``, made directly (one a session)."""
-    data = {key: getattr(summary, key) for key in _LIST_KEYS}
+    data = {key: getattr(summary, key) for key in _LIST_KEYS if key != "running"}
     data["path"] = str(data["path"])
+    holder = lease_holder(summary.path)
+    data["running"] = dataclasses.asdict(holder) if holder else None
     return data
 
 
@@ -320,6 +339,8 @@ def status(project: str, session: str, base_dir: Path, as_json: bool) -> None:
     data = {
         key: state[key] for key in JSON_OUTPUT["status"] if "." not in key and "[" not in key and key in state
     }
+    holder = manager.running(project, session)
+    data["running"] = plain(holder) if holder else None
     data["next"] = plain(next_step(manager, project, session))
     emit_json(data)
 

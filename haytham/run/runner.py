@@ -110,24 +110,41 @@ def review_verdict(feedback: UserFeedback | None) -> ReviewVerdict:
 class NextStep:
     """Where the next ``run`` of a session would stop or start, and why."""
 
-    action: Literal["review", "resume", "fix", "done"]
+    action: Literal["review", "resume", "wait", "fix", "done"]
     phase: int | None
     reason: Literal[
-        "awaiting_review", "sent_back", "stale", "failed", "interrupted", "ready", "invalid_feedback", "done"
+        "awaiting_review",
+        "sent_back",
+        "stale",
+        "failed",
+        "interrupted",
+        "ready",
+        "running",
+        "invalid_feedback",
+        "done",
     ]
     detail: str = ""
-    """The phase's errors, what is wrong with its feedback file, or what a stale phase was built on."""
+    """The phase's errors, what is wrong with its feedback file, what a stale phase was built
+    on, or who is running the session (``LeaseHolder.describe``)."""
     feedback_file: Path | None = None
 
 
 def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> NextStep:
     """What the session needs next, read from ``manager.state`` (the lifecycle): the phase the
-    next run starts with or stops at, and why. Nothing is run or written."""
+    next run starts with or stops at, and why. Nothing is run or written.
+
+    While a runner holds the session's run lease (``manager.running``), a phase it is to run
+    is ``running``: the advice is to wait, never to resume what is not interrupted.
+    """
     view = manager.state(project_id, session_id)
     current = view.current
     if current is None:
         return NextStep("done", None, "done")
     number = current.number
+    if view.next_action == "run":
+        holder = manager.running(project_id, session_id)
+        if holder is not None:
+            return NextStep("wait", number, "running", holder.describe())
     path = manager.phase_dir(project_id, session_id, number) / FEEDBACK_FILE
     if view.next_action == "fix":
         return NextStep("fix", number, "invalid_feedback", current.problem or "", path)

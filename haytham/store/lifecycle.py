@@ -40,6 +40,11 @@ PHASE_STATES: tuple[PhaseState, ...] = _PHASE_STATES
 SESSION_STATES: tuple[SessionState, ...] = SESSION_STATUSES
 ACTORS: tuple[Actor, ...] = get_args(Actor)
 
+RUNNING = "running"
+"""What a view shows for a session a runner is at work on (its run lease is held, see
+``haytham.store.lease``), in place of its state: never written to a file, since the files
+say where a run got to and the lease only whether it is still going."""
+
 DONE_STATES: frozenset[PhaseState] = frozenset({"completed", "approved", "skipped"})
 """States after which a resume moves on to the next phase."""
 
@@ -103,9 +108,10 @@ TRANSITIONS: tuple[Transition, ...] = (
     _move(
         "re-run",
         "sent_back stale completed approved awaiting_review failed",
-        "in_progress",
+        "pending",
         "runner",
-        "the current attempt is archived under attempts/{n}/ and the phase runs again",
+        "the current attempt is archived under attempts/{n}/; the phase waits, not started, "
+        "until the runner starts it",
     ),
     _move(
         "upstream changed",

@@ -64,6 +64,7 @@ from haytham.records import (
 from haytham.store import attempts as _attempts
 from haytham.store import durations, history, journal, lifecycle
 from haytham.store import fs as _storage
+from haytham.store import lease as _lease
 from haytham.store import progress as _progress
 from haytham.store.arguments import (
     CheckpointArgs,
@@ -82,6 +83,7 @@ from haytham.store.copy import read_session_files, write_session_dir
 from haytham.store.doctor import Finding, check_session, remove_traces, written_folders
 from haytham.store.events import Event, EventBus
 from haytham.store.fork import files_at_entry, fork_files
+from haytham.store.lease import LeaseHolder
 from haytham.store.names import (
     check_agent_name,
     check_inside,
@@ -967,8 +969,9 @@ class CheckpointManager:
 
         The checkpoint, agent outputs and feedback of attempt ``n`` (``Retry Count`` + 1) are
         copied into ``phase_{n}_{slug}/attempts/{n}/``; the outputs and feedback are removed
-        from the phase directory and the checkpoint is saved ``in_progress`` with ``Retry
-        Count`` ``n``, with its history entry and the manifest: all in one operation
+        from the phase directory and the checkpoint is saved ``pending`` (not started: the
+        runner starts it) with ``Retry Count`` ``n``, with its history entry and the manifest:
+        all in one operation
         (``haytham.store.journal``), so a crash leaves all of it done or none. Returns the
         new attempt number.
         """
@@ -1004,12 +1007,12 @@ class CheckpointManager:
                 continue
             number = current.retry_count + 1
             _attempts.stage_archive(change, directory, number)
-            started = self._now()
-            fresh = dataclasses.replace(
+            now = self._now()
+            fresh = dataclasses.replace(  # not started: the runner starts it (rerun: one at a time)
                 current,
-                status="in_progress",
+                status="pending",
                 retry_count=number,
-                started=started,
+                started=None,
                 completed=None,
                 duration=None,
                 agents=tuple(
@@ -1029,7 +1032,7 @@ class CheckpointManager:
                 session,
                 directory / CHECKPOINT_FILE,
                 fresh,
-                started,
+                now,
                 reason=f"attempt {number + 1} after review",
                 stage_manifest=False,
             )
@@ -1328,7 +1331,10 @@ class CheckpointManager:
     ) -> dict[int, dict[str, str]]:
         """``{phase: {agent: content}}``, each content exactly as it was saved.
 
-        ``phase_nums=None`` means the completed phases.
+        ``phase_nums=None`` means the completed phases. A phase of ``phase_nums`` whose folder
+        was never made (not reached yet, or a session started by ``ProjectManager``) is left
+        out, as the first implementation did (the product document asks for ``[1, 2]`` of any
+        session); a number that is no phase of the workflow is an UnknownPhaseError.
         """
         session = self._open(project_id, session_id)
         checkpoints: dict[int, PhaseCheckpoint] | None = None
@@ -1342,8 +1348,10 @@ class CheckpointManager:
         for number in numbers:
             directory, is_dir = phase_dirs.get(session.read_phase(number).directory)
             if not is_dir:
+                if not os.path.lexists(directory):  # never made: nothing to give
+                    continue
                 raise PhaseNotFoundError(
-                    f"phase {number} of {project_id}/{session_id} has no directory {directory}",
+                    f"phase {number} of {project_id}/{session_id}: {directory} is not a directory",
                     path=directory,
                 )
             if checkpoints is not None:  # read a moment ago from this very file
@@ -1364,6 +1372,16 @@ class CheckpointManager:
         ``status``, the runner's next step). No agent output is opened; nothing is written.
         """
         return self._view(self._open(project_id, session_id))
+
+    def running(self, project_id: str, session_id: str) -> LeaseHolder | None:
+        """Who is running the session now (a runner holds its run lease), or None.
+
+        ``state`` says where the session's files stand; this says whether a runner is at work
+        on it, so that a view shows it ``running`` rather than interrupted. Read-only: the
+        lease is never taken or written (``haytham.store.lease.holder``); a lease file left by
+        a runner that died is not running.
+        """
+        return _lease.holder(self.session_dir(project_id, session_id))
 
     def get_approved_phases(self, project_id: str, session_id: str) -> list[int]:
         """Phases the lifecycle calls approved (reviewed, approved, and not stale since), and a

@@ -20,6 +20,7 @@ from haytham.format.layout import FEEDBACK_FILE
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import durations, fs, lifecycle
 from haytham.store.clock import parse_timestamp, sort_time
+from haytham.store.lease import LeaseHolder
 from haytham.store.lifecycle import PhaseView, SessionView
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_path_name
@@ -171,6 +172,8 @@ class SessionPage:
     charts: list[str]
     """Inline SVG charts: duration, tokens and cost per phase, then per agent."""
     version: str
+    running: LeaseHolder | None = None
+    """Who is running the session now (``CheckpointManager.running``), or None."""
 
 
 def session_page(manager: CheckpointManager, project: str, session: str) -> SessionPage:
@@ -192,6 +195,7 @@ def session_page(manager: CheckpointManager, project: str, session: str) -> Sess
         manager.history(project, session),
         charts(lines),
         session_version(manager, project, session),
+        manager.running(project, session),
     )
 
 
@@ -296,6 +300,8 @@ class PhasePage:
     """The lifecycle moves a reviewer may make now (``approve``, ``send back``)."""
     current_attempt: AttemptLine | None
     earlier: list[EarlierAttempt] = field(default_factory=list)
+    running: LeaseHolder | None = None
+    """Who is running the session now (``CheckpointManager.running``), or None."""
 
     @property
     def duration(self) -> float | None:
@@ -363,4 +369,5 @@ def phase_page(manager: CheckpointManager, project: str, session: str, phase: in
         moves if checkpoint else (),
         _attempt_line(attempts[-1]) if attempts else None,
         earlier,
+        manager.running(project, session),
     )
