@@ -98,7 +98,7 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
     findings += [
         Finding("invalid_file", issue.path or manifest_path, _describe(issue))
         for issue in manager.validate_session(project_id, session_id)
-        if not _is_disagreement(issue.path, manifest_path, issue.field) and issue.field != "Built From"
+        if not _is_disagreement(issue, manifest_path) and issue.field != "Built From"
     ]
     manifest, _ = MANIFEST.read_path(manifest_path)
     if manifest is None:
@@ -335,9 +335,17 @@ def _remove(path: Path) -> None:
             path.unlink()
 
 
-def _is_disagreement(path: Path | None, manifest_path: Path, field: str | None) -> bool:
-    """validate_session's manifest-versus-checkpoint issues; the doctor reports those itself."""
-    return path == manifest_path and field in ("Phase Status", "Status", "Current Phase", "Metrics")
+def _is_disagreement(issue: Issue, manifest_path: Path) -> bool:
+    """validate_session's manifest-versus-checkpoint issues; the doctor reports those itself.
+
+    Those are warnings (``store.disagreements``); an error on the same fields (``Status:
+    'donezo' is not one of ...``) is the manifest failing to read, which ``validate`` and
+    ``status`` refuse, so the doctor reports it as an ``invalid_file``."""
+    return (
+        not issue.is_error
+        and issue.path == manifest_path
+        and issue.field in ("Phase Status", "Status", "Current Phase", "Metrics")
+    )
 
 
 def _describe(issue: Issue) -> str:
