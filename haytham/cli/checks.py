@@ -22,6 +22,7 @@ from haytham.cli.common import (
     progress,
     suggest,
 )
+from haytham.store import orphans
 from haytham.store.doctor import Finding, check_folders
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import count_session_files, session_dirs
@@ -128,7 +129,9 @@ def doctor(project: str | None, session: str | None, fix: bool, base_dir: Path, 
         sessions = [(project, session)]
     else:
         root = base_dir / project if project is not None else base_dir
-        sessions = [(d.parent.parent.name, d.name) for d in session_dirs(root)]
+        found = list(session_dirs(root))
+        found += [orphan.directory for orphan in orphans.under(root, set(found))]  # no manifest
+        sessions = [(d.parent.parent.name, d.name) for d in sorted(found)]
     for project_id, session_id in sessions:
         findings += manager.check(project_id, session_id, fix=fix)
     unfixed = [f for f in findings if not f.fixed]
