@@ -304,3 +304,35 @@ def test_a_manifest_that_is_a_folder_or_a_broken_link_is_reported_and_left_alone
     assert doctored.exit_code == 1, doctored.output
     assert (manager.session_dir("acme", "folder") / MANIFEST).is_dir()
     assert os.readlink(manager.session_dir("acme", "link") / MANIFEST) == "nowhere.md"
+
+
+@pytest.mark.parametrize(
+    ("phase_file", "old", "new"),
+    [
+        ("checkpoint.md", "- Phase 1: ", "- Phase one: "),  # a Built From line that does not read
+        ("checkpoint.md", "- Status: completed", "- Status: finished"),
+        ("user_feedback.md", "- Reviewed: true", "- Reviewed: perhaps"),
+    ],
+)
+def test_doctor_reports_every_error_that_validate_reports(
+    base: Path, phase_file: str, old: str, new: str
+) -> None:
+    """doctor leaves to its own findings only the warnings of a manifest or phase that lags
+    its files; an error on the same fields is a file that does not read, and is reported."""
+    manager = CheckpointManager(base)
+    manager.create_session("acme", "s-1", "ada")
+    for phase in (1, 2):
+        manager.save_agent_output("acme", "s-1", phase, "writer", f"phase {phase}\n")
+        manager.save_checkpoint("acme", "s-1", phase, "completed", [{"agent_name": "writer"}])
+    manager.save_user_feedback("acme", "s-1", 2, reviewed=True, approved=True)
+    path = manager.phase_dir("acme", "s-1", 2) / phase_file
+    text = path.read_text("utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), "utf-8")
+    errors = [i for i in run_json(base, "validate", code=1)["issues"] if i["severity"] == "error"]
+    assert errors
+    findings = run_json(base, "doctor", "acme", "s-1", code=1)["findings"]
+    invalid = {(f["path"], f["message"]) for f in findings if f["kind"] == "invalid_file"}
+    for error in errors:
+        where = f"line {error['line']}: " if error["line"] is not None else ""
+        assert (error["path"], f"{where}{error['field']}: {error['message']}") in invalid, findings

@@ -109,7 +109,7 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
     findings += [
         Finding("invalid_file", issue.path or manifest_path, _describe(issue))
         for issue in manager.validate_session(project_id, session_id)
-        if not _is_disagreement(issue, manifest_path) and issue.field != "Built From"
+        if not _worded_by_doctor(issue, manifest_path)
     ]
     manifest, _ = MANIFEST.read_path(manifest_path)
     if manifest is None:
@@ -374,17 +374,22 @@ def _remove(path: Path) -> None:
             path.unlink()
 
 
-def _is_disagreement(issue: Issue, manifest_path: Path) -> bool:
-    """validate_session's manifest-versus-checkpoint issues; the doctor reports those itself.
+def _worded_by_doctor(issue: Issue, manifest_path: Path) -> bool:
+    """validate_session's warnings that the doctor reports as its own findings: the manifest
+    disagreeing with its files (``store.disagreements``) and a stale phase (Built From).
 
-    Those are warnings (``store.disagreements``); an error on the same fields (``Status:
-    'donezo' is not one of ...``) is the manifest failing to read, which ``validate`` and
-    ``status`` refuse, so the doctor reports it as an ``invalid_file``."""
-    return (
-        not issue.is_error
-        and issue.path == manifest_path
-        and issue.field in ("Phase Status", "Status", "Current Phase", "Metrics")
+    An error on the same fields (``Status: 'donezo' is not one of ...``, a Built From line
+    that does not read) is a file that does not read, which ``validate`` and ``status``
+    refuse, so the doctor reports it as an ``invalid_file``."""
+    if issue.is_error:
+        return False
+    disagreement = issue.path == manifest_path and issue.field in (
+        "Phase Status",
+        "Status",
+        "Current Phase",
+        "Metrics",
     )
+    return disagreement or issue.field == "Built From"
 
 
 def _describe(issue: Issue) -> str:
