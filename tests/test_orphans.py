@@ -164,7 +164,9 @@ def test_doctor_fix_rebuilds_a_deleted_manifest_that_validates_and_gives_the_sam
     listed_before = run_json(base, "list")["sessions"]
     directory = CheckpointManager(base).session_dir(project, session)
     (directory / MANIFEST).unlink()
-    assert haytham(base, "status", project, session).returncode == 1
+    missing = haytham(base, "status", project, session)
+    assert missing.returncode == 1
+    assert f"haytham doctor {project} {session} --fix rebuilds it" in missing.stderr
 
     fixed = haytham(base, "doctor", project, session, "--fix")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
