@@ -126,7 +126,7 @@ def test_hand_edits_new_and_deleted_sessions_show_at_once(
     assert by_id["s07"].user_id == "bob"
     assert "s08" not in by_id and "s09" not in by_id and "s99" in by_id
     errors = [str(i.path) for i in found[1] if i.is_error]  # type: ignore[attr-defined]
-    assert errors == [str(broken)]
+    assert errors == [str(broken), str(manifest_of(base, "s09"))]  # s09's phase folders are orphans
     copied = [i for i in found[1] if not i.is_error]  # type: ignore[attr-defined]
     assert [(str(i.path), i.field) for i in copied] == [(str(fresh / "session_manifest.md"), "Session ID")]
     assert listing(base) == found

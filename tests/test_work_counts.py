@@ -165,6 +165,36 @@ def test_a_listing_makes_its_summaries_as_it_is_iterated(template: Path) -> None
     assert [s.session_id for s in listing] == [s.session_id for s in CheckpointManager(base).list_sessions()]
 
 
+@pytest.mark.parametrize("indexed", [False, True])
+def test_finding_orphans_lists_only_the_folders_without_a_manifest(
+    template: Path, monkeypatch: pytest.MonkeyPatch, indexed: bool
+) -> None:
+    """A listing finds a session folder that lost its manifest where it finds no manifest:
+    healthy sessions cost no more than before (the base and each ``sessions/`` folder are
+    listed, whatever the count), and each orphan costs one listing of its own folder."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1" if indexed else "0")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))  # files written just now may be remembered
+    base = template.parents[2]
+    sizes = (60, 120) if indexed else (5, 10)
+    healthy = []
+    for count in sizes:
+        _grow(template, count)
+        CheckpointManager(base).list_sessions()  # an index learns them
+        healthy.append(_work(lambda: CheckpointManager(base).iter_sessions()))
+    assert healthy[0]["listed"] == healthy[1]["listed"] == 2  # the base, acme/sessions
+    count = sizes[-1]
+    for lost, name in enumerate(("s-003", "s-004", "s-007"), 1):
+        (template.parent / name / MANIFEST_FILE).unlink()
+        for _ in range(2):  # an index never remembers an orphan: found again each time
+            listing = CheckpointManager(base).iter_sessions()
+            work = _work(lambda: CheckpointManager(base).iter_sessions())
+            assert work["listed"] == 2 + lost
+            assert work["opened"] == (0 if indexed else count - lost) and work["parsed"] == 0
+            assert len(listing) == count - lost
+            assert len(listing.issues) == lost
+            listing.close()
+
+
 def _entries(count: int, branches: int = 0, seed: int = 7) -> list[HistoryEntry]:
     """A chain of ``count`` entries, with ``branches`` extra entries forking off it."""
     made: list[HistoryEntry] = []

@@ -80,7 +80,8 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "sessions[].total_cost": "cost in dollars over every phase",
         "sessions[].path": "the session directory",
         "sessions[].running": _RUNNING_KEY,
-        "warnings": "the first problem of each manifest that could not be read, `path:line: field: message`",
+        "warnings": "the first problem of each session whose manifest is missing or could not be read, "
+        "`path:line: field: message`",
     },
     "status": {
         **_SESSION_KEYS,
@@ -206,7 +207,9 @@ def list_command(
     """List the sessions, most recently updated first.
 
     Only manifests are read, so this stays fast for many sessions; a manifest that cannot
-    be read is reported as a warning (run haytham validate for the details). Rows are
+    be read, and a session folder that holds files but no manifest, is reported as a
+    warning (run haytham validate for the details, haytham doctor --fix to rebuild a
+    missing manifest). Rows are
     printed as they are made: piped, as plain aligned columns; with --json, as one JSON
     object whose sessions array holds one session a line.
     """
@@ -235,7 +238,7 @@ def _print_listing(
         _stream_json(listing, total, offset, limit, warnings)
         return
     for issue in problems:  # an error skipped the session; a warning comes with its row
-        skipped = "skipped a manifest that cannot be read: " if issue.is_error else ""
+        skipped = "skipped a session whose manifest cannot be read: " if issue.is_error else ""
         click.echo(f"warning: {skipped}{issue}", err=True)
     if not shown:
         click.echo(f"No sessions under {base_dir}" + (" match" if filtered else ""))

@@ -62,7 +62,7 @@ from haytham.records import (
     UserFeedback,
 )
 from haytham.store import attempts as _attempts
-from haytham.store import durations, history, journal, lifecycle
+from haytham.store import durations, history, journal, lifecycle, orphans
 from haytham.store import fs as _storage
 from haytham.store import lease as _lease
 from haytham.store import progress as _progress
@@ -1482,6 +1482,8 @@ class CheckpointManager:
         # stay unchanged (haytham/_index.py); the definitions it was checked against count.
         definitions = sorted((name, w.fingerprint()) for name, w in self.workflows.items())
         issues = validate_sessions(sessions, validate, repr(definitions), progress=step)
+        known = set(sessions)  # a folder that lost its manifest is an error, not nothing
+        issues += [o.issue() for root in roots if root.is_dir() for o in orphans.under(root, known)]
         for done, path in enumerate(loose, len(sessions) + 1):
             kind = kind_of(path)
             assert kind is not None
@@ -1594,6 +1596,9 @@ class CheckpointManager:
                     f"project {project_id!r} does not exist under {self.base_dir}",
                     path=self.project_dir(project_id),
                 )
+            orphan = orphans.find(directory)
+            if orphan is not None:  # its folder holds files: say how to get it back
+                raise SessionNotFoundError(f"session {project_id}/{session_id}: {orphan.issue()}", path=path)
             raise SessionNotFoundError(
                 f"session {project_id}/{session_id} does not exist (no {path})", path=path
             )

@@ -37,6 +37,7 @@ from haytham.format.reader import decode
 from haytham.format.summary import ManifestSummary, read_summary, summary_of
 from haytham.records import SessionManifest
 from haytham.store import index as _index
+from haytham.store import orphans as _orphans
 from haytham.store.disagreements import folder_disagreements
 from haytham.store.fs import LOCK_NAME, TMP_SUFFIX
 from haytham.store.names import check_inside
@@ -420,7 +421,8 @@ def _from_files(
     everyone = wanted.user_id is None and wanted.status is None
     for parent, name, project in _sessions_of(root, folders):
         got = _learn(parent, name, project, identify=identify)
-        if got is None:
+        if got is None:  # no manifest: a folder that holds files anyway is an orphan
+            issues += _orphans.issues_of(parent, name)
             continue
         count += 1
         row, found, st = got
@@ -519,6 +521,7 @@ def _from_index(
                     st = stat_of(prefix + name + suffix)
                 except _MISSING:
                     gone.append((parent, name))
+                    issues += _orphans.issues_of(parent, name)
                     continue
                 if identity(st) == remembered[1]:
                     if remembered[3] is None and remembered[2] and everyone:
@@ -533,6 +536,7 @@ def _from_index(
                 changed.add((parent, name))
             got = _learn(parent, name, project, identify=True)
             if got is None:
+                issues += _orphans.issues_of(parent, name)
                 if remembered is not None:
                     gone.append((parent, name))
                 continue
