@@ -33,19 +33,10 @@ try:
 except ImportError:  # pragma: no cover - Windows: filelock
     fcntl = None  # type: ignore[assignment]
 
-from haytham.errors import HaythamError, LockTimeout
+from haytham.errors import LockTimeout, SessionBusyError
 from haytham.format.layout import LEASE_FILE
 from haytham.store.fs import flock_path
 from haytham.store.lease import LeaseHolder, read_holder
-
-
-class SessionBusyError(HaythamError):
-    """Another runner is running this session; nothing was run."""
-
-    def __init__(self, message: str, holder: LeaseHolder | None, path: Path) -> None:
-        super().__init__(message)
-        self.holder = holder
-        self.path = path
 
 
 def current_holder() -> LeaseHolder:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from haytham.errors import HaythamError, InvalidArgumentError, WorkflowChangedError
+from haytham.errors import AgentImportError, HaythamError, InvalidArgumentError, WorkflowChangedError
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
@@ -158,10 +158,6 @@ def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> N
         errors = manager.load_checkpoint(project_id, session_id, number).errors
         return NextStep("resume", number, "failed", "; ".join(errors))
     return NextStep("resume", number, "interrupted" if current.state == "in_progress" else "ready")
-
-
-class AgentImportError(HaythamError, LookupError):
-    """A ``module:function`` that names an agent cannot be imported or is not callable."""
 
 
 def load_callable(spec: str) -> Any:

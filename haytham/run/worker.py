@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from haytham.errors import HaythamError
+from haytham.errors import HaythamError, WorkerStopped
 from haytham.format.workflow import Workflow
 from haytham.git.autocommit import AutoCommit
 from haytham.git.claims import SessionClaimed, claim_session, claimable, default_worker, release_claim
@@ -34,10 +34,6 @@ from haytham.store.scan import list_sessions
 
 AgentsFor = Callable[[Workflow], Mapping[str, Agent]]
 """Given a session's workflow, the callables that play its agents (``--agents``)."""
-
-
-class WorkerStopped(HaythamError):
-    """A stop was asked for in the middle of a run (raised at a safe point, then handled)."""
 
 
 @dataclass

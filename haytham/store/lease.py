@@ -24,29 +24,15 @@ import contextlib
 import json
 import os
 import stat
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from haytham.format.layout import LEASE_FILE
+from haytham.records import LeaseHolder
 from haytham.store.clock import format_timestamp
 
 LOCKS_TABLE = "/proc/locks"
 """The kernel's table of the file locks held on this machine (Linux)."""
-
-
-@dataclass(frozen=True)
-class LeaseHolder:
-    """Who holds a session's run lease."""
-
-    host: str
-    pid: int
-    user: str
-    since: str
-    """When the run began, ISO 8601 UTC."""
-
-    def describe(self) -> str:
-        return f"process {self.pid} of {self.user} on {self.host} since {self.since}"
 
 
 def read_holder(session_dir: Path) -> LeaseHolder | None:
