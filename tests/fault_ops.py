@@ -19,6 +19,7 @@ from haytham.format.workflow import BUILTIN_WORKFLOWS
 from haytham.migrate import migrate
 from haytham.projects import ProjectManager
 from haytham.retention import RetentionPolicy, cleanup
+from haytham.run.demo import DEMO_PROJECT, run_demo
 
 P, S = "acme", "s-1"
 MOMENT = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
@@ -251,3 +252,48 @@ OPERATIONS: dict[str, Operation] = {
     "migrate": (setup_migrate, run_migrate),
     "change_workflow": (setup_change_workflow, run_change_workflow),
 }
+
+
+# ------------------------------------------- the steps of a resume (tests/test_recover_first.py)
+
+
+def setup_resume_start_attempt(root: Path) -> None:
+    """A demo session whose phase 1 a reviewer sent back, with the review updated as a resume
+    updates it just before ``start_attempt`` (``PhaseRunner._start_again``)."""
+    m = manager(root)
+    run_demo(m, S, review="manual")
+    m.save_user_feedback(
+        DEMO_PROJECT, S, 1, True, False, comments="redo", requested_changes=["shorter"], action="rejected"
+    )
+    m.update_feedback(DEMO_PROJECT, S, 1, action="rejected", retry_count=1)
+
+
+def run_resume_start_attempt(root: Path) -> None:
+    manager(root).start_attempt(DEMO_PROJECT, S, 1)
+
+
+def setup_resume_save(root: Path) -> None:
+    """A demo session whose every phase is done but the last, whose output is saved: the
+    resume's last save (``save_checkpoint`` completed) is what completes the session."""
+    m = manager(root)
+    run_demo(m, S)
+    m.save_checkpoint(DEMO_PROJECT, S, 7, "in_progress", [{"agent_name": "synthesizer", "status": "pending"}])
+
+
+def run_resume_save(root: Path) -> None:
+    manager(root).save_checkpoint(
+        DEMO_PROJECT, S, 7, "completed", [{"agent_name": "synthesizer", "status": "completed"}]
+    )
+
+
+RESUME_STEPS: dict[str, Operation] = {
+    "resume_start_attempt": (setup_resume_start_attempt, run_resume_start_attempt),
+    "resume_save": (setup_resume_save, run_resume_save),
+}
+"""Writes a resume makes, killed at every point and followed by one ``haytham resume``: not
+in ``OPERATIONS``, whose harness compares trees before and after every operation."""
+
+
+def operation(name: str) -> Operation:
+    """The operation ``name`` of ``OPERATIONS`` or ``RESUME_STEPS`` (for the fault worker)."""
+    return OPERATIONS[name] if name in OPERATIONS else RESUME_STEPS[name]

@@ -1,0 +1,183 @@
+"""Every writer finishes an interrupted change before it decides (issue 23, defect 6).
+
+A change of several files commits with its journal record and is rolled forward by the next
+writer that takes the session's lock (docs/architecture.md, "Multi-file changes"). A writer
+that reads the facts it decides on before that recovery decides on a change half applied:
+a resume killed inside ``start_attempt`` made the next ``haytham resume`` fail ("phase 1 has
+no feedback"), and a resume that found a session completed by a half-applied save wrote
+nothing, so the record stayed and ``haytham validate`` warned after a successful resume.
+
+Here a real process (``tests/fault_worker.py``) SIGKILLs itself just before each file-system
+change of the step a resume makes, then ONE ``haytham resume`` (a real subprocess) must
+succeed and ``haytham validate --strict`` must find nothing, at every kill point. The default
+run takes a few kill points (before the commit point, the first and last after it, one
+between); ``-m slow`` takes every one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import fault_ops
+import pytest
+
+from haytham import CheckpointManager
+from haytham.run.demo import DEMO_PROJECT
+from haytham.store import journal
+
+WORKER = Path(__file__).resolve().parent / "fault_worker.py"
+S = fault_ops.S
+
+
+class Worker:
+    """The fault worker (``tests/fault_worker.py``): runs an operation in a forked child that
+    SIGKILLs itself just before its Nth file-system change."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def run(self, root: Path, operation: str, kill_at: int) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{root} {operation} {kill_at}\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        assert line, "the fault worker died"
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+        self.process.stdout.close()
+
+
+@pytest.fixture
+def worker() -> Iterator[Worker]:
+    started = Worker()
+    yield started
+    started.close()
+
+
+@dataclass(frozen=True)
+class Killed:
+    """A copy of the tree in which the operation was killed before change ``point``."""
+
+    point: int
+    root: Path
+    committed: bool
+    """Whether the kill came after the commit point (a complete journal record is pending)."""
+
+
+def session_dir(root: Path) -> Path:
+    return fault_ops.base(root) / DEMO_PROJECT / "sessions" / S
+
+
+def kill_everywhere(operation: str, tmp_path: Path, worker: Worker) -> list[Killed]:
+    """Build the tree before ``operation``, then kill it before each of its file-system
+    changes in a copy of its own, until a run finishes: every kill point."""
+    setup, _ = fault_ops.operation(operation)
+    template = tmp_path / "template"
+    setup(template)
+    killed = []
+    point = 1
+    while True:
+        root = tmp_path / f"killed-{point}"
+        shutil.copytree(template, root, symlinks=True)
+        answer = worker.run(root, operation, point)
+        if answer["outcome"] == "done":
+            assert answer["changes"] == point - 1
+            shutil.rmtree(root)
+            break
+        assert answer["outcome"] == "killed", f"{operation} at {point}: {answer}"
+        found = journal.pending(session_dir(root))
+        killed.append(Killed(point, root, found is not None and found.operation is not None))
+        point += 1
+    assert any(k.committed for k in killed) and not all(k.committed for k in killed)
+    return killed
+
+
+def representative(killed: list[Killed]) -> list[Killed]:
+    """The last kill before the commit point, and the first, a middle and the last after it."""
+    after = [k for k in killed if k.committed]
+    before = [k for k in killed if not k.committed and k.point < after[0].point]
+    return [before[-1], after[0], after[len(after) // 2], after[-1]]
+
+
+def haytham(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m haytham ARGS --base-dir BASE``, a real process."""
+    return subprocess.run(
+        [sys.executable, "-m", "haytham", *args, "--base-dir", str(fault_ops.base(root))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def resume_once_then_validate(killed: Killed, operation: str) -> dict[str, Any]:
+    """One ``haytham resume`` succeeds, leaves no record, and ``validate --strict`` is clean."""
+    moment = "after" if killed.committed else "before"
+    where = f"{operation} killed before change {killed.point} ({moment} its commit point)"
+    resumed = haytham(killed.root, "resume", DEMO_PROJECT, S, "--json")
+    assert resumed.returncode == 0, f"{where}: resume failed: {resumed.stdout}{resumed.stderr}"
+    result: dict[str, Any] = json.loads(resumed.stdout)
+    assert journal.pending(session_dir(killed.root)) is None, f"{where}: the record is still there"
+    validated = haytham(killed.root, "validate", "--strict")
+    assert validated.returncode == 0, f"{where}: validate after resume: {validated.stdout}{validated.stderr}"
+    return result
+
+
+def check_start_attempt(killed: Killed) -> None:
+    """The sent-back phase ran once more, as attempt 2 with the reviewer's changes, and no
+    attempt was opened twice."""
+    result = resume_once_then_validate(killed, "resume_start_attempt")
+    where = f"start_attempt killed before change {killed.point}"
+    assert (result["status"], result["phase"]) == ("awaiting_review", 1), f"{where}: {result}"
+    manager = CheckpointManager(fault_ops.base(killed.root))
+    attempts = manager.load_attempts(DEMO_PROJECT, S, 1)
+    assert [a.number for a in attempts] == [1, 2], f"{where}: attempts {[a.number for a in attempts]}"
+    assert attempts[0].feedback is not None and attempts[0].feedback.comments == "redo", where
+    output = manager.load_agent_output(DEMO_PROJECT, S, 1, "concept_expansion").content
+    assert "Addressed: shorter" in output, f"{where}: the rerun was not given the review: {output}"
+
+
+def check_save(killed: Killed) -> None:
+    """The session is completed with its last checkpoint as the save wrote it."""
+    result = resume_once_then_validate(killed, "resume_save")
+    where = f"save_checkpoint killed before change {killed.point}"
+    assert result["status"] == "completed", f"{where}: {result}"
+    manager = CheckpointManager(fault_ops.base(killed.root))
+    assert manager.load_checkpoint(DEMO_PROJECT, S, 7).status == "completed", where
+    assert manager.load_session(DEMO_PROJECT, S)["status"] == "completed", where
+
+
+@pytest.mark.parametrize(
+    "every",
+    [pytest.param(False, id="representative"), pytest.param(True, id="every", marks=pytest.mark.slow)],
+)
+def test_one_resume_finishes_a_start_attempt_killed_at_any_point(
+    tmp_path: Path, worker: Worker, every: bool
+) -> None:
+    killed = kill_everywhere("resume_start_attempt", tmp_path, worker)
+    for point in killed if every else representative(killed):
+        check_start_attempt(point)
+
+
+@pytest.mark.parametrize(
+    "every",
+    [pytest.param(False, id="representative"), pytest.param(True, id="every", marks=pytest.mark.slow)],
+)
+def test_one_resume_finishes_a_save_killed_at_any_point(tmp_path: Path, worker: Worker, every: bool) -> None:
+    killed = kill_everywhere("resume_save", tmp_path, worker)
+    for point in killed if every else representative(killed):
+        check_save(point)
