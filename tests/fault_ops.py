@@ -286,14 +286,52 @@ def run_resume_save(root: Path) -> None:
     )
 
 
-RESUME_STEPS: dict[str, Operation] = {
+def setup_langgraph_review(root: Path) -> None:
+    """A LangGraph thread paused at an interrupt that a reviewer approved."""
+    from haytham.integrations.langgraph import HaythamSaver
+    from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW, MODE, open_review
+
+    saver = HaythamSaver(base(root), "langgraph")
+    # the thread's session, as the saver's first checkpoint creates it
+    saver.manager.create_session("langgraph", saver.session_id("t1"), "langgraph", LANGGRAPH_WORKFLOW, MODE)
+    open_review(saver, "t1", "cp-1", ["first question"])
+    saver.manager.save_user_feedback("langgraph", saver.session_id("t1"), 1, True, True, comments="yes")
+
+
+def run_langgraph_review(root: Path) -> None:
+    """The thread's next interrupt: a new attempt of the review phase (``start_attempt``)."""
+    from haytham.integrations.langgraph import HaythamSaver
+    from haytham.integrations.langgraph.review import open_review
+
+    open_review(HaythamSaver(base(root), "langgraph"), "t1", "cp-2", ["second question"])
+
+
+def setup_legacy_attempt(root: Path) -> None:
+    setup_migrate(root)
+
+
+def run_legacy_attempt(root: Path) -> None:
+    """A new attempt of a legacy session's phase 1: the copies it archives are old files."""
+    manager(root).start_attempt("proj-legacy", "sess-mvp-complete", 1)
+
+
+INTERRUPTED: dict[str, Operation] = {
     "resume_start_attempt": (setup_resume_start_attempt, run_resume_start_attempt),
     "resume_save": (setup_resume_save, run_resume_save),
+    "langgraph_review": (setup_langgraph_review, run_langgraph_review),
+    "legacy_attempt": (setup_legacy_attempt, run_legacy_attempt),
 }
-"""Writes a resume makes, killed at every point and followed by one ``haytham resume``: not
-in ``OPERATIONS``, whose harness compares trees before and after every operation."""
+"""Writes killed part way before another writer runs (tests/test_recover_first.py): not in
+``OPERATIONS``, whose harness compares the trees before and after every operation."""
 
 
 def operation(name: str) -> Operation:
-    """The operation ``name`` of ``OPERATIONS`` or ``RESUME_STEPS`` (for the fault worker)."""
-    return OPERATIONS[name] if name in OPERATIONS else RESUME_STEPS[name]
+    """The operation ``name`` of ``OPERATIONS`` or ``INTERRUPTED`` (for the fault worker)."""
+    return OPERATIONS[name] if name in OPERATIONS else INTERRUPTED[name]
+
+
+def prepare(name: str) -> None:
+    """Import, once in the fault worker, what every run of the operation ``name`` imports, so
+    that each forked child shares it instead of importing it again (LangGraph takes seconds)."""
+    if name.startswith("langgraph"):
+        import haytham.integrations.langgraph  # noqa: F401

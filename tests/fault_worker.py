@@ -93,6 +93,7 @@ def child(root: Path, operation: str, kill_at: int, pipe: int) -> None:
 def serve() -> None:
     for line in sys.stdin:
         root, operation, kill_at = line.split()
+        fault_ops.prepare(operation)
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:

@@ -17,6 +17,7 @@ between); ``-m slow`` takes every one.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -27,8 +28,10 @@ from typing import Any
 
 import fault_ops
 import pytest
+from test_cli import editor
 
 from haytham import CheckpointManager
+from haytham.migrate import migrate
 from haytham.run.demo import DEMO_PROJECT
 from haytham.store import journal
 
@@ -106,6 +109,23 @@ def kill_everywhere(operation: str, tmp_path: Path, worker: Worker) -> list[Kill
     return killed
 
 
+def killed_at_commit(operation: str, tmp_path: Path, worker: Worker, folder: Path) -> Path:
+    """A tree in which ``operation`` was killed at its commit point: its record in
+    ``folder`` (relative to the tree's base directory) is whole and no step of it is applied."""
+    setup, _ = fault_ops.operation(operation)
+    template = tmp_path / "template"
+    setup(template)
+    root = tmp_path / "killed"
+    for point in range(1, 1000):
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(template, root, symlinks=True)
+        assert worker.run(root, operation, point)["outcome"] == "killed", f"{operation} never committed"
+        found = journal.pending(fault_ops.base(root) / folder)
+        if found is not None and found.operation is not None:
+            return root
+    raise AssertionError(f"{operation} has no commit point")
+
+
 def representative(killed: list[Killed]) -> list[Killed]:
     """The last kill before the commit point, and the first, a middle and the last after it."""
     after = [k for k in killed if k.committed]
@@ -181,3 +201,62 @@ def test_one_resume_finishes_a_save_killed_at_any_point(tmp_path: Path, worker: 
     killed = kill_everywhere("resume_save", tmp_path, worker)
     for point in killed if every else representative(killed):
         check_save(point)
+
+
+# ------------------------------------------------------- the other writers that decide
+
+
+def test_the_review_editor_opens_the_review_an_interrupted_save_wrote(tmp_path: Path, worker: Worker) -> None:
+    """``haytham feedback P S N`` (the editor) shows the review as the interrupted save left
+    it once finished, not the blank file the save was replacing."""
+    root = killed_at_commit("review", tmp_path, worker, Path(fault_ops.P) / "sessions" / S)
+    base = fault_ops.base(root)
+    env = editor(tmp_path, 'Path(sys.argv[0]).with_name("seen.md").write_text(text)\n')
+    shown = subprocess.run(
+        [sys.executable, "-m", "haytham", "feedback", fault_ops.P, S, "1", "--base-dir", str(base)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={k: v for k, v in {**os.environ, **env}.items() if v is not None},
+    )
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    seen = (tmp_path / "seen.md").read_text()
+    assert "send it back" in seen and "- Change 1: shorter" in seen, seen
+    assert journal.pending(fault_ops.base(root) / fault_ops.P / "sessions" / S) is None
+
+
+def test_langgraph_opens_one_attempt_for_an_interrupt_after_an_interrupted_one(
+    tmp_path: Path, worker: Worker
+) -> None:
+    """The saver's next interrupt after one killed inside its ``start_attempt``: the thread's
+    review phase is at attempt 2 awaiting review, with no empty attempt opened on top."""
+    pytest.importorskip("langgraph", reason="LangGraph is not installed: pip install 'haytham[langgraph]'")
+    from haytham.integrations.langgraph import HaythamSaver
+    from haytham.integrations.langgraph.review import open_review
+
+    session = HaythamSaver(tmp_path / "ids", "langgraph").session_id("t1")
+    root = killed_at_commit("langgraph_review", tmp_path, worker, Path("langgraph") / "sessions" / session)
+    saver = HaythamSaver(fault_ops.base(root), "langgraph")
+    open_review(saver, "t1", "cp-2", ["second question"])  # the graph pauses again at the same interrupt
+    attempts = saver.manager.load_attempts("langgraph", session, 1)
+    assert [a.number for a in attempts] == [1, 2]
+    assert "first question" in attempts[0].outputs["interrupt"]
+    assert "second question" in attempts[1].outputs["interrupt"]
+    assert saver.manager.state("langgraph", session).phase(1).state == "awaiting_review"
+
+
+def test_migrate_lists_the_files_of_an_interrupted_change_once_finished(
+    tmp_path: Path, worker: Worker
+) -> None:
+    """``migrate`` over a legacy session whose ``start_attempt`` was killed: it migrates the
+    old files that attempt archives, and skips none that the change removes."""
+    folder = Path("proj-legacy") / "sessions" / "sess-mvp-complete"
+    root = killed_at_commit("legacy_attempt", tmp_path, worker, folder)
+    report = migrate(fault_ops.base(root))
+    assert report.skipped == (), report.skipped
+    assert journal.pending(fault_ops.base(root) / folder) is None
+    again = migrate(fault_ops.base(root), dry_run=True)
+    assert again.changes == (), [str(c.path) for c in again.changes]
+    archived = fault_ops.base(root) / folder / "phase_1_concept" / "attempts" / "1"
+    assert any(c.path.parent == archived for c in report.changes)
