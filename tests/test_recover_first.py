@@ -29,8 +29,10 @@ from typing import Any
 import fault_ops
 import pytest
 from test_cli import editor
+from test_reads_never_write import cli_reads, library_reads, lock_files, snapshot
 
 from haytham import CheckpointManager
+from haytham.format.layout import LOCK_FILE
 from haytham.migrate import migrate
 from haytham.run.demo import DEMO_PROJECT
 from haytham.store import journal
@@ -109,9 +111,10 @@ def kill_everywhere(operation: str, tmp_path: Path, worker: Worker) -> list[Kill
     return killed
 
 
-def killed_at_commit(operation: str, tmp_path: Path, worker: Worker, folder: Path) -> Path:
-    """A tree in which ``operation`` was killed at its commit point: its record in
-    ``folder`` (relative to the tree's base directory) is whole and no step of it is applied."""
+def killed_at_commit(operation: str, tmp_path: Path, worker: Worker, folder: Path, *, then: int = 0) -> Path:
+    """A tree in which ``operation`` was killed at its commit point (its record in ``folder``,
+    relative to the tree's base directory, whole and no step of it applied), or ``then``
+    file-system changes after it (part of it applied)."""
     setup, _ = fault_ops.operation(operation)
     template = tmp_path / "template"
     setup(template)
@@ -122,6 +125,11 @@ def killed_at_commit(operation: str, tmp_path: Path, worker: Worker, folder: Pat
         assert worker.run(root, operation, point)["outcome"] == "killed", f"{operation} never committed"
         found = journal.pending(fault_ops.base(root) / folder)
         if found is not None and found.operation is not None:
+            if then:
+                shutil.rmtree(root)
+                shutil.copytree(template, root, symlinks=True)
+                assert worker.run(root, operation, point + then)["outcome"] == "killed"
+                assert journal.pending(fault_ops.base(root) / folder) is not None
             return root
     raise AssertionError(f"{operation} has no commit point")
 
@@ -260,3 +268,43 @@ def test_migrate_lists_the_files_of_an_interrupted_change_once_finished(
     assert again.changes == (), [str(c.path) for c in again.changes]
     archived = fault_ops.base(root) / folder / "phase_1_concept" / "attempts" / "1"
     assert any(c.path.parent == archived for c in report.changes)
+
+
+def test_reads_of_a_session_with_an_interrupted_change_write_nothing(tmp_path: Path, worker: Worker) -> None:
+    """Reads never write, not even to finish a committed change: every library and CLI read
+    leaves every byte and time as it was, the record included, and says the change is
+    pending (validate's warning); the next writer (here ``recover``) finishes it."""
+    folder = Path(DEMO_PROJECT) / "sessions" / S
+    base = fault_ops.base(killed_at_commit("resume_start_attempt", tmp_path, worker, folder, then=10))
+    for lock in base.rglob(LOCK_FILE):  # left by the writers that built the tree
+        lock.unlink()
+    before = snapshot(base)
+    assert library_reads(CheckpointManager(base), base) > 40  # the reads ran, not just raised
+    out = tmp_path / "exports"
+    out.mkdir()
+    results = cli_reads(base, out)
+    assert all(r.exit_code in (0, 1) for r in results), [r.output for r in results if r.exit_code > 1]
+    assert snapshot(base) == before
+    assert lock_files(base) == []
+    manager = CheckpointManager(base)
+    warnings = [i.message for i in manager.validate_session(DEMO_PROJECT, S)]
+    assert any("an interrupted start_attempt is not finished yet" in w for w in warnings), warnings
+    assert manager.recover(DEMO_PROJECT, S) is True
+    assert journal.pending(base / folder) is None
+    assert manager.recover(DEMO_PROJECT, S) is False  # nothing left: no lock taken
+    assert manager.validate_session(DEMO_PROJECT, S) == []
+
+
+def test_a_fork_from_an_entry_an_interrupted_save_committed_finds_it(tmp_path: Path, worker: Worker) -> None:
+    """``fork_session(from_entry=...)`` looks the entry up once the interrupted save that
+    committed it is finished, not before (when its file was still staged)."""
+    folder = Path(fault_ops.P) / "sessions" / S
+    root = killed_at_commit("save_checkpoint", tmp_path, worker, folder)
+    found = journal.pending(fault_ops.base(root) / folder)
+    assert found is not None
+    entry_id = next(s.path for s in found.steps if s.path.startswith("history/")).split("_")[-1][:-3]
+    manager = fault_ops.manager(root)
+    manager.fork_session(fault_ops.P, S, "s-fork", from_entry=entry_id)
+    assert journal.pending(fault_ops.base(root) / folder) is None
+    reasons = [e.reason for e in manager.history(fault_ops.P, "s-fork")]
+    assert reasons and all(r == f"forked from {S} at entry {entry_id}" for r in reasons), reasons

@@ -1195,6 +1195,7 @@ class CheckpointManager:
                 raise InvalidArgumentError(
                     f"from_entry must be a string, got {from_entry!r}", field="from_entry"
                 )
+            self.recover(project_id, session_id)  # an entry an interrupted save committed counts
             entry = self.history_entry(project_id, session_id, from_entry)
             from_phase = entry.phase_number
         target = check_inside(self.base_dir, self.session_dir(project_id, new_session_id))
