@@ -214,14 +214,17 @@ def test_one_resume_finishes_a_save_killed_at_any_point(tmp_path: Path, worker: 
 # ------------------------------------------------------- the other writers that decide
 
 
-def test_the_review_editor_opens_the_review_an_interrupted_save_wrote(tmp_path: Path, worker: Worker) -> None:
-    """``haytham feedback P S N`` (the editor) shows the review as the interrupted save left
-    it once finished, not the blank file the save was replacing."""
+@pytest.mark.parametrize("command", [["feedback", fault_ops.P, S, "1"], ["review", fault_ops.P, S]])
+def test_the_review_editor_opens_the_review_an_interrupted_save_wrote(
+    tmp_path: Path, worker: Worker, command: list[str]
+) -> None:
+    """``haytham feedback P S N`` and ``haytham review P S`` (the editor) show the review as
+    the interrupted save left it once finished, not the blank file it was replacing."""
     root = killed_at_commit("review", tmp_path, worker, Path(fault_ops.P) / "sessions" / S)
     base = fault_ops.base(root)
     env = editor(tmp_path, 'Path(sys.argv[0]).with_name("seen.md").write_text(text)\n')
     shown = subprocess.run(
-        [sys.executable, "-m", "haytham", "feedback", fault_ops.P, S, "1", "--base-dir", str(base)],
+        [sys.executable, "-m", "haytham", *command, "--base-dir", str(base)],
         capture_output=True,
         text=True,
         timeout=120,
