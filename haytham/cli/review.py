@@ -66,6 +66,7 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
     ever written with a text that reads right; a missing file is first created from the
     blank template (as before any review). A failing editor raises click's error.
     """
+    manager.recover(project, session)  # the person edits the review an interrupted save left whole
     path = manager.phase_dir(project, session, phase) / FEEDBACK_FILE
     if not path.exists():
         manager.save_user_feedback(project, session, phase, reviewed=False, approved=False, action="pending")
@@ -209,6 +210,7 @@ def feedback(
     manager = CheckpointManager(base_dir)
     commits = Commits(manager, commit, push, remote)
     commits.pull()
+    manager.recover(project, session)  # the retry count below is the whole change's
     checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before a phase ran
     if not (approve or reject):
         edited = edit_feedback(manager, project, session, phase)

@@ -253,6 +253,9 @@ class PhaseRunner:
         return run_lease(self.manager.session_dir(project_id, session_id), f"{project_id}/{session_id}")
 
     def _run(self, project_id: str, session_id: str) -> RunResult:
+        # First finish a change a killed writer left half applied (a resume killed inside
+        # start_attempt or a save): every step below decides from the files it reads.
+        self.manager.recover(project_id, session_id)
         state = self.manager.load_session(project_id, session_id)
         self._check_workflow(project_id, session_id, state)
         self._check_agents(state["execution_mode"])

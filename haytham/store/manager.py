@@ -1202,6 +1202,7 @@ class CheckpointManager:
                 raise InvalidArgumentError(
                     f"from_entry must be a string, got {from_entry!r}", field="from_entry"
                 )
+            self.recover(project_id, session_id)  # an entry an interrupted save committed counts
             entry = self.history_entry(project_id, session_id, from_entry)
             from_phase = entry.phase_number
         target = check_inside(self.base_dir, self.session_dir(project_id, new_session_id))
@@ -1518,6 +1519,23 @@ class CheckpointManager:
             newest = history.newest(entries, session.manifest.history_head)
             head = newest.entry_id if newest is not None else None
             self._sync_manifest(session, head=head if head != session.manifest.history_head else None)
+
+    def recover(self, project_id: str, session_id: str) -> bool:
+        """Finish a change of the session that a killed writer committed and left half
+        applied (its journal record, docs/architecture.md "Multi-file changes"), under the
+        session's lock, as every save does first; return whether there was one.
+
+        For code that decides from the session's state before it writes (a runner choosing
+        its next step, a review read before it is edited): call it first, so the decision is
+        made on the whole change, not on half of it. A session with no record is not locked
+        and nothing is written. ``load_session`` and every other read never recover: they
+        see the files as they are (``validate`` warns of the pending change).
+        """
+        directory = self._session_home(project_id, session_id)
+        if journal.pending(directory) is None:
+            return False
+        with self._lock(directory, project_id, session_id):  # taking it rolls the change forward
+            return True
 
     def lock(self, project_id: str, session_id: str) -> AbstractContextManager[None]:
         """Hold the session's OS lock, the one every save takes, for as long as the block runs.

@@ -84,6 +84,7 @@ def open_review(
     """
     manager, project, session = saver.manager, saver.project, saver.session_id(thread_id)
     text = review_text(checkpoint_id, interrupt_values)
+    manager.recover(project, session)  # decide on the whole of an interrupted change, not half
     state = manager.state(project, session).phase(REVIEW_PHASE).state
     if state != "pending":
         try:
