@@ -71,7 +71,9 @@ def gather(directory: str, manifest: os.stat_result | None, salt: str) -> Facts:
     linked = False
     COUNTERS.listed += 1
     with os.scandir(directory) as entries:
-        found = sorted((e.name, e) for e in entries if not e.name.startswith("."))
+        found = [(e.name, e) for e in entries if e.name[0] != "." and e.name != MANIFEST_FILE]
+    if len(found) > 1:
+        found.sort(key=_first)
     for name, entry in found:
         if name == WORKFLOW_FILE:
             names.append(name)
@@ -98,6 +100,10 @@ def gather(directory: str, manifest: os.stat_result | None, salt: str) -> Facts:
         if found_key is not None:
             facts.key, facts.newest_ns = found_key
     return facts
+
+
+def _first(pair: tuple[str, os.DirEntry[str]]) -> str:
+    return pair[0]
 
 
 def key_of(
@@ -157,25 +163,24 @@ class Deriver:
     ) -> tuple[Derived | None, Issue | None]:
         """The derived values of the session in ``directory``, or None and a warning saying
         why they cannot be (then the listing shows what the manifest says)."""
-        manifest = Path(directory, MANIFEST_FILE)
         try:
             workflow = self._workflow(directory, workflow_type, facts)
             if workflow is None:
                 known = ", ".join(sorted(self.workflows))
                 message = f"{workflow_type!r} is not a known workflow (expected one of {known})"
-                return None, _warning(manifest, "Workflow Type", message)
-            phases = workflow.phases_for(mode)
-            if not facts.files:  # nothing has run: the same answer for every such session
+                return None, _warning(Path(directory, MANIFEST_FILE), "Workflow Type", message)
+            if not any(facts.files.values()):  # nothing has run: the same answer for every such session
                 known_empty = self._empty.get((id(workflow), mode))
                 if known_empty is None:
-                    known_empty = _derived(Path(directory), phases, {}, {})
+                    known_empty = _derived(Path(directory), workflow.phases_for(mode), {}, {})
                     self._empty[(id(workflow), mode)] = known_empty
                 return known_empty, None
+            phases = workflow.phases_for(mode)
             return _derived(Path(directory), phases, self._checkpoints(directory, phases, facts), None), None
         except InvalidArgumentError as error:  # a mode the workflow does not have
-            return None, _warning(manifest, "Execution Mode", str(error))
+            return None, _warning(Path(directory, MANIFEST_FILE), "Execution Mode", str(error))
         except HaythamError as error:  # a fact file that cannot be read
-            where = getattr(error, "path", None) or manifest
+            where = getattr(error, "path", None) or Path(directory, MANIFEST_FILE)
             line, label = getattr(error, "line", None), getattr(error, "field", None)
             return None, _warning(where, label, str(error), line)
 
