@@ -175,7 +175,9 @@ def summarize(
             raise ProjectNotFoundError(
                 f"project {project_id!r} does not exist under {manager.base_dir}", path=directory
             )
-    summaries, unreadable = list_sessions(manager.base_dir, project_id=project_id, user_id=user_id)
+    summaries, unreadable = list_sessions(
+        manager.base_dir, project_id=project_id, user_id=user_id, workflows=manager.workflows
+    )
     problems = [str(issue) for issue in unreadable]
     if session_id is not None:
         assert project_id is not None

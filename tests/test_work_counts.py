@@ -111,19 +111,31 @@ def test_validating_with_an_index_reads_it_once_per_run(
         assert work["parsed"] == 0
 
 
-def test_listing_reads_each_manifest_once(template: Path) -> None:
-    """Without an index: one open a manifest, no ``stat`` of it (the open finds it), and no
-    parse at all, since haytham's own manifests are read by ``format.summary``."""
+FACTS_READ = 3
+"""What a cold listing opens of a template session: its manifest and its two checkpoints
+(its state is derived from them and from the review files, of which it has none)."""
+FACTS_PARSED = 2
+"""What it parses: the two checkpoints (haytham's own manifests are read by ``format.summary``)."""
+FACTS_STATED = 11
+"""What a warm listing stats of a template session, and reads nothing: its manifest, its
+folder, the five phase folders of its mode (three of them still empty) and the checkpoint
+and output in each of the two that ran."""
+
+
+def test_listing_reads_each_fact_file_once(template: Path) -> None:
+    """Without an index: one open a manifest and a checkpoint, no ``stat`` of them (the open
+    finds them; a listing of each session folder and phase folder says which exist)."""
     base = template.parents[2]
     runs = []
     for count in (5, 10, 15):
         _grow(template, count)
         runs.append(_work(lambda: CheckpointManager(base).list_sessions()))
-        assert runs[-1]["opened"] == count and runs[-1]["parsed"] == 0
-    _assert_linear(runs, ("opened",))
+        assert runs[-1]["opened"] == FACTS_READ * count
+        assert runs[-1]["parsed"] == runs[-1]["canonical"] == FACTS_PARSED * count
+    _assert_linear(runs, ("opened", "parsed", "listed"))
     assert runs[0]["stated"] == runs[1]["stated"] == runs[2]["stated"]  # the folders only
     piped = _work(lambda: CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)]))
-    assert piped["opened"] == 15 and piped["parsed"] == 0
+    assert piped["opened"] == FACTS_READ * 15 and piped["parsed"] == FACTS_PARSED * 15
 
 
 def test_a_hand_edited_manifest_is_parsed_by_the_full_reader(template: Path) -> None:
@@ -132,14 +144,14 @@ def test_a_hand_edited_manifest_is_parsed_by_the_full_reader(template: Path) -> 
     manifest = template.parent / "s-002" / MANIFEST_FILE
     manifest.write_text(manifest.read_text("utf-8").replace("- User ID: ada", "- user id:   ada"), "utf-8")
     work = _work(lambda: CheckpointManager(base).list_sessions())
-    assert work["opened"] == 4 and work["parsed"] == 1
+    assert work["opened"] == FACTS_READ * 4 and work["parsed"] == FACTS_PARSED * 4 + 1
 
 
-def test_a_listing_with_an_index_stats_each_manifest_and_reads_none(
+def test_a_listing_with_an_index_stats_each_fact_file_and_reads_none(
     template: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A warm listing: one ``stat`` a session, each remembered row read twice (to check it,
-    then newest first to show it), no file opened."""
+    """A warm listing: one ``stat`` a fact file of each session, each remembered row read
+    twice (to check it, then newest first to show it), no file opened or parsed."""
     monkeypatch.setenv("HAYTHAM_INDEX", "1")
     monkeypatch.setattr(_index, "RACY_NS", -(10**15))  # files written just now may be remembered
     base = template.parents[2]
@@ -147,12 +159,35 @@ def test_a_listing_with_an_index_stats_each_manifest_and_reads_none(
     for count in (60, 120, 180):
         _grow(template, count)
         learning = _work(lambda: CheckpointManager(base).list_sessions())
-        assert learning["opened"] == 60 and learning["parsed"] == 0  # only the new sessions are read
+        assert learning["opened"] == FACTS_READ * 60  # only the new sessions are read
+        assert learning["parsed"] == FACTS_PARSED * 60
         runs.append(_work(lambda: CheckpointManager(base).list_sessions()))
         assert runs[-1]["opened"] == 0 and runs[-1]["parsed"] == 0
         assert runs[-1]["index_rows"] == 2 * count
     _assert_linear(runs, ("stated", "index_rows"))
-    assert runs[0]["stated"] >= 60
+    assert runs[1]["stated"] - runs[0]["stated"] == FACTS_STATED * 60
+
+
+def test_a_changed_session_is_derived_again_once(template: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review written by hand into one session of a warm index: the next listing derives
+    that session alone (its manifest, checkpoints and the new review file), the one after
+    it nothing."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    base = template.parents[2]
+    _grow(template, 60)
+    CheckpointManager(base).list_sessions()
+    review = template.parent / "s-031" / "phase_1_concept" / "user_feedback.md"
+    review.write_text(
+        "# User Feedback: Concept Expansion\n\n## Review Status\n- Reviewed: false\n- Approved: false\n",
+        "utf-8",
+    )
+    changed = _work(lambda: CheckpointManager(base).list_sessions())
+    assert changed["opened"] == FACTS_READ + 1 and changed["parsed"] == FACTS_PARSED + 1
+    by_id = {s.session_id: s for s in CheckpointManager(base).list_sessions()}
+    assert by_id["s-031"].status == "awaiting_review" and by_id["s-030"].status == "in_progress"
+    again = _work(lambda: CheckpointManager(base).list_sessions())
+    assert again["opened"] == 0 and again["parsed"] == 0
 
 
 def test_a_listing_makes_its_summaries_as_it_is_iterated(template: Path) -> None:

@@ -59,9 +59,9 @@ _SESSION_KEYS = {
     "workflow_type": "the workflow's name, e.g. `idea_validation`",
     "execution_mode": "the workflow mode, e.g. `mvp` or `full`",
     "status": "`in_progress`, `awaiting_review`, `completed` or `failed`",
-    "current_phase": "the manifest's current phase number (0 before any phase started)",
+    "current_phase": "the first phase not done, as the files say (0 before any phase started)",
     "current_phase_name": "that phase's name",
-    "current_state": "that phase's lifecycle state in words, e.g. `stale (built on phase 2, ...)`",
+    "current_state": "that phase's lifecycle state as its files say it, e.g. `awaiting_review` or `stale`",
     "created": "ISO 8601 UTC timestamp",
     "last_updated": "ISO 8601 UTC timestamp",
 }
@@ -206,12 +206,14 @@ def list_command(
 ) -> None:
     """List the sessions, most recently updated first.
 
-    Only manifests are read, so this stays fast for many sessions; a manifest that cannot
-    be read, and a session folder that holds files but no manifest, is reported as a
-    warning (run haytham validate for the details, haytham doctor --fix to rebuild a
-    missing manifest). Rows are
-    printed as they are made: piped, as plain aligned columns; with --json, as one JSON
-    object whose sessions array holds one session a line.
+    Each session's status and current phase are what its checkpoints and review files say
+    now (a review written by hand or brought by git pull shows at once), remembered in an
+    index while the files are unchanged, so this stays fast for many sessions; a manifest
+    that cannot be read, and a session folder that holds files but no manifest, is reported
+    as a warning (run haytham validate for the details, haytham doctor --fix to rebuild a
+    missing manifest).
+    Rows are printed as they are made: piped, as plain aligned columns; with --json, as one
+    JSON object whose sessions array holds one session a line.
     """
     if awaiting_review:
         if status not in (None, "awaiting_review"):
@@ -220,7 +222,9 @@ def list_command(
     manager = CheckpointManager(base_dir)
     if project is not None:
         manager.project_dir(project)  # refuses an unsafe project id
-    with iter_sessions(manager.base_dir, project_id=project, user_id=user, status=status) as listing:
+    with iter_sessions(
+        manager.base_dir, project_id=project, user_id=user, status=status, workflows=manager.workflows
+    ) as listing:
         _print_listing(listing, base_dir, offset, limit, as_json, filtered=bool(project or user or status))
 
 

@@ -226,7 +226,9 @@ class Worker:
 
     def _candidates(self) -> list[tuple[str, str]]:
         """Sessions with work for a runner that this worker may claim now."""
-        found, _unreadable = list_sessions(self.manager.base_dir, project_id=self.project)
+        found, _unreadable = list_sessions(
+            self.manager.base_dir, project_id=self.project, workflows=self.manager.workflows
+        )
         candidates = []
         for summary in found:
             project_id, session_id = summary.project_id, summary.session_id

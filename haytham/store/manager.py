@@ -1428,11 +1428,15 @@ class CheckpointManager:
         self, *, project_id: str | None = None, user_id: str | None = None, status: str | None = None
     ) -> list[SessionSummary]:
         """Every session under ``base_dir`` (optionally one project's, one user's, one status),
-        most recently updated first. Only manifests are read. Unreadable manifests are skipped;
-        ``validate_paths`` reports them."""
+        most recently updated first, each in the state its files derive (as ``state``; the
+        manifest supplies the ids, user, workflow, mode and times). Unreadable manifests are
+        skipped; ``validate_paths`` reports them."""
         if project_id is not None:
             check_path_name("project_id", project_id)
-        return list_sessions(self.base_dir, project_id=project_id, user_id=user_id, status=status)[0]
+        found = list_sessions(
+            self.base_dir, project_id=project_id, user_id=user_id, status=status, workflows=self.workflows
+        )
+        return found[0]
 
     def iter_sessions(
         self, *, project_id: str | None = None, user_id: str | None = None, status: str | None = None
@@ -1442,7 +1446,9 @@ class CheckpointManager:
         of many thousands of sessions. ``listing.issues`` are the unreadable manifests."""
         if project_id is not None:
             check_path_name("project_id", project_id)
-        return iter_sessions(self.base_dir, project_id=project_id, user_id=user_id, status=status)
+        return iter_sessions(
+            self.base_dir, project_id=project_id, user_id=user_id, status=status, workflows=self.workflows
+        )
 
     def validate_paths(
         self,

@@ -71,7 +71,7 @@ class Inbox:
 
 def inbox(manager: CheckpointManager) -> Inbox:
     """Every phase awaiting review (oldest first), then failed and stale ones, across the base dir."""
-    found, unreadable = list_sessions(manager.base_dir)
+    found, unreadable = list_sessions(manager.base_dir, workflows=manager.workflows)
     warnings = [f"a session that cannot be read: {issue}" for issue in unreadable]
     items: list[InboxItem] = []
     for summary in found:
