@@ -35,8 +35,9 @@ from haytham.format.layout import (
     TRASH_SUFFIX,
 )
 from haytham.store import fs as _storage
-from haytham.store import history, journal
+from haytham.store import history, journal, lifecycle
 from haytham.store import progress as _progress
+from haytham.store.validation import is_edited_issue
 
 if TYPE_CHECKING:
     from haytham.store.manager import CheckpointManager
@@ -50,6 +51,7 @@ FindingKind = Literal[
     "temporary_leftover",
     "invalid_file",
     "stale_phase",
+    "edited_output",
     "interrupted_operation",
     "staging_leftover",
     "replaced_leftover",
@@ -98,7 +100,9 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
     findings += [
         Finding("invalid_file", issue.path or manifest_path, _describe(issue))
         for issue in manager.validate_session(project_id, session_id)
-        if not _is_disagreement(issue.path, manifest_path, issue.field) and issue.field != "Built From"
+        if not _is_disagreement(issue.path, manifest_path, issue.field)
+        and issue.field != "Built From"
+        and not is_edited_issue(issue)
     ]
     manifest, _ = MANIFEST.read_path(manifest_path)
     if manifest is None:
@@ -123,6 +127,15 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
                         "checkpoint_not_in_manifest",
                         phase_dir / CHECKPOINT_FILE,
                         f"phase {phase.number}'s files say {state!r}, the manifest {row_status!r}",
+                    )
+                )
+            for name in view.phase(phase.number).edited:
+                findings.append(
+                    Finding(
+                        "edited_output",
+                        directory / name,
+                        f"changed since phase {phase.number} completed: kept as its output "
+                        f"({lifecycle.EDITED}); the phases built on the old outputs are stale",
                     )
                 )
             if state == "stale":
