@@ -90,6 +90,8 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "next_action": "`run`, `review`, `fix` or `done`: what the session needs next",
         "completed_phases": "numbers of the completed or approved phases",
         "stale_phases": "each stale phase's number with the earlier phases it was built on that changed",
+        "edited_outputs": "each phase whose output files changed by hand since it completed, with "
+        "those files (relative to the session folder): kept as its output, a resume records them",
         "phases": "the manifest's phase table, one object per phase of the mode",
         "phases[].number": "phase number",
         "phases[].name": "phase name",

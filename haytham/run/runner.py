@@ -261,6 +261,7 @@ class PhaseRunner:
         self._check_agents(state["execution_mode"])
         ran: list[str] = []
         self._record_approvals(project_id, session_id)
+        self._keep_corrections(project_id, session_id)
         attempts: set[tuple[int, int]] = set()
         while True:
             view = self.manager.state(project_id, session_id)
@@ -481,6 +482,15 @@ class PhaseRunner:
             feedback = self.manager.load_feedback(project_id, session_id, view.number)
             if feedback is not None and feedback.action == "pending":  # keep the reviewer's text
                 self.manager.update_feedback(project_id, session_id, view.number, action="approved")
+
+    def _keep_corrections(self, project_id: str, session_id: str) -> None:
+        """Record as their phase's outputs the outputs a person corrected by hand in a phase
+        that is done or awaits its review (``lifecycle.EDITED``), before the phases built on
+        the old outputs run again. A stale or sent-back phase is not recorded: it runs again,
+        and its corrected files are kept in ``attempts/{n}/`` with the rest of the attempt."""
+        for view in self.manager.state(project_id, session_id).phases:
+            if view.edited and (view.done or view.state == "awaiting_review"):
+                self.manager.keep_edited_outputs(project_id, session_id, view.number)
 
     def _start_again(
         self,

@@ -35,9 +35,10 @@ from haytham.format.layout import (
     TRASH_SUFFIX,
 )
 from haytham.store import fs as _storage
-from haytham.store import history, journal, orphans
+from haytham.store import history, journal, lifecycle, orphans
 from haytham.store import progress as _progress
 from haytham.store.clock import format_timestamp
+from haytham.store.validation import is_edited_issue
 
 if TYPE_CHECKING:
     from haytham.store.manager import CheckpointManager
@@ -52,6 +53,7 @@ FindingKind = Literal[
     "temporary_leftover",
     "invalid_file",
     "stale_phase",
+    "edited_output",
     "interrupted_operation",
     "staging_leftover",
     "replaced_leftover",
@@ -134,6 +136,15 @@ def check_session(manager: CheckpointManager, project_id: str, session_id: str, 
                         "checkpoint_not_in_manifest",
                         phase_dir / CHECKPOINT_FILE,
                         f"phase {phase.number}'s files say {state!r}, the manifest {row_status!r}",
+                    )
+                )
+            for name in view.phase(phase.number).edited:
+                findings.append(
+                    Finding(
+                        "edited_output",
+                        directory / name,
+                        f"changed since phase {phase.number} completed: kept as its output "
+                        f"({lifecycle.EDITED}); the phases built on the old outputs are stale",
                     )
                 )
             if state == "stale":
@@ -389,7 +400,7 @@ def _worded_by_doctor(issue: Issue, manifest_path: Path) -> bool:
         "Current Phase",
         "Metrics",
     )
-    return disagreement or issue.field == "Built From"
+    return disagreement or issue.field == "Built From" or is_edited_issue(issue)
 
 
 def _describe(issue: Issue) -> str:

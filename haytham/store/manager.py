@@ -257,6 +257,8 @@ class CheckpointManager:
         self.workflows: dict[str, Workflow] = dict(BUILTIN_WORKFLOWS)
         self.workflows.update((w.name, w) for w in workflows)
         self.cache = ReadCache()
+        self.digests: _progress.OutputDigests = _progress.DIGESTS
+        """The outputs digests of phase folders by their files' identity (the process's)."""
         self._workflow_copies: dict[bytes, Workflow] = {}
         """Sessions' own workflow.yaml by their bytes: each text parsed once."""
         """What this manager has read: an unchanged file (the same bytes) is not parsed again."""
@@ -413,6 +415,38 @@ class CheckpointManager:
         )
         return path
 
+    def keep_edited_outputs(self, project_id: str, session_id: str, phase_num: int) -> bool:
+        """Record in a phase's checkpoint the digest of the outputs its files hold now, when a
+        person changed them since it completed (``lifecycle.EDITED``): the correction becomes
+        the phase's output of record, with a history entry (``lifecycle.EDIT_KEPT``); nothing
+        else of the checkpoint changes. The phases built on the old outputs stay stale.
+        Returns whether anything was written (not for a phase whose outputs match, or whose
+        checkpoint records no digest)."""
+        with self._saving(project_id, session_id) as (session, reads):
+            directory = session.phase_dir(phase_num)
+            current = self._checkpoints(session, reads)
+            previous = current.get(session.phase(phase_num).number)
+            if previous is None or previous.outputs_digest is None:
+                return False
+            digest = self._outputs_digest(directory, previous.agents, None, reads)
+            if digest == previous.outputs_digest:
+                return False
+            record = dataclasses.replace(previous, outputs_digest=digest)
+            self._phase_folder(session, phase_num, reads)
+            _storage.remove_leftovers(session.directory, reads.listing(session.directory))
+            with journal.Change(session.directory, "save_checkpoint") as change:
+                self._stage_checkpoint(
+                    change,
+                    session,
+                    directory / CHECKPOINT_FILE,
+                    record,
+                    self._now(),
+                    reason=lifecycle.EDIT_KEPT,
+                    current=current,
+                    reads=reads,
+                )
+        return True
+
     def _checkpoint_record(
         self,
         session: _Session,
@@ -482,14 +516,19 @@ class CheckpointManager:
         phase: PhaseDefinition,
         checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
     ) -> tuple[tuple[int, str], ...]:
-        """The outputs digest of every earlier phase of the mode that has one, now (or in
-        ``checkpoints``, the checkpoints an operation is about to write)."""
+        """The outputs digest of every earlier phase of the mode that recorded one (in
+        ``checkpoints``, the checkpoints an operation is about to write), as its output files
+        say now: a phase built on outputs a person corrected is built on the correction."""
         checkpoints = self._checkpoints(session) if checkpoints is None else checkpoints
         found = []
         for earlier in session.phases[: session.phases.index(phase)]:
             saved = checkpoints.get(earlier.number)
             if saved is not None and saved.outputs_digest is not None:
-                found.append((earlier.number, saved.outputs_digest))
+                agents = [run.agent_name for run in saved.agents]
+                now = _progress.outputs_digest_of(
+                    session.phase_dir(earlier.number), agents, self.digests, reads=self.cache
+                )
+                found.append((earlier.number, now))
         return tuple(found)
 
     def _stage_review(
@@ -573,7 +612,12 @@ class CheckpointManager:
                 read.pop(number, None)
             else:
                 read[number] = review
-        view = lifecycle.derive(_progress.phase_facts(session.phases, found, read))
+        # The outputs of a phase whose checkpoint the change writes are those it records.
+        kept = {n: c for n, c in found.items() if n not in (checkpoints or {})}
+        outputs = _progress.outputs_now(
+            session.directory, session.phases, kept, self.digests, reads=self.cache
+        )
+        view = lifecycle.derive(_progress.phase_facts(session.phases, found, read, outputs))
         derived = self._derived_manifest(session, found, view, head)
         if derived is session.manifest:
             return session.manifest
@@ -1322,6 +1366,7 @@ class CheckpointManager:
             "completed_phases": [v.number for v in view.phases if v.state in ("completed", "approved")],
             "phase_statuses": {v.number: v.state for v in view.phases},
             "stale_phases": {v.number: list(v.stale_because) for v in view.stale},
+            "edited_outputs": {v.number: list(v.edited) for v in view.phases if v.edited},
             "phases": [_flat_dict(r) for r in rows],
             "metrics": _flat_dict(manifest.metrics),
             "session_dir": str(session.directory),
@@ -1661,7 +1706,7 @@ class CheckpointManager:
         self, session: _Session, checkpoints: Mapping[int, PhaseCheckpoint] | None = None
     ) -> lifecycle.SessionView:
         found = self._checkpoints(session) if checkpoints is None else checkpoints
-        return _progress.view_of(session.directory, session.phases, found, self.cache)
+        return _progress.view_of(session.directory, session.phases, found, self.cache, self.digests)
 
     def _derived_manifest(
         self,
