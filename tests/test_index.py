@@ -20,7 +20,7 @@ import pytest
 from haytham import CheckpointManager
 from haytham.store import fs as _storage
 from haytham.store import index as _index
-from haytham.store import scan
+from haytham.store import phase_files, scan
 
 P = "proj"
 SESSIONS = 55  # past scan.INDEX_MIN_SESSIONS, so that a listing makes the index
@@ -317,7 +317,7 @@ def _plain_agent_files(directory: Path, order: tuple[str, ...]) -> list[Path]:
 def test_agent_files_match_the_plain_rule(tmp_path: Path) -> None:
     phase = odd_tree(tmp_path) / "p1" / "sessions" / "a" / "phase_1_x"
     for order in ((), ("w",), ("link", "a.b", "zzz")):
-        assert scan.agent_files(phase, order) == _plain_agent_files(phase, order)
+        assert phase_files.agent_files(phase, order) == _plain_agent_files(phase, order)
 
 
 def test_session_files_outside_sessions_match_the_plain_walk(tmp_path: Path) -> None:

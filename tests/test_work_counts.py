@@ -25,6 +25,7 @@ from haytham.format.layout import MANIFEST_FILE
 from haytham.records import HistoryEntry
 from haytham.store import history
 from haytham.store import index as _index
+from haytham.store import progress as _progress
 from haytham.store.manager import CheckpointManager
 
 P = "acme"
@@ -54,6 +55,10 @@ def _grow(template: Path, count: int) -> None:
 
 
 def _work(operation: Callable[[], object]) -> dict[str, int]:
+    """The work ``operation`` does, as a new process would do it: this process's digests of
+    output files (``progress.DIGESTS``, which remembers a file only once it is older than
+    ``progress.RACY_NS``) are forgotten first, so that no count depends on the clock."""
+    _progress.DIGESTS.clear()
     COUNTERS.reset()
     operation()
     return COUNTERS.snapshot()
@@ -111,11 +116,14 @@ def test_validating_with_an_index_reads_it_once_per_run(
         assert work["parsed"] == 0
 
 
-FACTS_READ = 3
-"""What a cold listing opens of a template session: its manifest and its two checkpoints
-(its state is derived from them and from the review files, of which it has none)."""
-FACTS_PARSED = 2
-"""What it parses: the two checkpoints (haytham's own manifests are read by ``format.summary``)."""
+FACTS_READ = 5
+"""What a cold listing opens of a template session: its manifest, its two checkpoints and
+the output of each of the two phases that ran (its state is derived from them and from the
+review files, of which it has none: a completed phase's outputs as they are now are a fact,
+compared with the digest its checkpoint recorded)."""
+FACTS_PARSED = 4
+"""What it parses: the two checkpoints and the two outputs (haytham's own manifests are read
+by ``format.summary``)."""
 FACTS_STATED = 11
 """What a warm listing stats of a template session, and reads nothing: its manifest, its
 folder, the five phase folders of its mode (three of them still empty) and the checkpoint
@@ -123,8 +131,9 @@ and output in each of the two that ran."""
 
 
 def test_listing_reads_each_fact_file_once(template: Path) -> None:
-    """Without an index: one open a manifest and a checkpoint, no ``stat`` of them (the open
-    finds them; a listing of each session folder and phase folder says which exist)."""
+    """Without an index: one open a manifest, a checkpoint and an output; no ``stat`` of a
+    manifest or checkpoint (the open finds them; a listing of each session folder and phase
+    folder says which exist), one of each output (what its digest is remembered by)."""
     base = template.parents[2]
     runs = []
     for count in (5, 10, 15):
@@ -132,8 +141,8 @@ def test_listing_reads_each_fact_file_once(template: Path) -> None:
         runs.append(_work(lambda: CheckpointManager(base).list_sessions()))
         assert runs[-1]["opened"] == FACTS_READ * count
         assert runs[-1]["parsed"] == runs[-1]["canonical"] == FACTS_PARSED * count
-    _assert_linear(runs, ("opened", "parsed", "listed"))
-    assert runs[0]["stated"] == runs[1]["stated"] == runs[2]["stated"]  # the folders only
+    _assert_linear(runs, ("opened", "parsed", "listed", "stated"))
+    assert runs[1]["stated"] - runs[0]["stated"] == 2 * 5  # the two outputs of each new session
     piped = _work(lambda: CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)]))
     assert piped["opened"] == FACTS_READ * 15 and piped["parsed"] == FACTS_PARSED * 15
 

@@ -93,12 +93,12 @@ from haytham.store.names import (
     check_path_name,
     check_user_id,
 )
+from haytham.store.phase_files import agent_files
 from haytham.store.review_time import hand_review_time
 from haytham.store.scan import (
     PhaseDirs,
     SessionListing,
     SessionSummary,
-    agent_files,
     check_below,
     iter_sessions,
     kind_of,

@@ -35,7 +35,7 @@ from haytham.records import (
 )
 from haytham.store import durations, lifecycle
 from haytham.store import index as _index
-from haytham.store.scan import agent_files
+from haytham.store.phase_files import agent_files
 
 NOT_STARTED = CurrentPhase(number=0, name="Not Started", status="pending", can_resume=False)
 

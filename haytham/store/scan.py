@@ -16,7 +16,7 @@ import itertools
 import json
 import os
 import stat
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,6 @@ from haytham.format.layout import (
     HISTORY_DIR,
     HISTORY_ENTRY_NAME,
     MANIFEST_FILE,
-    OWN_SESSION_FILES,
     PHASE_DIR_PREFIX,
     SESSIONS_DIR,
 )
@@ -965,30 +964,3 @@ class PhaseDirs:
                 return path, stat.S_ISDIR(mode)
         checked = check_inside(self.base_dir, path)
         return checked, checked.is_dir()
-
-
-def agent_files(directory: Path, order: Sequence[str] = ()) -> list[Path]:
-    """Agent output files of a phase directory: ``*.md`` except the phase's own and hidden
-    files, those named in ``order`` first, then the rest by name.
-
-    Read with one ``os.scandir`` (whose entries know their type), not a ``stat`` per file.
-    """
-    with os.scandir(directory) as entries:
-        return agents_among(directory, list(entries), order)
-
-
-def agents_among(
-    directory: Path, entries: Sequence[os.DirEntry[str]], order: Sequence[str] = ()
-) -> list[Path]:
-    """``agent_files`` of ``directory`` from its ``entries``, listed already by the caller."""
-    rank = {name: index for index, name in enumerate(order)}
-    names = [
-        e.name
-        for e in entries
-        if e.name.endswith(".md")
-        and not e.name.startswith(".")
-        and e.name not in OWN_SESSION_FILES
-        and e.is_file()
-    ]
-    names.sort(key=lambda n: (rank.get(n[:-3], len(rank)), n))
-    return [directory / name for name in names]

@@ -21,7 +21,8 @@ from haytham.records import PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import history, journal, lifecycle
 from haytham.store import progress as _progress
 from haytham.store.disagreements import disagreements, folder_disagreements
-from haytham.store.scan import agent_files, agents_among, kind_of
+from haytham.store.phase_files import agent_files, agents_among
+from haytham.store.scan import kind_of
 
 WorkflowOf = Callable[[Path, SessionManifest], Workflow]
 """How the manager finds a session's workflow: its own copy, else the registered one."""
