@@ -8,9 +8,11 @@ the tokens they spent were spent. Nothing is cached or stored; the files are the
 
 Where a value comes from, per agent and attempt: tokens, cost and duration from the
 checkpoint's agent entry, else from the agent's output file; input and output tokens from
-the agent's output file. A phase's duration is its checkpoint's Duration (phases running
-agents in parallel take less than the sum of their agents). Review wait is the feedback's
-Timestamp minus the Completed time of the checkpoint of the same attempt.
+the agent's output file. A phase's duration is its checkpoint's Duration, the time it ran
+(``durations.phase_seconds``: phases running agents in parallel take less than the sum of
+their agents, and the time a phase waited for a review or a retry is not in it). Review
+wait is the feedback's Timestamp minus the Completed time of the checkpoint of the same
+attempt.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from haytham.errors import HaythamError, InvalidArgumentError, ProjectNotFoundError
 from haytham.format import AGENT_OUTPUT
 from haytham.records import AgentOutput, AgentRun, Attempt, PhaseCheckpoint
+from haytham.store import durations
 from haytham.store.clock import parse_timestamp
 from haytham.store.names import check_user_id
 from haytham.store.scan import SessionSummary, list_sessions
@@ -172,7 +175,9 @@ def summarize(
             raise ProjectNotFoundError(
                 f"project {project_id!r} does not exist under {manager.base_dir}", path=directory
             )
-    summaries, unreadable = list_sessions(manager.base_dir, project_id=project_id, user_id=user_id)
+    summaries, unreadable = list_sessions(
+        manager.base_dir, project_id=project_id, user_id=user_id, workflows=manager.workflows
+    )
     problems = [str(issue) for issue in unreadable]
     if session_id is not None:
         assert project_id is not None
@@ -320,7 +325,8 @@ def _agent_usage(run: AgentRun | None, output: AgentOutput | None) -> Usage:
 
 
 def _phase_usage(checkpoint: PhaseCheckpoint, agents: Usage, files_have_split: bool) -> Usage:
-    """The phase's usage: its agents' sums, with the checkpoint's own wall-clock Duration.
+    """The phase's usage: its agents' sums, with the checkpoint's own Duration (the time the
+    phase ran, ``durations.phase_seconds``).
 
     When no agent file records input/output tokens, the checkpoint's totals of them are used.
     """
@@ -329,7 +335,7 @@ def _phase_usage(checkpoint: PhaseCheckpoint, agents: Usage, files_have_split: b
         input_tokens=agents.input_tokens if files_have_split else checkpoint.input_tokens or 0,
         output_tokens=agents.output_tokens if files_have_split else checkpoint.output_tokens or 0,
         cost=agents.cost,
-        duration=round(checkpoint.duration or 0.0, 3),
+        duration=round(durations.phase_seconds(checkpoint) or 0.0, 3),
     )
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from haytham.records import Claim, LeaseHolder
+
 
 class HaythamError(Exception):
     """Base class of every error haytham raises on purpose."""
@@ -209,6 +211,59 @@ class GitError(PathError, RuntimeError):
 
 Severity = Literal["error", "warning"]
 """How much an ``Issue`` matters; see ``Issue.severity``."""
+
+
+class SessionBusyError(HaythamError):
+    """Another runner is running this session; nothing was run."""
+
+    def __init__(self, message: str, holder: LeaseHolder | None, path: Path) -> None:
+        super().__init__(message)
+        self.holder = holder
+        self.path = path
+
+
+class AgentImportError(HaythamError, LookupError):
+    """A ``module:function`` that names an agent cannot be imported or is not callable."""
+
+
+class WorkerStopped(HaythamError):
+    """A stop was asked for in the middle of a run (raised at a safe point, then handled)."""
+
+
+class SessionClaimed(HaythamError):
+    """Another worker holds a valid claim of the session; it was not run here."""
+
+    def __init__(self, message: str, claim: Claim) -> None:
+        super().__init__(message)
+        self.claim = claim
+
+
+class PushRejected(GitError):
+    """Every push was rejected because other machines kept pushing first; nothing is lost
+    (the commits stay local) and a later sync pushes them."""
+
+
+class DriverNotConfigured(GitError):
+    """The haytham merge driver is not configured in this clone; nothing was merged."""
+
+
+@dataclass(frozen=True)
+class ConflictSpot:
+    """Where a merge left a conflict: a file and the line of its first conflict marker."""
+
+    path: str
+    line: int | None
+
+    def __str__(self) -> str:
+        return f"{self.path} line {self.line}" if self.line is not None else self.path
+
+
+class SyncConflict(GitError):
+    """A true contradiction between this clone and the remote; the merge was undone."""
+
+    def __init__(self, message: str, spots: tuple[ConflictSpot, ...], root: Path) -> None:
+        super().__init__(message, path=root)
+        self.spots = spots
 
 
 @dataclass(frozen=True)

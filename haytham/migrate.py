@@ -43,7 +43,7 @@ from haytham.format.reader import decode, split_label
 from haytham.format.yamlfile import VERSION_KEY, parse_yaml, take_version
 from haytham.store import journal
 from haytham.store.fs import DEFAULT_LOCK_TIMEOUT, atomic_write, confined, locked
-from haytham.store.scan import kind_of, session_files
+from haytham.store.scan import kind_of, session_dirs, session_files
 
 FINAL_NEWLINES_LABEL = "Final Newlines"
 
@@ -257,6 +257,8 @@ def migrate(
     changes: list[Change] = []
     skipped: list[Skipped] = []
     current = 0
+    if not dry_run:
+        _finish_interrupted(root)
     groups: dict[Path | None, list[Path]] = {}
     for path in _files(root):
         groups.setdefault(None if dry_run else _owner(path), []).append(path)
@@ -279,6 +281,20 @@ def migrate(
             if on_change is not None:
                 on_change(change)
     return MigrationReport(tuple(changes), tuple(skipped), current, dry_run)
+
+
+def _finish_interrupted(root: Path) -> None:
+    """Roll forward, each under its lock, the changes killed writers committed in the
+    sessions below ``root`` (or holding it), before its files are listed: the old files such
+    a change copies into an attempt are then migrated, and none it removes is read.
+
+    A dry run lists the files as they are: it never writes, so it finishes nothing."""
+    folders = list(session_dirs(root)) if root.is_dir() else []
+    inside = _owner(root)  # root is a phase folder or a file of a session
+    for folder in [*folders, *([inside] if inside is not None else [])]:
+        if journal.pending(folder) is not None:
+            with _holding(folder):
+                pass
 
 
 def _owner(path: Path) -> Path | None:

@@ -200,6 +200,10 @@ class ProjectManager:
         """The project's data plus its sessions, latest requirements version and totals.
 
         Everything beyond project.yaml is derived from the files, never stored twice.
+        ``completed_sessions`` counts the sessions ``complete_session`` completed, as the
+        first implementation did: those a requirements version names, and those the
+        ``sessions`` list of a first implementation's project.yaml records as ``completed``
+        (whether every phase of a session is done is its own ``status``).
         """
         data = self._read_project(project_id)
         sessions_dir = self.project_dir(project_id) / SESSIONS_DIR
@@ -215,7 +219,8 @@ class ProjectManager:
             **data,
             "sessions": sessions,
             "session_count": len(sessions),
-            "latest_version": _latest_version(self.project_dir(project_id) / "outputs"),
+            "completed_sessions": len(_completed_sessions(data, self.project_dir(project_id) / OUTPUTS_DIR)),
+            "latest_version": _latest_version(self.project_dir(project_id) / OUTPUTS_DIR),
             "total_tokens": sum(m["total_tokens"] for m in metrics),
             "total_cost": round(sum(m["total_cost"] for m in metrics), 4),
             "total_duration": round(sum(m["total_duration"] for m in metrics), 1),
@@ -538,6 +543,26 @@ def order_versions(names: Iterable[str]) -> list[tuple[int, str]]:
     )
     start = numbered[-1][0] if numbered else 0
     return numbered + [(start + index, name) for index, (_, name) in enumerate(timed, 1)]
+
+
+def _completed_sessions(data: Mapping[str, Any], outputs: Path) -> set[str]:
+    """The ids of the sessions ``complete_session`` completed: named by a requirements version
+    (``requirements_{time}_{session}.md``), or recorded ``completed`` in the ``sessions`` list
+    that the first implementation kept in project.yaml (its versions do not name a session)."""
+    try:
+        names = os.listdir(outputs)
+    except (FileNotFoundError, NotADirectoryError):
+        names = []
+    done = {
+        found.group(2).split("~")[0]
+        for _, name in order_versions(names)
+        if (found := _TIMED_FILE.fullmatch(name)) is not None
+    }
+    recorded = data.get("sessions")
+    for entry in recorded if isinstance(recorded, list) else []:
+        if isinstance(entry, dict) and entry.get("status") == "completed" and entry.get("session_id"):
+            done.add(str(entry["session_id"]))
+    return done
 
 
 def _latest_version(outputs: Path) -> int | None:

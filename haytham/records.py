@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -275,3 +276,46 @@ class Attempt:
     feedback: UserFeedback | None
     outputs: dict[str, str]
     """``{agent: content}``, in the checkpoint's agent order, then by name."""
+
+
+@dataclass(frozen=True)
+class LeaseHolder:
+    """Who holds a session's run lease."""
+
+    host: str
+    pid: int
+    user: str
+    since: str
+    """When the run began, ISO 8601 UTC."""
+
+    def describe(self) -> str:
+        return f"process {self.pid} of {self.user} on {self.host} since {self.since}"
+
+
+CLAIM_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+"""How a claim file writes its times (UTC, to the second)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A worker's claim of a session."""
+
+    worker: str
+    host: str
+    pid: int
+    since: str
+    expires: str
+    """Until when the claim holds, ISO 8601 UTC; after it another worker may take over."""
+    took_over: str | None = None
+    """The expired claim this one replaced (``describe()`` of it), or None."""
+
+    def expired(self, now: datetime | None = None) -> bool:
+        moment = now or datetime.now(timezone.utc)
+        try:
+            until = datetime.strptime(self.expires, CLAIM_TIME_FORMAT).replace(tzinfo=timezone.utc)
+        except ValueError:
+            return True  # an unreadable expiry protects nothing
+        return moment >= until
+
+    def describe(self) -> str:
+        return f"worker {self.worker} (process {self.pid} on {self.host}) until {self.expires}"

@@ -4,7 +4,14 @@ A ``RetentionPolicy`` says how much to keep; ``cleanup`` first plans what the ru
 then (unless it is a dry run) removes exactly that plan, so a dry run lists what the real
 run removes. Two things are never removed: the latest attempt of a phase (it lives in the
 phase directory itself, only ``attempts/{k}/`` are candidates), and anything of a session
-that is in progress, unless the policy says ``include_in_progress``.
+that is not finished, unless the policy says ``include_in_progress``.
+
+A session's state is what its files say now (``CheckpointManager.state``: the lifecycle over
+its checkpoints and review files), never its manifest's Status, which a review written by
+hand or brought by ``git pull`` does not change. Finished means completed or failed. A
+session awaiting review is not finished: a person is about to act on it (approve it, or send
+a phase back, which the next run reads with the earlier attempts), so it is kept as one in
+progress is.
 
 Every removal happens under the session's lock. A session is first renamed to a hidden
 ``.{name}.removing`` in the same folder (one atomic step, so no reader ever sees half of it)
@@ -29,7 +36,6 @@ from haytham.format import CHECKPOINT, MANIFEST
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, MANIFEST_FILE, PHASE_DIR_PREFIX, SESSIONS_DIR
 from haytham.format.layout import PHASE_DIR as _PHASE_DIR
 from haytham.store import fs as _storage
-from haytham.store import progress as _progress
 from haytham.store.clock import parse_timestamp
 from haytham.store.events import Event
 from haytham.store.names import check_user_id
@@ -45,6 +51,10 @@ Rule = Literal[
 REMOVING_SUFFIX = ".removing"
 """A directory being removed is first renamed ``.{name}.removing`` in the same folder."""
 FINISHED = frozenset({"completed", "failed"})
+"""The session states the rules may remove without ``include_in_progress``; every other
+(``in_progress``, ``awaiting_review``) is unfinished."""
+UNFINISHED_WORDS = {"awaiting_review": "awaits review"}
+"""How a kept session's state is said (default: ``is in progress``)."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +72,8 @@ class RetentionPolicy:
     only_finished: bool = True
     """The age rule removes only completed or failed sessions, even with ``include_in_progress``."""
     include_in_progress: bool = False
-    """Let the rules remove sessions in progress, and old attempts of their phases."""
+    """Let the rules remove unfinished sessions (in progress or awaiting review), and old
+    attempts of their phases."""
 
     def __post_init__(self) -> None:
         for name, least in (
@@ -248,7 +259,7 @@ def _plan(
     so a run for one project or user removes exactly its part of what a full run removes.
     """
     root = manager.project_dir(project_id) if project_id else manager.base_dir
-    everything, unreadable = list_sessions(manager.base_dir)
+    everything, unreadable = list_sessions(manager.base_dir, workflows=manager.workflows)
     chosen = _selected_sessions(policy, everything, now)
     summaries = [
         s
@@ -335,7 +346,7 @@ def _first_allowed(
     rules: list[tuple[Rule, str]],
 ) -> tuple[tuple[Rule, str] | None, str]:
     """The first rule allowed to remove the session, or None and why it is kept."""
-    status = _summary_status(manager, summary)
+    status = _status(manager, summary.project_id, summary.session_id)
     if status is None:
         return None, "its files cannot be read; run haytham validate"
     for rule, reason in rules:
@@ -347,30 +358,24 @@ def _first_allowed(
             continue
         return (rule, reason), ""
     if not policy.include_in_progress:
-        return None, f"{rules[0][1]}, but it is in progress (include_in_progress removes it)"
+        return None, f"{rules[0][1]}, but {_unfinished(status)} (include_in_progress removes it)"
     return None, f"{rules[0][1]}, but it is not finished (only_finished keeps it)"
 
 
-def _status(
-    manager: CheckpointManager, project_id: str, session_id: str, status: str, execution_mode: str
-) -> str | None:
-    """``in_progress`` if the manifest or the checkpoints say so, else the session's status.
-
-    Both are asked so that a manifest left stale by a crash never makes a running session
-    look finished. None when the session's files cannot be read.
-    """
-    if status == "in_progress":
-        return "in_progress"
+def _status(manager: CheckpointManager, project_id: str, session_id: str) -> str | None:
+    """The session's state as its files say now (``CheckpointManager.state``, the one
+    derivation): a manifest left behind by a crash, a review written by hand or brought by
+    ``git pull`` never makes an unfinished session look finished. None when the session's
+    files cannot be read."""
     try:
-        phases = manager.session_workflow(project_id, session_id).phases_for(execution_mode)
-        checkpoints = manager.load_checkpoints(project_id, session_id)
+        return manager.state(project_id, session_id).state
     except HaythamError:
         return None
-    return _progress.session_status(_progress.phase_rows(phases, checkpoints))
 
 
-def _summary_status(manager: CheckpointManager, summary: SessionSummary) -> str | None:
-    return _status(manager, summary.project_id, summary.session_id, summary.status, summary.execution_mode)
+def _unfinished(status: str, subject: str = "it") -> str:
+    """``it is in progress`` or ``it awaits review``: why an unfinished session is kept."""
+    return f"{subject} {UNFINISHED_WORDS.get(status, 'is in progress')}"
 
 
 def _attempts_to_remove(
@@ -402,12 +407,13 @@ def _attempts_to_remove(
             planned.append(_Planned(removal, summary.last_updated))
     if not planned:
         return [], []
-    status = _summary_status(manager, summary)
+    status = _status(manager, summary.project_id, summary.session_id)
     if status is None:
         return [], [Skipped(summary.path, "its files cannot be read; run haytham validate", *_ids(summary))]
-    if status == "in_progress" and not policy.include_in_progress:
+    if status not in FINISHED and not policy.include_in_progress:
         count = sum(1 for p in planned if p.removal.rule != "leftover")
-        why = f"{count} old attempt(s) kept: the session is in progress (include_in_progress removes them)"
+        unfinished = _unfinished(status, "the session")
+        why = f"{count} old attempt(s) kept: {unfinished} (include_in_progress removes them)"
         leftovers = [p for p in planned if p.removal.rule == "leftover"]
         return leftovers, [Skipped(summary.path, why, *_ids(summary))] if count else []
     return planned, []
@@ -523,13 +529,11 @@ def _still_removable(
     manifest, _ = MANIFEST.read_path(session_dir / MANIFEST_FILE)
     if manifest is None or manifest.last_updated != item.last_updated:
         return "the session changed since the cleanup was planned"
-    status = _status(
-        manager, removal.project_id, removal.session_id, manifest.status, manifest.execution_mode
-    )
+    status = _status(manager, removal.project_id, removal.session_id)
     if status is None:
         return "its files cannot be read; run haytham validate"
-    if status == "in_progress" and not policy.include_in_progress:
-        return "the session is in progress"
+    if status not in FINISHED and not policy.include_in_progress:
+        return _unfinished(status, "the session")
     if removal.kind == "attempt":
         phase_dir = removal.path.parents[1]
         keep = policy.max_attempts_per_phase

@@ -19,6 +19,7 @@ from haytham.format.workflow import BUILTIN_WORKFLOWS
 from haytham.migrate import migrate
 from haytham.projects import ProjectManager
 from haytham.retention import RetentionPolicy, cleanup
+from haytham.run.demo import DEMO_PROJECT, run_demo
 
 P, S = "acme", "s-1"
 MOMENT = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
@@ -251,3 +252,87 @@ OPERATIONS: dict[str, Operation] = {
     "migrate": (setup_migrate, run_migrate),
     "change_workflow": (setup_change_workflow, run_change_workflow),
 }
+
+
+# ------------------------------------------- the steps of a resume (tests/test_recover_first.py)
+
+
+def setup_resume_start_attempt(root: Path) -> None:
+    """A demo session whose phase 1 a reviewer sent back, with the review updated as a resume
+    updates it just before ``start_attempt`` (``PhaseRunner._start_again``)."""
+    m = manager(root)
+    run_demo(m, S, review="manual")
+    m.save_user_feedback(
+        DEMO_PROJECT, S, 1, True, False, comments="redo", requested_changes=["shorter"], action="rejected"
+    )
+    m.update_feedback(DEMO_PROJECT, S, 1, action="rejected", retry_count=1)
+
+
+def run_resume_start_attempt(root: Path) -> None:
+    manager(root).start_attempt(DEMO_PROJECT, S, 1)
+
+
+def setup_resume_save(root: Path) -> None:
+    """A demo session whose every phase is done but the last, whose output is saved: the
+    resume's last save (``save_checkpoint`` completed) is what completes the session."""
+    m = manager(root)
+    run_demo(m, S)
+    m.save_checkpoint(DEMO_PROJECT, S, 7, "in_progress", [{"agent_name": "synthesizer", "status": "pending"}])
+
+
+def run_resume_save(root: Path) -> None:
+    manager(root).save_checkpoint(
+        DEMO_PROJECT, S, 7, "completed", [{"agent_name": "synthesizer", "status": "completed"}]
+    )
+
+
+def setup_langgraph_review(root: Path) -> None:
+    """A LangGraph thread paused at an interrupt that a reviewer approved."""
+    from haytham.integrations.langgraph import HaythamSaver
+    from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW, MODE, open_review
+
+    saver = HaythamSaver(base(root), "langgraph")
+    # the thread's session, as the saver's first checkpoint creates it
+    saver.manager.create_session("langgraph", saver.session_id("t1"), "langgraph", LANGGRAPH_WORKFLOW, MODE)
+    open_review(saver.manager.session("langgraph", saver.session_id("t1")), "cp-1", ["first question"])
+    saver.manager.save_user_feedback("langgraph", saver.session_id("t1"), 1, True, True, comments="yes")
+
+
+def run_langgraph_review(root: Path) -> None:
+    """The thread's next interrupt: a new attempt of the review phase (``start_attempt``)."""
+    from haytham.integrations.langgraph import HaythamSaver
+    from haytham.integrations.langgraph.review import open_review
+
+    saver = HaythamSaver(base(root), "langgraph")
+    open_review(saver.manager.session("langgraph", saver.session_id("t1")), "cp-2", ["second question"])
+
+
+def setup_legacy_attempt(root: Path) -> None:
+    setup_migrate(root)
+
+
+def run_legacy_attempt(root: Path) -> None:
+    """A new attempt of a legacy session's phase 1: the copies it archives are old files."""
+    manager(root).start_attempt("proj-legacy", "sess-mvp-complete", 1)
+
+
+INTERRUPTED: dict[str, Operation] = {
+    "resume_start_attempt": (setup_resume_start_attempt, run_resume_start_attempt),
+    "resume_save": (setup_resume_save, run_resume_save),
+    "langgraph_review": (setup_langgraph_review, run_langgraph_review),
+    "legacy_attempt": (setup_legacy_attempt, run_legacy_attempt),
+}
+"""Writes killed part way before another writer runs (tests/test_recover_first.py): not in
+``OPERATIONS``, whose harness compares the trees before and after every operation."""
+
+
+def operation(name: str) -> Operation:
+    """The operation ``name`` of ``OPERATIONS`` or ``INTERRUPTED`` (for the fault worker)."""
+    return OPERATIONS[name] if name in OPERATIONS else INTERRUPTED[name]
+
+
+def prepare(name: str) -> None:
+    """Import, once in the fault worker, what every run of the operation ``name`` imports, so
+    that each forked child shares it instead of importing it again (LangGraph takes seconds)."""
+    if name.startswith("langgraph"):
+        import haytham.integrations.langgraph  # noqa: F401

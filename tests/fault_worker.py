@@ -78,7 +78,7 @@ def child(root: Path, operation: str, kill_at: int, pipe: int) -> None:
     real_write = os.write
     try:
         install(kill_at, counter)
-        fault_ops.OPERATIONS[operation][1](root)
+        fault_ops.operation(operation)[1](root)
         answer = {"outcome": "done", "changes": counter[0]}
     except BaseException as error:  # reported to the test, which fails on it
         answer = {
@@ -93,6 +93,7 @@ def child(root: Path, operation: str, kill_at: int, pipe: int) -> None:
 def serve() -> None:
     for line in sys.stdin:
         root, operation, kill_at = line.split()
+        fault_ops.prepare(operation)
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:

@@ -63,11 +63,11 @@ def test_either_order_and_the_status_of_a_phase_reset_since(manager: CheckpointM
     forward = compare(entry, (manager, PROJECT, S))
     backward = compare((manager, PROJECT, S), entry)
     assert forward.same and backward.same
-    manager.archive_from(PROJECT, S, 3)  # phase 3 now runs again: attempt 2, in progress, no outputs
+    manager.archive_from(PROJECT, S, 3)  # phase 3 runs again: attempt 2, pending (not started), no outputs
     now = compare(entry, (manager, PROJECT, S))
-    assert now.status == ("completed", "in_progress")
+    assert now.status == ("completed", "pending")
     assert [(a.agent, a.change) for a in now.agents] == [("planner", "removed")]
-    assert compare((manager, PROJECT, S), entry).status == ("in_progress", "completed")
+    assert compare((manager, PROJECT, S), entry).status == ("pending", "completed")
 
 
 def test_without_the_entrys_outputs_on_disk_both_sides_compare_agent_rows(manager: CheckpointManager) -> None:

@@ -14,6 +14,7 @@ from workers import PHASES, PROJECT, SESSION, content
 
 from haytham import CheckpointManager, HaythamError, LockTimeout
 from haytham.store.scan import kind_of
+from haytham.store.validation import EDITED_FIELD
 
 WORKER = Path(__file__).resolve().parent / "workers.py"
 
@@ -75,12 +76,13 @@ def test_processes_saving_at_once_lose_nothing_and_tear_nothing(
             if i % 2 == 0 and PHASES[(w + i) % len(PHASES)] == phase
         ]
         assert text == outputs_of_w[-1]
-    # The manifest agrees without repair. The only warnings allowed are stale phases: a worker
-    # that saved an earlier phase's outputs again after a later phase was built on them makes
-    # that later phase stale, which is true of the files.
+    # The manifest agrees without repair. The only warnings allowed are stale phases and
+    # changed outputs: a worker that saved a phase's outputs again after its checkpoint
+    # recorded them changed them since (EDITED_FIELD at the output), and makes the later
+    # phases built on them stale, which is true of the files.
     issues = manager.validate_session(PROJECT, SESSION)
     assert [i for i in issues if i.severity == "error"] == []
-    assert {i.field for i in issues} <= {"Built From"}
+    assert {i.field for i in issues} <= {"Built From", EDITED_FIELD}
     manifest = manager.load_manifest(PROJECT, SESSION)
     saved = manager.load_checkpoints(PROJECT, SESSION)
     assert sorted(saved) == list(PHASES)
@@ -89,7 +91,7 @@ def test_processes_saving_at_once_lose_nothing_and_tear_nothing(
     rows = {row.number: row.status for row in manifest.phases if row.number in saved}
     assert rows == {number: view.phase(number).state for number in saved}
     assert set(rows.values()) <= {"completed", "stale"}
-    assert len(issues) == len(view.stale)
+    assert len(issues) == len(view.stale) + sum(len(v.edited) for v in view.phases)
     assert manifest.metrics.total_tokens == sum(c.total_tokens or 0 for c in saved.values())
 
 

@@ -331,10 +331,10 @@ def test_compare_two_entries_shows_status_metadata_metrics_and_outputs(manager: 
 
 def test_compare_entries_without_outputs_compares_the_agent_rows(manager: CheckpointManager) -> None:
     entries = saves(manager.history(P, S))
-    started = entries[1]  # attempt 2 opened: agent pending, tokens unknown
+    started = entries[1]  # attempt 2 opened: pending, not started, agent pending, tokens unknown
     done = entries[2]
     result = compare(started, done)
-    assert result.status == ("in_progress", "completed")
+    assert result.status == ("pending", "completed")
     assert result.metadata["completed"][0] is None
     [agent] = result.agents
     assert agent.change == "changed"

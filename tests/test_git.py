@@ -333,7 +333,9 @@ def test_every_save_changes_only_the_lines_whose_data_changed(
     kinds = [s.label.split()[0] for s in steps]
     assert kinds.count("save_checkpoint") == 12  # in_progress and completed for 5 phases + phase 1 again
     assert kinds.count("start_attempt") == 1
-    assert sum(1 for s in steps if not s.actual) >= 2  # the re-saves that change nothing
+    # the re-saves that change nothing (the runner's start of the re-opened attempt is a change:
+    # start_attempt leaves it pending, not started)
+    assert sum(1 for s in steps if not s.actual) >= 1
     # every file is LF with exactly one final newline
     for path, data in tree_files(manager.base_dir).items():
         assert b"\r" not in data, path

@@ -455,11 +455,11 @@ def test_a_row_changed_on_both_sides_goes_to_the_one_further_along(tmp_path: Pat
 
 
 def test_a_row_changed_on_one_side_only_takes_that_side_even_backwards(tmp_path: Path) -> None:
-    """A retry moves a completed phase back to in_progress: one side's change is the truth."""
+    """A retry moves a completed phase back to pending: one side's change is the truth."""
     base, ours, theirs = manifests(tmp_path, lambda m: m.start_attempt(P, S, 1), save(2, "completed"))
     text, conflicts = merge_manifest(base, ours, theirs)
     assert conflicts == []
-    assert row(text, 1) == row(ours, 1) and "in_progress" in row(text, 1)
+    assert row(text, 1) == row(ours, 1) and "| pending |" in row(text, 1)
     assert "## Current Phase\n- Phase: 1\n" in text
 
 

@@ -20,7 +20,7 @@ import pytest
 from haytham import CheckpointManager
 from haytham.store import fs as _storage
 from haytham.store import index as _index
-from haytham.store import scan
+from haytham.store import phase_files, scan
 
 P = "proj"
 SESSIONS = 55  # past scan.INDEX_MIN_SESSIONS, so that a listing makes the index
@@ -126,7 +126,7 @@ def test_hand_edits_new_and_deleted_sessions_show_at_once(
     assert by_id["s07"].user_id == "bob"
     assert "s08" not in by_id and "s09" not in by_id and "s99" in by_id
     errors = [str(i.path) for i in found[1] if i.is_error]  # type: ignore[attr-defined]
-    assert errors == [str(broken)]
+    assert errors == [str(broken), str(manifest_of(base, "s09"))]  # s09's phase folders are orphans
     copied = [i for i in found[1] if not i.is_error]  # type: ignore[attr-defined]
     assert [(str(i.path), i.field) for i in copied] == [(str(fresh / "session_manifest.md"), "Session ID")]
     assert listing(base) == found
@@ -194,9 +194,10 @@ def test_validation_is_remembered_per_session_until_a_file_changes(
     (output.parent / "stray.md").write_text("# Agent Output: stray\n", "utf-8")
     found = manager.validate_paths()
     assert found == without_index(monkeypatch, lambda: CheckpointManager(base).validate_paths())
-    assert {i.path for i in found} == {feedback, output.parent / "stray.md"}
+    # phase 1's outputs are no longer those its checkpoint recorded: a warning names the gone file
+    assert {i.path for i in found} == {feedback, output.parent / "stray.md", output}
     feedback.write_text(feedback.read_text("utf-8").replace("- Approved: maybe", "- Approved: true"), "utf-8")
-    assert {i.path for i in manager.validate_paths()} == {output.parent / "stray.md"}
+    assert {i.path for i in manager.validate_paths()} == {output.parent / "stray.md", output}
 
 
 def test_validation_depends_on_the_workflow_definitions(base: Path) -> None:
@@ -316,7 +317,7 @@ def _plain_agent_files(directory: Path, order: tuple[str, ...]) -> list[Path]:
 def test_agent_files_match_the_plain_rule(tmp_path: Path) -> None:
     phase = odd_tree(tmp_path) / "p1" / "sessions" / "a" / "phase_1_x"
     for order in ((), ("w",), ("link", "a.b", "zzz")):
-        assert scan.agent_files(phase, order) == _plain_agent_files(phase, order)
+        assert phase_files.agent_files(phase, order) == _plain_agent_files(phase, order)
 
 
 def test_session_files_outside_sessions_match_the_plain_walk(tmp_path: Path) -> None:

@@ -247,8 +247,8 @@ def test_a_review_written_by_hand_is_a_validate_warning_until_doctor_fix_writes_
         text.replace("- Reviewed: false", "- Reviewed: true").replace("- Approved: false", "- Approved: true")
     )
     assert manager.state(DEMO, "s").phase(1).state == "approved"
-    # list reads manifests only: it shows the review after the next write (docs/lifecycle.md)
-    assert listed(base) == {"s": ("awaiting_review", 1)}
+    # list derives the state from the files: it shows the review at once (docs/lifecycle.md)
+    assert listed(base) == {"s": ("in_progress", 2)}
     validated = run_json(base, "validate")
     assert validated["ok"] is True
     [issue] = validated["issues"]

@@ -25,7 +25,7 @@ from haytham.format import AGENT_OUTPUT
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.run.runner import next_step
 from haytham.store import lifecycle
-from haytham.store.scan import agent_files
+from haytham.store.phase_files import agent_files
 
 NUMBERS = [phase.number for phase in PHASES]
 ACTIONS = {"run": "resume", "review": "review", "fix": "fix", "done": "done"}

@@ -25,6 +25,7 @@ from haytham.format.layout import MANIFEST_FILE
 from haytham.records import HistoryEntry
 from haytham.store import history
 from haytham.store import index as _index
+from haytham.store import progress as _progress
 from haytham.store.manager import CheckpointManager
 
 P = "acme"
@@ -54,6 +55,10 @@ def _grow(template: Path, count: int) -> None:
 
 
 def _work(operation: Callable[[], object]) -> dict[str, int]:
+    """The work ``operation`` does, as a new process would do it: this process's digests of
+    output files (``progress.DIGESTS``, which remembers a file only once it is older than
+    ``progress.RACY_NS``) are forgotten first, so that no count depends on the clock."""
+    _progress.DIGESTS.clear()
     COUNTERS.reset()
     operation()
     return COUNTERS.snapshot()
@@ -111,19 +116,35 @@ def test_validating_with_an_index_reads_it_once_per_run(
         assert work["parsed"] == 0
 
 
-def test_listing_reads_each_manifest_once(template: Path) -> None:
-    """Without an index: one open a manifest, no ``stat`` of it (the open finds it), and no
-    parse at all, since haytham's own manifests are read by ``format.summary``."""
+FACTS_READ = 5
+"""What a cold listing opens of a template session: its manifest, its two checkpoints and
+the output of each of the two phases that ran (its state is derived from them and from the
+review files, of which it has none: a completed phase's outputs as they are now are a fact,
+compared with the digest its checkpoint recorded)."""
+FACTS_PARSED = 4
+"""What it parses: the two checkpoints and the two outputs (haytham's own manifests are read
+by ``format.summary``)."""
+FACTS_STATED = 11
+"""What a warm listing stats of a template session, and reads nothing: its manifest, its
+folder, the five phase folders of its mode (three of them still empty) and the checkpoint
+and output in each of the two that ran."""
+
+
+def test_listing_reads_each_fact_file_once(template: Path) -> None:
+    """Without an index: one open a manifest, a checkpoint and an output; no ``stat`` of a
+    manifest or checkpoint (the open finds them; a listing of each session folder and phase
+    folder says which exist), one of each output (what its digest is remembered by)."""
     base = template.parents[2]
     runs = []
     for count in (5, 10, 15):
         _grow(template, count)
         runs.append(_work(lambda: CheckpointManager(base).list_sessions()))
-        assert runs[-1]["opened"] == count and runs[-1]["parsed"] == 0
-    _assert_linear(runs, ("opened",))
-    assert runs[0]["stated"] == runs[1]["stated"] == runs[2]["stated"]  # the folders only
+        assert runs[-1]["opened"] == FACTS_READ * count
+        assert runs[-1]["parsed"] == runs[-1]["canonical"] == FACTS_PARSED * count
+    _assert_linear(runs, ("opened", "parsed", "listed", "stated"))
+    assert runs[1]["stated"] - runs[0]["stated"] == 2 * 5  # the two outputs of each new session
     piped = _work(lambda: CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)]))
-    assert piped["opened"] == 15 and piped["parsed"] == 0
+    assert piped["opened"] == FACTS_READ * 15 and piped["parsed"] == FACTS_PARSED * 15
 
 
 def test_a_hand_edited_manifest_is_parsed_by_the_full_reader(template: Path) -> None:
@@ -132,14 +153,14 @@ def test_a_hand_edited_manifest_is_parsed_by_the_full_reader(template: Path) -> 
     manifest = template.parent / "s-002" / MANIFEST_FILE
     manifest.write_text(manifest.read_text("utf-8").replace("- User ID: ada", "- user id:   ada"), "utf-8")
     work = _work(lambda: CheckpointManager(base).list_sessions())
-    assert work["opened"] == 4 and work["parsed"] == 1
+    assert work["opened"] == FACTS_READ * 4 and work["parsed"] == FACTS_PARSED * 4 + 1
 
 
-def test_a_listing_with_an_index_stats_each_manifest_and_reads_none(
+def test_a_listing_with_an_index_stats_each_fact_file_and_reads_none(
     template: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A warm listing: one ``stat`` a session, each remembered row read twice (to check it,
-    then newest first to show it), no file opened."""
+    """A warm listing: one ``stat`` a fact file of each session, each remembered row read
+    twice (to check it, then newest first to show it), no file opened or parsed."""
     monkeypatch.setenv("HAYTHAM_INDEX", "1")
     monkeypatch.setattr(_index, "RACY_NS", -(10**15))  # files written just now may be remembered
     base = template.parents[2]
@@ -147,12 +168,35 @@ def test_a_listing_with_an_index_stats_each_manifest_and_reads_none(
     for count in (60, 120, 180):
         _grow(template, count)
         learning = _work(lambda: CheckpointManager(base).list_sessions())
-        assert learning["opened"] == 60 and learning["parsed"] == 0  # only the new sessions are read
+        assert learning["opened"] == FACTS_READ * 60  # only the new sessions are read
+        assert learning["parsed"] == FACTS_PARSED * 60
         runs.append(_work(lambda: CheckpointManager(base).list_sessions()))
         assert runs[-1]["opened"] == 0 and runs[-1]["parsed"] == 0
         assert runs[-1]["index_rows"] == 2 * count
     _assert_linear(runs, ("stated", "index_rows"))
-    assert runs[0]["stated"] >= 60
+    assert runs[1]["stated"] - runs[0]["stated"] == FACTS_STATED * 60
+
+
+def test_a_changed_session_is_derived_again_once(template: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review written by hand into one session of a warm index: the next listing derives
+    that session alone (its manifest, checkpoints and the new review file), the one after
+    it nothing."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    base = template.parents[2]
+    _grow(template, 60)
+    CheckpointManager(base).list_sessions()
+    review = template.parent / "s-031" / "phase_1_concept" / "user_feedback.md"
+    review.write_text(
+        "# User Feedback: Concept Expansion\n\n## Review Status\n- Reviewed: false\n- Approved: false\n",
+        "utf-8",
+    )
+    changed = _work(lambda: CheckpointManager(base).list_sessions())
+    assert changed["opened"] == FACTS_READ + 1 and changed["parsed"] == FACTS_PARSED + 1
+    by_id = {s.session_id: s for s in CheckpointManager(base).list_sessions()}
+    assert by_id["s-031"].status == "awaiting_review" and by_id["s-030"].status == "in_progress"
+    again = _work(lambda: CheckpointManager(base).list_sessions())
+    assert again["opened"] == 0 and again["parsed"] == 0
 
 
 def test_a_listing_makes_its_summaries_as_it_is_iterated(template: Path) -> None:
@@ -163,6 +207,41 @@ def test_a_listing_makes_its_summaries_as_it_is_iterated(template: Path) -> None
     page = listing.page(2, 3)
     assert [s.session_id for s in page] == [s.session_id for s in list(listing)[2:5]]
     assert [s.session_id for s in listing] == [s.session_id for s in CheckpointManager(base).list_sessions()]
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_finding_orphans_lists_only_the_folders_without_a_manifest(
+    template: Path, monkeypatch: pytest.MonkeyPatch, indexed: bool
+) -> None:
+    """A listing finds a session folder that lost its manifest where it finds no manifest:
+    healthy sessions cost what they cost without the check (a fixed part and the same work
+    per session, at any count), and each orphan costs one listing of its own folder."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1" if indexed else "0")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))  # files written just now may be remembered
+    base = template.parents[2]
+    sizes = (60, 120) if indexed else (5, 10)
+    healthy = []
+    for count in sizes:
+        _grow(template, count)
+        CheckpointManager(base).list_sessions()  # an index learns them
+        healthy.append(_work(lambda: CheckpointManager(base).iter_sessions()))
+    each = {
+        k: (healthy[1][k] - healthy[0][k]) // (sizes[1] - sizes[0]) for k in ("listed", "opened", "parsed")
+    }
+    fixed = {k: healthy[0][k] - each[k] * sizes[0] for k in each}
+    assert fixed["listed"] == 2  # the base and acme/sessions, whatever the count
+    count = sizes[-1]
+    for lost, name in enumerate(("s-003", "s-004", "s-007"), 1):
+        (template.parent / name / MANIFEST_FILE).unlink()
+        for _ in range(2):  # an index never remembers an orphan: found again each time
+            listing = CheckpointManager(base).iter_sessions()
+            work = _work(lambda: CheckpointManager(base).iter_sessions())
+            assert work["listed"] == fixed["listed"] + each["listed"] * (count - lost) + lost
+            assert work["opened"] == each["opened"] * (count - lost)
+            assert work["parsed"] == each["parsed"] * (count - lost)
+            assert len(listing) == count - lost
+            assert len(listing.issues) == lost
+            listing.close()
 
 
 def _entries(count: int, branches: int = 0, seed: int = 7) -> list[HistoryEntry]:

@@ -22,6 +22,7 @@ from haytham.cli.common import (
     progress,
     suggest,
 )
+from haytham.store import orphans
 from haytham.store.doctor import Finding, check_folders
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import count_session_files, session_dirs
@@ -41,7 +42,8 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
     "doctor": {
         "ok": "true when no finding is left unfixed",
         "findings": "what the doctor found",
-        "findings[].kind": "e.g. `manifest_out_of_date`, `temporary_leftover`, `invalid_file`",
+        "findings[].kind": "e.g. `manifest_out_of_date`, `missing_manifest`, `temporary_leftover`, "
+        "`invalid_file`",
         "findings[].path": "the file or directory concerned",
         "findings[].message": "what is wrong",
         "findings[].fixed": "true when `--fix` repaired it",
@@ -119,8 +121,9 @@ def doctor(project: str | None, session: str | None, fix: bool, base_dir: Path, 
 
     Without SESSION every session of PROJECT is checked, with the project's own traces
     (an interrupted import or completion, staging folders); without PROJECT the whole base
-    directory, with deleted projects' trash. A person's content is never deleted or
-    rewritten. Exit code 1 while findings remain unfixed.
+    directory, with deleted projects' trash. A session folder that holds files but no
+    manifest is found too, and --fix rebuilds its manifest from them. A person's content
+    is never deleted or rewritten. Exit code 1 while findings remain unfixed.
     """
     manager = CheckpointManager(base_dir)
     findings: list[Finding] = check_folders(base_dir, project, fix, manager.lock_timeout)
@@ -128,7 +131,9 @@ def doctor(project: str | None, session: str | None, fix: bool, base_dir: Path, 
         sessions = [(project, session)]
     else:
         root = base_dir / project if project is not None else base_dir
-        sessions = [(d.parent.parent.name, d.name) for d in session_dirs(root)]
+        found = list(session_dirs(root))
+        found += [orphan.directory for orphan in orphans.under(root, set(found))]  # no manifest
+        sessions = [(d.parent.parent.name, d.name) for d in sorted(found)]
     for project_id, session_id in sessions:
         findings += manager.check(project_id, session_id, fix=fix)
     unfixed = [f for f in findings if not f.fixed]

@@ -36,7 +36,8 @@ _USAGE_KEYS = {
     "input_tokens": "input tokens (from the agent output files)",
     "output_tokens": "output tokens (from the agent output files)",
     "cost": "dollars",
-    "duration": "seconds (a phase's wall-clock Duration; an agent's own run time)",
+    "duration": "seconds (a phase's Duration: the time it ran, without review or retry waits; "
+    "an agent's own run time)",
 }
 JSON_OUTPUT: dict[str, dict[str, str]] = {
     "prune": {
@@ -117,7 +118,7 @@ def _age_option(ctx: click.Context, param: click.Parameter, value: str | None) -
     callback=_age_option,
     metavar="AGE",
     help="Remove sessions last updated more than AGE ago: 30d, 12h or 2w (only completed or "
-    "failed ones unless --include-in-progress).",
+    "failed ones, as their files say, unless --include-in-progress).",
 )
 @click.option(
     "--keep",
@@ -134,7 +135,9 @@ def _age_option(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--user", help="Only this user's sessions.")
 @click.option("--dry-run", is_flag=True, help="List what would be removed and remove nothing.")
 @click.option(
-    "--include-in-progress", is_flag=True, help="Let every rule remove sessions that are in progress too."
+    "--include-in-progress",
+    is_flag=True,
+    help="Let every rule remove unfinished sessions too (in progress or awaiting review).",
 )
 @base_dir_option
 @json_option
@@ -152,8 +155,10 @@ def prune(
     """Remove old sessions and old attempts by rule.
 
     Options left out take their value from the retention settings of ./haytham.yaml, if
-    there is one. Sessions in progress and the current attempt of every phase are never
-    removed (sessions in progress only with --include-in-progress). A session disappears in
+    there is one. Unfinished sessions (in progress, or awaiting review: a person is about to
+    act on them) and the current attempt of every phase are never removed (unfinished
+    sessions only with --include-in-progress); a session's state is what its checkpoints and
+    review files say now, not its manifest. A session disappears in
     one step: it is renamed to a hidden name under its lock, then deleted. --dry-run lists
     exactly what the same command without it removes.
     """

@@ -26,6 +26,7 @@ from haytham.cli.common import (
     when,
 )
 from haytham.records import UserFeedback
+from haytham.store.lifecycle import RUNNING
 from haytham.store.manager import CheckpointManager
 
 if TYPE_CHECKING:  # rich is imported only to draw on a terminal (or an unusual piped table)
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # rich is imported only to draw on a terminal (or an unusual 
 
 NEXT_KEYS = {
     "next": "what to do next, an object",
-    "next.action": "`review`, `resume`, `fix` or `done`",
+    "next.action": "`review`, `resume`, `wait` (a runner is at work on it), `fix` or `done`",
     "next.phase": "the phase it concerns, or null when every phase is done",
     "next.message": "the same advice as a sentence with the command to run",
 }
@@ -44,6 +45,7 @@ _STATUS_STYLES = {
     "approved": "green",
     "failed": "red",
     "in_progress": "yellow",
+    "running": "blue",
     "awaiting_review": "cyan",
     "sent_back": "yellow",
     "stale": "yellow",
@@ -64,7 +66,7 @@ class Advice:
     """What a person should do next with a session, and the command for it."""
 
     action: str
-    """``review``, ``resume``, ``fix`` or ``done``."""
+    """``review``, ``resume``, ``wait``, ``fix`` or ``done``."""
     phase: int | None
     message: str
 
@@ -85,6 +87,13 @@ def next_step(manager: CheckpointManager, project: str, session: str) -> Advice:
         message = f"phase {number} was sent back: run {resume} to run it again with the comments"
     elif step.reason == "stale":
         message = f"phase {number} is {step.detail}: run {resume} to run it again"
+    elif step.reason == "running":
+        name = manager.session_workflow(project, session).phase(number).name
+        watch = suggest("status", project, session)
+        message = (
+            f"phase {number} ({name}) is being run by {step.detail}: "
+            f"wait for the run to stop ({watch} shows where it is)"
+        )
     elif step.reason == "failed":
         why = f" ({step.detail})" if step.detail else ""
         message = f"phase {number} failed{why}: fix the cause, then run {resume}"
@@ -113,23 +122,29 @@ def print_status(manager: CheckpointManager, project: str, session: str) -> None
     table drawn by rich on a terminal, written as plain columns when piped."""
     state = manager.load_session(project, session)
     view = manager.state(project, session)
+    holder = manager.running(project, session)
+    shown = f"{RUNNING} ({holder.describe()})" if holder else state["status"]
     click.echo(
         f"Session {project}/{session}: user {state['user_id']}, {state['workflow_type']} "
-        f"({state['execution_mode']} mode), {state['status']}"
+        f"({state['execution_mode']} mode), {shown}"
     )
+    running_phase = view.current.number if holder and view.current and view.next_action == "run" else None
     columns = ("Phase", "Name", "Status", "Started", "Completed", "Duration")
     rows = [
         (
             cell_text(row["number"]),
             cell_text(row["name"]),
-            view.phase(row["number"]).describe(),
+            RUNNING if row["number"] == running_phase else view.phase(row["number"]).describe(),
             when(row["started"]),
             when(row["completed"]),
             seconds(row["duration"]),
         )
         for row in state["phases"]
     ]
-    styles = [_STATUS_STYLES.get(row["status"], "") for row in state["phases"]]
+    styles = [
+        _STATUS_STYLES.get(RUNNING if row["number"] == running_phase else row["status"], "")
+        for row in state["phases"]
+    ]
     lines = None if on_terminal() else plain_table(columns, rows)
     if lines is not None:
         click.echo("\n".join(lines))
@@ -141,7 +156,8 @@ def print_status(manager: CheckpointManager, project: str, session: str) -> None
         print_table(console, phases)
     current = "none: every phase is done"
     if view.current is not None:
-        current = f"{view.current.number} {view.current.name} ({view.current.describe()})"
+        described = RUNNING if view.current.number == running_phase else view.current.describe()
+        current = f"{view.current.number} {view.current.name} ({described})"
     advice = next_step(manager, project, session)
     metrics = state["metrics"]
     click.echo(f"Current phase: {current}")

@@ -66,6 +66,7 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
     ever written with a text that reads right; a missing file is first created from the
     blank template (as before any review). A failing editor raises click's error.
     """
+    manager.recover(project, session)  # the person edits the review an interrupted save left whole
     path = manager.phase_dir(project, session, phase) / FEEDBACK_FILE
     if not path.exists():
         manager.save_user_feedback(project, session, phase, reviewed=False, approved=False, action="pending")
@@ -209,6 +210,7 @@ def feedback(
     manager = CheckpointManager(base_dir)
     commits = Commits(manager, commit, push, remote)
     commits.pull()
+    manager.recover(project, session)  # the retry count below is the whole change's
     checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before a phase ran
     if not (approve or reject):
         edited = edit_feedback(manager, project, session, phase)
@@ -267,7 +269,9 @@ def awaiting_review(
 
     The one place that decides what awaits review: the session's current phase when the
     lifecycle (``manager.state``) says it awaits review (a review file that cannot be read
-    included, so that it gets fixed).
+    included, so that it gets fixed). Under a base dir or a project, the listing (whose state
+    is the same derivation, remembered in the index while the files are unchanged) picks the
+    sessions that await review; only those are read again here.
     """
     if session is not None and project is not None:
         pairs = [(project, session)]
@@ -278,9 +282,12 @@ def awaiting_review(
                 f"project {project!r} does not exist under {manager.base_dir}",
                 path=manager.project_dir(project),
             )
-        found, unreadable = list_sessions(manager.base_dir, project_id=project)
-        pairs = [(s.project_id, s.session_id) for s in found]
-        warnings = [f"skipped a session that cannot be read: {issue}" for issue in unreadable]
+        found, unreadable = list_sessions(manager.base_dir, project_id=project, workflows=manager.workflows)
+        pairs = [(s.project_id, s.session_id) for s in found if s.status == "awaiting_review"]
+        warnings = [
+            f"skipped a session that cannot be read: {issue}" if issue.is_error else str(issue)
+            for issue in unreadable
+        ]
     items = []
     for project_id, session_id in pairs:
         try:

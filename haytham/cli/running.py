@@ -216,6 +216,7 @@ def _run(
     manager = CheckpointManager(base_dir)
     commits = Commits(manager, *git)
     commits.pull()
+    manager.recover(project, session)  # the workflow and mode read next are the whole change's
     workflow = manager.session_workflow(project, session)
     mode = manager.load_manifest(project, session).execution_mode
     if from_phase is not None:

@@ -7,6 +7,7 @@ object whose keys are in ``JSON_OUTPUT`` (and docs/cli.md).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,6 +40,10 @@ from haytham.cli.present import (
 )
 from haytham.format.workflow import IDEA_VALIDATION, load_workflow
 from haytham.records import SESSION_STATUSES, AgentOutput, PhaseCheckpoint, UserFeedback
+from haytham.store import durations
+from haytham.store.lease import LeaseHolder
+from haytham.store.lease import holder as lease_holder
+from haytham.store.lifecycle import RUNNING
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import SessionListing, SessionSummary, iter_sessions
 
@@ -54,12 +59,16 @@ _SESSION_KEYS = {
     "workflow_type": "the workflow's name, e.g. `idea_validation`",
     "execution_mode": "the workflow mode, e.g. `mvp` or `full`",
     "status": "`in_progress`, `awaiting_review`, `completed` or `failed`",
-    "current_phase": "the manifest's current phase number (0 before any phase started)",
+    "current_phase": "the first phase not done, as the files say (0 before any phase started)",
     "current_phase_name": "that phase's name",
-    "current_state": "that phase's lifecycle state in words, e.g. `stale (built on phase 2, ...)`",
+    "current_state": "that phase's lifecycle state as its files say it, e.g. `awaiting_review` or `stale`",
     "created": "ISO 8601 UTC timestamp",
     "last_updated": "ISO 8601 UTC timestamp",
 }
+_RUNNING_KEY = (
+    "who is running the session now (a runner holds its run lease; the table then shows its "
+    "status as `running`), null when nobody is"
+)
 JSON_OUTPUT: dict[str, dict[str, str]] = {
     "list": {
         "total": "how many sessions match the filters, before `--offset` and `--limit`",
@@ -70,7 +79,9 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "sessions[].total_tokens": "tokens over every phase",
         "sessions[].total_cost": "cost in dollars over every phase",
         "sessions[].path": "the session directory",
-        "warnings": "the first problem of each manifest that could not be read, `path:line: field: message`",
+        "sessions[].running": _RUNNING_KEY,
+        "warnings": "the first problem of each session whose manifest is missing or could not be read, "
+        "`path:line: field: message`",
     },
     "status": {
         **_SESSION_KEYS,
@@ -79,6 +90,8 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "next_action": "`run`, `review`, `fix` or `done`: what the session needs next",
         "completed_phases": "numbers of the completed or approved phases",
         "stale_phases": "each stale phase's number with the earlier phases it was built on that changed",
+        "edited_outputs": "each phase whose output files changed by hand since it completed, with "
+        "those files (relative to the session folder): kept as its output, a resume records them",
         "phases": "the manifest's phase table, one object per phase of the mode",
         "phases[].number": "phase number",
         "phases[].name": "phase name",
@@ -92,6 +105,7 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "metrics.total_tokens": "tokens",
         "metrics.total_cost": "dollars",
         "session_dir": "the session directory",
+        "running": _RUNNING_KEY,
         **NEXT_KEYS,
     },
     "show": {
@@ -106,11 +120,13 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
     },
 }
 JSON_RECORDS: dict[str, dict[str, type]] = {
+    "list": {"sessions[].running": LeaseHolder},
+    "status": {"running": LeaseHolder},
     "show": {
         "phases[].checkpoint": PhaseCheckpoint,
         "phases[].feedback": UserFeedback,
         "phases[].outputs[]": AgentOutput,
-    }
+    },
 }
 
 
@@ -192,10 +208,14 @@ def list_command(
 ) -> None:
     """List the sessions, most recently updated first.
 
-    Only manifests are read, so this stays fast for many sessions; a manifest that cannot
-    be read is reported as a warning (run haytham validate for the details). Rows are
-    printed as they are made: piped, as plain aligned columns; with --json, as one JSON
-    object whose sessions array holds one session a line.
+    Each session's status and current phase are what its checkpoints and review files say
+    now (a review written by hand or brought by git pull shows at once), remembered in an
+    index while the files are unchanged, so this stays fast for many sessions; a manifest
+    that cannot be read, and a session folder that holds files but no manifest, is reported
+    as a warning (run haytham validate for the details, haytham doctor --fix to rebuild a
+    missing manifest).
+    Rows are printed as they are made: piped, as plain aligned columns; with --json, as one
+    JSON object whose sessions array holds one session a line.
     """
     if awaiting_review:
         if status not in (None, "awaiting_review"):
@@ -204,7 +224,9 @@ def list_command(
     manager = CheckpointManager(base_dir)
     if project is not None:
         manager.project_dir(project)  # refuses an unsafe project id
-    with iter_sessions(manager.base_dir, project_id=project, user_id=user, status=status) as listing:
+    with iter_sessions(
+        manager.base_dir, project_id=project, user_id=user, status=status, workflows=manager.workflows
+    ) as listing:
         _print_listing(listing, base_dir, offset, limit, as_json, filtered=bool(project or user or status))
 
 
@@ -222,7 +244,7 @@ def _print_listing(
         _stream_json(listing, total, offset, limit, warnings)
         return
     for issue in problems:  # an error skipped the session; a warning comes with its row
-        skipped = "skipped a manifest that cannot be read: " if issue.is_error else ""
+        skipped = "skipped a session whose manifest cannot be read: " if issue.is_error else ""
         click.echo(f"warning: {skipped}{issue}", err=True)
     if not shown:
         click.echo(f"No sessions under {base_dir}" + (" match" if filtered else ""))
@@ -247,14 +269,16 @@ def _print_listing(
 
 
 def _list_row(s: SessionSummary) -> tuple[str, ...]:
-    """The cells of one ``haytham list`` row, as text."""
+    """The cells of one ``haytham list`` row, as text: a session a runner is at work on is
+    ``running`` (``store.lease.holder``, one ``stat`` for a session nobody runs)."""
+    running = lease_holder(s.path) is not None
     return (
         s.project_id,
         s.session_id,
         s.user_id,
         s.execution_mode,
-        s.status,
-        _current(s),
+        RUNNING if running else s.status,
+        _current(s, running),
         when(s.last_updated),
         str(s.total_tokens),
         f"${s.total_cost:.4f}",
@@ -285,9 +309,12 @@ def _stream_json(
     click.echo('], "warnings": ' + json.dumps(warnings, ensure_ascii=False) + "}")
 
 
-def _current(summary: SessionSummary) -> str:
-    """``3 Niche Selection (stale (built on phase 2, ...))``: the phase and, unless done, its state."""
+def _current(summary: SessionSummary, running: bool = False) -> str:
+    """``3 Niche Selection (stale (built on phase 2, ...))``: the phase and, unless done, its
+    state (``running`` while a runner is at work on the session)."""
     text = f"{summary.current_phase} {summary.current_phase_name}".strip()
+    if running and summary.status != "awaiting_review":
+        return f"{text} ({RUNNING})"
     if summary.status == "completed" or summary.current_phase == 0 or not summary.current_state:
         return text
     return f"{text} ({summary.current_state})"
@@ -299,8 +326,10 @@ _LIST_KEYS = tuple(k.split(".", 1)[1] for k in JSON_OUTPUT["list"] if k.startswi
 
 def _summary_json(summary: SessionSummary) -> dict[str, Any]:
     """``plain(summary)`` limited to ``_LIST_KEYS``, made directly (one a session)."""
-    data = {key: getattr(summary, key) for key in _LIST_KEYS}
+    data = {key: getattr(summary, key) for key in _LIST_KEYS if key != "running"}
     data["path"] = str(data["path"])
+    holder = lease_holder(summary.path)
+    data["running"] = dataclasses.asdict(holder) if holder else None
     return data
 
 
@@ -319,6 +348,8 @@ def status(project: str, session: str, base_dir: Path, as_json: bool) -> None:
     data = {
         key: state[key] for key in JSON_OUTPUT["status"] if "." not in key and "[" not in key and key in state
     }
+    holder = manager.running(project, session)
+    data["running"] = plain(holder) if holder else None
     data["next"] = plain(next_step(manager, project, session))
     emit_json(data)
 
@@ -393,7 +424,7 @@ def _print_phase(
     if with_details:
         click.echo(
             f"Attempt {checkpoint.retry_count + 1}; started {when(checkpoint.started)}, "
-            f"completed {when(checkpoint.completed)}, {seconds(checkpoint.duration)}; "
+            f"completed {when(checkpoint.completed)}, {seconds(durations.phase_seconds(checkpoint))}; "
             f"tokens {checkpoint.total_tokens or 0}, cost ${checkpoint.cost or 0:.4f}"
         )
         click.echo("Agents: " + ", ".join(f"{a.agent_name} {a.status}" for a in checkpoint.agents))

@@ -51,6 +51,9 @@ class WorkCounters:
     """Entries examined while putting a history in order (``haytham.store.history.in_order``)."""
     index_rows: int = 0
     """Rows read from a base directory's index (``haytham.store.index.Index.entries``)."""
+    hashed: int = 0
+    """Agent output files read to compute a phase's outputs digest as the files say now
+    (``haytham.store.progress.outputs_of``); a digest remembered by the files' identity reads none."""
     canonical: int = 0
     """Parses that took a kind's canonical path (``DocumentFormat._canonical``): a text in
     exactly the shape haytham renders, read by one compiled pattern (counted in ``parsed``

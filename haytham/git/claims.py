@@ -23,50 +23,16 @@ import json
 import os
 import socket
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from haytham.errors import HaythamError
+from haytham.errors import SessionClaimed
 from haytham.format.layout import CLAIM_FILE
 from haytham.git.repository import commit_paths, relative_to_root, run_git
 from haytham.git.sync import DEFAULT_ATTEMPTS, PushRejected, backoff_pause, current_branch, fetch, sync
+from haytham.records import CLAIM_TIME_FORMAT, Claim
 from haytham.store import fs
-
-_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A worker's claim of a session."""
-
-    worker: str
-    host: str
-    pid: int
-    since: str
-    expires: str
-    """Until when the claim holds, ISO 8601 UTC; after it another worker may take over."""
-    took_over: str | None = None
-    """The expired claim this one replaced (``describe()`` of it), or None."""
-
-    def expired(self, now: datetime | None = None) -> bool:
-        moment = now or datetime.now(timezone.utc)
-        try:
-            until = datetime.strptime(self.expires, _FORMAT).replace(tzinfo=timezone.utc)
-        except ValueError:
-            return True  # an unreadable expiry protects nothing
-        return moment >= until
-
-    def describe(self) -> str:
-        return f"worker {self.worker} (process {self.pid} on {self.host}) until {self.expires}"
-
-
-class SessionClaimed(HaythamError):
-    """Another worker holds a valid claim of the session; it was not run here."""
-
-    def __init__(self, message: str, claim: Claim) -> None:
-        super().__init__(message)
-        self.claim = claim
 
 
 def default_worker() -> str:
@@ -125,8 +91,8 @@ def claim_session(
             worker,
             socket.gethostname(),
             os.getpid(),
-            now.strftime(_FORMAT),
-            (now + timedelta(seconds=ttl)).strftime(_FORMAT),
+            now.strftime(CLAIM_TIME_FORMAT),
+            (now + timedelta(seconds=ttl)).strftime(CLAIM_TIME_FORMAT),
             held.describe() if held is not None and held.worker != worker else None,
         )
         fs.atomic_write(session_dir / CLAIM_FILE, json.dumps(asdict(claim), indent=2, sort_keys=True) + "\n")

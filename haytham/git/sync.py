@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from haytham.errors import ConflictSpot, DriverNotConfigured, PushRejected, SyncConflict
 from haytham.format.layout import CLAIM_FILE
 from haytham.format.patterns import lazy
 from haytham.git.merge import DRIVER, setup
@@ -40,34 +41,6 @@ _REJECTED = lazy(
     r"\[remote rejected\].*(?:lock|fast-forward|update ref)"
 )
 """What git says when another machine pushed first (or was pushing at that very moment)."""
-
-
-class PushRejected(GitError):
-    """Every push was rejected because other machines kept pushing first; nothing is lost
-    (the commits stay local) and a later sync pushes them."""
-
-
-class DriverNotConfigured(GitError):
-    """The haytham merge driver is not configured in this clone; nothing was merged."""
-
-
-@dataclass(frozen=True)
-class ConflictSpot:
-    """Where a merge left a conflict: a file and the line of its first conflict marker."""
-
-    path: str
-    line: int | None
-
-    def __str__(self) -> str:
-        return f"{self.path} line {self.line}" if self.line is not None else self.path
-
-
-class SyncConflict(GitError):
-    """A true contradiction between this clone and the remote; the merge was undone."""
-
-    def __init__(self, message: str, spots: tuple[ConflictSpot, ...], root: Path) -> None:
-        super().__init__(message, path=root)
-        self.spots = spots
 
 
 @dataclass(frozen=True)

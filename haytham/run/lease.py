@@ -11,7 +11,9 @@ file over (the dead runner's record is overwritten).
 The lease is separate from the store's ``.haytham.lock``, which every save takes for a
 moment: the lease is held for minutes, across many saves, by the runner alone. Reads
 never take it or write it. The file is git-ignored (``store.fs.GITIGNORE_TEXT``); the
-many-machines claims (``haytham.git.claims``) extend the idea across hosts.
+many-machines claims (``haytham.git.claims``) extend the idea across hosts. Whether a
+session's lease is held, and by whom, is read without taking it by ``haytham.store.lease``
+(``CheckpointManager.running``), which ``status``, ``list`` and the pages show.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import json
 import os
 import socket
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -31,32 +33,10 @@ try:
 except ImportError:  # pragma: no cover - Windows: filelock
     fcntl = None  # type: ignore[assignment]
 
-from haytham.errors import HaythamError, LockTimeout
+from haytham.errors import LockTimeout, SessionBusyError
 from haytham.format.layout import LEASE_FILE
 from haytham.store.fs import flock_path
-
-
-@dataclass(frozen=True)
-class LeaseHolder:
-    """Who holds a session's run lease."""
-
-    host: str
-    pid: int
-    user: str
-    since: str
-    """When the run began, ISO 8601 UTC."""
-
-    def describe(self) -> str:
-        return f"process {self.pid} of {self.user} on {self.host} since {self.since}"
-
-
-class SessionBusyError(HaythamError):
-    """Another runner is running this session; nothing was run."""
-
-    def __init__(self, message: str, holder: LeaseHolder | None, path: Path) -> None:
-        super().__init__(message)
-        self.holder = holder
-        self.path = path
+from haytham.store.lease import LeaseHolder, read_holder
 
 
 def current_holder() -> LeaseHolder:
@@ -67,19 +47,6 @@ def current_holder() -> LeaseHolder:
         user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
     since = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return LeaseHolder(socket.gethostname(), os.getpid(), user, since)
-
-
-def read_holder(session_dir: Path) -> LeaseHolder | None:
-    """The record in a session's lease file, or None (no file, empty, or unreadable).
-
-    A record is only meaningful while its lease is held: after a runner dies the file keeps
-    its last record until the next run overwrites it.
-    """
-    try:
-        data = json.loads((session_dir / LEASE_FILE).read_text("utf-8"))
-        return LeaseHolder(str(data["host"]), int(data["pid"]), str(data["user"]), str(data["since"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from haytham.errors import HaythamError, InvalidArgumentError, WorkflowChangedError
+from haytham.errors import AgentImportError, HaythamError, InvalidArgumentError, WorkflowChangedError
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
@@ -110,24 +110,41 @@ def review_verdict(feedback: UserFeedback | None) -> ReviewVerdict:
 class NextStep:
     """Where the next ``run`` of a session would stop or start, and why."""
 
-    action: Literal["review", "resume", "fix", "done"]
+    action: Literal["review", "resume", "wait", "fix", "done"]
     phase: int | None
     reason: Literal[
-        "awaiting_review", "sent_back", "stale", "failed", "interrupted", "ready", "invalid_feedback", "done"
+        "awaiting_review",
+        "sent_back",
+        "stale",
+        "failed",
+        "interrupted",
+        "ready",
+        "running",
+        "invalid_feedback",
+        "done",
     ]
     detail: str = ""
-    """The phase's errors, what is wrong with its feedback file, or what a stale phase was built on."""
+    """The phase's errors, what is wrong with its feedback file, what a stale phase was built
+    on, or who is running the session (``LeaseHolder.describe``)."""
     feedback_file: Path | None = None
 
 
 def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> NextStep:
     """What the session needs next, read from ``manager.state`` (the lifecycle): the phase the
-    next run starts with or stops at, and why. Nothing is run or written."""
+    next run starts with or stops at, and why. Nothing is run or written.
+
+    While a runner holds the session's run lease (``manager.running``), a phase it is to run
+    is ``running``: the advice is to wait, never to resume what is not interrupted.
+    """
     view = manager.state(project_id, session_id)
     current = view.current
     if current is None:
         return NextStep("done", None, "done")
     number = current.number
+    if view.next_action == "run":
+        holder = manager.running(project_id, session_id)
+        if holder is not None:
+            return NextStep("wait", number, "running", holder.describe())
     path = manager.phase_dir(project_id, session_id, number) / FEEDBACK_FILE
     if view.next_action == "fix":
         return NextStep("fix", number, "invalid_feedback", current.problem or "", path)
@@ -141,10 +158,6 @@ def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> N
         errors = manager.load_checkpoint(project_id, session_id, number).errors
         return NextStep("resume", number, "failed", "; ".join(errors))
     return NextStep("resume", number, "interrupted" if current.state == "in_progress" else "ready")
-
-
-class AgentImportError(HaythamError, LookupError):
-    """A ``module:function`` that names an agent cannot be imported or is not callable."""
 
 
 def load_callable(spec: str) -> Any:
@@ -240,11 +253,15 @@ class PhaseRunner:
         return run_lease(self.manager.session_dir(project_id, session_id), f"{project_id}/{session_id}")
 
     def _run(self, project_id: str, session_id: str) -> RunResult:
+        # First finish a change a killed writer left half applied (a resume killed inside
+        # start_attempt or a save): every step below decides from the files it reads.
+        self.manager.recover(project_id, session_id)
         state = self.manager.load_session(project_id, session_id)
         self._check_workflow(project_id, session_id, state)
         self._check_agents(state["execution_mode"])
         ran: list[str] = []
         self._record_approvals(project_id, session_id)
+        self._keep_corrections(project_id, session_id)
         attempts: set[tuple[int, int]] = set()
         while True:
             view = self.manager.state(project_id, session_id)
@@ -424,10 +441,14 @@ class PhaseRunner:
         agents: list[dict[str, Any]] = []
         for name in phase.agents:
             output = finished.get(name)
-            if output is None:
+            if output is None and name in (failed or []):  # its time counts for the phase's run
+                tried = self._saved_output(project_id, session_id, phase, name)
                 agents.append(
-                    {"agent_name": name, "status": "failed" if name in (failed or []) else "pending"}
+                    {"agent_name": name, "status": "failed", "duration": tried.duration if tried else None}
                 )
+                continue
+            if output is None:
+                agents.append({"agent_name": name, "status": "pending"})
                 continue
             agents.append(
                 {
@@ -461,6 +482,15 @@ class PhaseRunner:
             feedback = self.manager.load_feedback(project_id, session_id, view.number)
             if feedback is not None and feedback.action == "pending":  # keep the reviewer's text
                 self.manager.update_feedback(project_id, session_id, view.number, action="approved")
+
+    def _keep_corrections(self, project_id: str, session_id: str) -> None:
+        """Record as their phase's outputs the outputs a person corrected by hand in a phase
+        that is done or awaits its review (``lifecycle.EDITED``), before the phases built on
+        the old outputs run again. A stale or sent-back phase is not recorded: it runs again,
+        and its corrected files are kept in ``attempts/{n}/`` with the rest of the attempt."""
+        for view in self.manager.state(project_id, session_id).phases:
+            if view.edited and (view.done or view.state == "awaiting_review"):
+                self.manager.keep_edited_outputs(project_id, session_id, view.number)
 
     def _start_again(
         self,

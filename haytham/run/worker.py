@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from haytham.errors import HaythamError
+from haytham.errors import HaythamError, WorkerStopped
 from haytham.format.workflow import Workflow
 from haytham.git.autocommit import AutoCommit
 from haytham.git.claims import SessionClaimed, claim_session, claimable, default_worker, release_claim
@@ -34,10 +34,6 @@ from haytham.store.scan import list_sessions
 
 AgentsFor = Callable[[Workflow], Mapping[str, Agent]]
 """Given a session's workflow, the callables that play its agents (``--agents``)."""
-
-
-class WorkerStopped(HaythamError):
-    """A stop was asked for in the middle of a run (raised at a safe point, then handled)."""
 
 
 @dataclass
@@ -230,7 +226,9 @@ class Worker:
 
     def _candidates(self) -> list[tuple[str, str]]:
         """Sessions with work for a runner that this worker may claim now."""
-        found, _unreadable = list_sessions(self.manager.base_dir, project_id=self.project)
+        found, _unreadable = list_sessions(
+            self.manager.base_dir, project_id=self.project, workflows=self.manager.workflows
+        )
         candidates = []
         for summary in found:
             project_id, session_id = summary.project_id, summary.session_id

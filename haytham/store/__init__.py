@@ -8,7 +8,11 @@ built on its public API and none is imported here (``docs/architecture.md``;
 One concept per module: ``fs`` (atomic writes, locks), ``journal`` (multi-file changes),
 ``names``, ``clock``, ``arguments`` (checks of the manager's arguments), ``lifecycle`` (every
 phase and session state, as data), ``progress`` (the facts the lifecycle derives from, and
-the manifest rendered from its view), ``review_time``, ``history``, ``attempts``, ``fork``,
+the manifest rendered from its view), ``review_time``, ``durations`` (a phase's duration:
+the time it ran, not the time it waited), ``lease`` (who holds a session's run lease, read
+without taking it), ``orphans`` (session folders that lost their manifest), ``derived`` (a
+listing's summary of a session, derived from its files), ``phase_files`` (which files of a
+phase folder are agent outputs), ``history``, ``attempts``, ``fork``,
 ``copy`` (whole session folders), ``scan`` (listing), ``index``, ``validation`` and
 ``disagreements`` (linting session files), ``doctor``, ``events``; ``store`` (what every
 operation shares), ``session`` (a session as read), ``reads`` (what one transaction read),
@@ -31,9 +35,13 @@ PUBLIC_MODULES = (
     "copy",
     "names",
     "clock",
+    "durations",
+    "lease",
+    "orphans",
 )
 """The store's public API: the modules the layers above may import, and of them only names
 without a leading underscore (``tests/test_public_api.py`` checks every import outside
 ``store/``). The others (``store``, ``session``, ``reads``, ``saving``, ``reruns``,
 ``arguments``, ``attempts``, ``fork``, ``history``, ``index``, ``validation``,
-``disagreements``, ``review_time``) are how the store does its work, free to change."""
+``disagreements``, ``review_time``, ``derived``, ``phase_files``) are how the store does its
+work, free to change."""

@@ -14,8 +14,8 @@ from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE
 from haytham.records import Attempt, PhaseCheckpoint
 from haytham.store import journal
+from haytham.store.phase_files import agent_files
 from haytham.store.review_time import hand_review_time
-from haytham.store.scan import agent_files
 
 
 def stage_archive(change: journal.Change, directory: Path, number: int) -> None:

@@ -37,8 +37,10 @@ from haytham.format.layout import (
 )
 from haytham.format.workflow import Workflow
 from haytham.store import fs as _storage
-from haytham.store import history, journal
+from haytham.store import history, journal, lifecycle, orphans
 from haytham.store import progress as _progress
+from haytham.store.clock import Clock, format_timestamp
+from haytham.store.validation import is_edited_issue
 
 
 class Examined(Protocol):
@@ -46,6 +48,8 @@ class Examined(Protocol):
     doctor is called by the manager, so it names what it needs rather than importing it."""
 
     cache: ReadCache
+    workflows: dict[str, Workflow]
+    clock: Clock
 
     def session_dir(self, project_id: str, session_id: str) -> Path: ...
 
@@ -59,6 +63,7 @@ class Examined(Protocol):
 
 
 FindingKind = Literal[
+    "missing_manifest",
     "checkpoint_not_in_manifest",
     "row_without_checkpoint",
     "manifest_out_of_date",
@@ -67,6 +72,7 @@ FindingKind = Literal[
     "temporary_leftover",
     "invalid_file",
     "stale_phase",
+    "edited_output",
     "interrupted_operation",
     "staging_leftover",
     "replaced_leftover",
@@ -86,7 +92,9 @@ FIXABLE: frozenset[str] = frozenset(
         "history_head_behind",
     }
 )
-"""Kinds that ``fix=True`` repairs; the others need a person's decision."""
+"""Kinds that ``fix=True`` repairs; the others need a person's decision. A
+``missing_manifest`` is rebuilt when the session's files tell its workflow (``fixed`` says
+whether it was), never when ``session_manifest.md`` is a link to nothing."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +116,13 @@ def check_session(manager: Examined, project_id: str, session_id: str, fix: bool
     """The findings for one session; with ``fix`` the safe ones are repaired under the lock."""
     directory = manager.session_dir(project_id, session_id)
     manifest_path = directory / MANIFEST_FILE
+    if not manifest_path.is_file():
+        orphan = orphans.find(directory)
+        if orphan is not None:
+            return _orphan_findings(manager, orphan, fix)
+        if os.path.lexists(manifest_path):  # a folder where the file should be: left as it is
+            issues = MANIFEST.read_path(manifest_path)[1]
+            return [Finding("invalid_file", manifest_path, _describe(issue)) for issue in issues]
     if fix and journal.pending(directory) is not None:
         with manager.lock(project_id, session_id):  # taking the lock finishes the operation
             pass
@@ -115,7 +130,7 @@ def check_session(manager: Examined, project_id: str, session_id: str, fix: bool
     findings += [
         Finding("invalid_file", issue.path or manifest_path, _describe(issue))
         for issue in manager.validate_session(project_id, session_id)
-        if not _is_disagreement(issue.path, manifest_path, issue.field) and issue.field != "Built From"
+        if not _worded_by_doctor(issue, manifest_path)
     ]
     manifest, _ = MANIFEST.read_path(manifest_path)
     if manifest is None:
@@ -140,6 +155,15 @@ def check_session(manager: Examined, project_id: str, session_id: str, fix: bool
                         "checkpoint_not_in_manifest",
                         phase_dir / CHECKPOINT_FILE,
                         f"phase {phase.number}'s files say {state!r}, the manifest {row_status!r}",
+                    )
+                )
+            for name in view.phase(phase.number).edited:
+                findings.append(
+                    Finding(
+                        "edited_output",
+                        directory / name,
+                        f"changed since phase {phase.number} completed: kept as its output "
+                        f"({lifecycle.EDITED}); the phases built on the old outputs are stale",
                     )
                 )
             if state == "stale":
@@ -197,6 +221,34 @@ def check_session(manager: Examined, project_id: str, session_id: str, fix: bool
         manager.repair(project_id, session_id)
         findings = [replace(f, fixed=f.kind in FIXABLE) for f in findings]
     return findings
+
+
+def _orphan_findings(manager: Examined, orphan: orphans.Orphan, fix: bool) -> list[Finding]:
+    """A session folder without a manifest; with ``fix`` the manifest its files say is
+    written (``orphans.rebuild``) under the session's lock, and the session checked again."""
+    project_id, session_id = orphan.ids
+    path = orphan.manifest
+    traces = [f for folder in written_folders(orphan.directory) for f in _leftovers(folder)]
+    traces = _interrupted(orphan.directory) + traces
+    if orphan.link is not None:
+        message = f"{orphan.describe()}: the link is left as it is; put the manifest back where it points"
+        return [Finding("missing_manifest", path, message), *traces]
+    if not fix:
+        message = f"{orphan.describe()}: haytham does not see the session; --fix rebuilds it from its files"
+        return [Finding("missing_manifest", path, message), *traces]
+    with manager.lock(project_id, session_id):  # also finishes an interrupted operation
+        if os.path.lexists(path):  # written since it was looked at: that one is the truth
+            return check_session(manager, project_id, session_id, fix)
+        rebuilt = orphans.rebuild(orphan, manager.workflows, format_timestamp(manager.clock()), manager.cache)
+        if rebuilt.manifest is not None:
+            MANIFEST.check_record(rebuilt.manifest, path)
+            _storage.atomic_write(path, MANIFEST.render(rebuilt.manifest))
+    if rebuilt.manifest is None:
+        message = f"{orphan.describe()}: --fix cannot rebuild it: {rebuilt.how}"
+        return [Finding("missing_manifest", path, message), *traces]
+    message = f"{orphan.describe()}: rebuilt from its files: {rebuilt.how}"
+    rest = check_session(manager, project_id, session_id, fix)
+    return [Finding("missing_manifest", path, message, fixed=True), *rest]
 
 
 def written_folders(session_dir: Path) -> list[Path]:
@@ -352,9 +404,22 @@ def _remove(path: Path) -> None:
             path.unlink()
 
 
-def _is_disagreement(path: Path | None, manifest_path: Path, field: str | None) -> bool:
-    """validate_session's manifest-versus-checkpoint issues; the doctor reports those itself."""
-    return path == manifest_path and field in ("Phase Status", "Status", "Current Phase", "Metrics")
+def _worded_by_doctor(issue: Issue, manifest_path: Path) -> bool:
+    """validate_session's warnings that the doctor reports as its own findings: the manifest
+    disagreeing with its files (``store.disagreements``) and a stale phase (Built From).
+
+    An error on the same fields (``Status: 'donezo' is not one of ...``, a Built From line
+    that does not read) is a file that does not read, which ``validate`` and ``status``
+    refuse, so the doctor reports it as an ``invalid_file``."""
+    if issue.is_error:
+        return False
+    disagreement = issue.path == manifest_path and issue.field in (
+        "Phase Status",
+        "Status",
+        "Current Phase",
+        "Metrics",
+    )
+    return disagreement or issue.field == "Built From" or is_edited_issue(issue)
 
 
 def _describe(issue: Issue) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -26,13 +27,15 @@ from haytham.records import (
     AgentOutput,
     Attempt,
     HistoryEntry,
+    LeaseHolder,
     PhaseCheckpoint,
     SessionManifest,
     UserFeedback,
 )
 from haytham.store import attempts as _attempts
 from haytham.store import fs as _storage
-from haytham.store import history, lifecycle, reruns, saving
+from haytham.store import history, journal, lifecycle, reruns, saving
+from haytham.store import lease as _lease
 from haytham.store import progress as _progress
 from haytham.store.arguments import (
     agent_row,
@@ -56,8 +59,9 @@ from haytham.store.names import (
     check_no_case_twin,
     check_user_id,
 )
+from haytham.store.phase_files import agent_files
 from haytham.store.review_time import hand_review_time
-from haytham.store.scan import PhaseDirs, agent_files
+from haytham.store.scan import PhaseDirs
 from haytham.store.session import Session
 from haytham.store.store import Store
 from haytham.store.transaction import Transaction, transaction
@@ -133,6 +137,11 @@ class SessionHandle:
         """
         return self.store.view(self.open())
 
+    def running(self) -> LeaseHolder | None:
+        """Who is running the session now (a runner holds its run lease), or None: read only,
+        the lease is never taken or written (``store.lease.holder``)."""
+        return _lease.holder(self.directory)
+
     def load_session(self) -> dict[str, Any]:
         """The session's state as a dict, with what a resume needs (``CheckpointManager``)."""
         session = self.open()
@@ -157,6 +166,7 @@ class SessionHandle:
             "completed_phases": [v.number for v in view.phases if v.state in ("completed", "approved")],
             "phase_statuses": {v.number: v.state for v in view.phases},
             "stale_phases": {v.number: list(v.stale_because) for v in view.stale},
+            "edited_outputs": {v.number: list(v.edited) for v in view.phases if v.edited},
             "phases": [_flat_dict(r) for r in manifest.phases],
             "metrics": _flat_dict(manifest.metrics),
             "session_dir": str(session.directory),
@@ -164,7 +174,8 @@ class SessionHandle:
 
     def phase_outputs(self, phase_nums: Iterable[int] | None = None) -> dict[int, dict[str, str]]:
         """``{phase: {agent: content}}``, each content exactly as it was saved (``None``: the
-        completed phases)."""
+        completed phases); a phase whose folder was never made is left out, as the first
+        implementation did."""
         store, session = self.store, self.open()
         checkpoints: dict[int, PhaseCheckpoint] | None = None
         if phase_nums is None:
@@ -177,8 +188,10 @@ class SessionHandle:
         for number in numbers:
             directory, is_dir = phase_dirs.get(session.read_phase(number).directory)
             if not is_dir:
+                if not os.path.lexists(directory):  # never made: nothing to give
+                    continue
                 raise PhaseNotFoundError(
-                    f"phase {number} of {self.project_id}/{self.session_id} has no directory {directory}",
+                    f"phase {number} of {self.project_id}/{self.session_id}: {directory} is not a directory",
                     path=directory,
                 )
             if checkpoints is not None:  # read a moment ago from this very file
@@ -351,6 +364,7 @@ class SessionHandle:
                 raise InvalidArgumentError(
                     f"from_entry must be a string, got {from_entry!r}", field="from_entry"
                 )
+            self.recover()  # an entry an interrupted save committed counts
             entry = self.history_entry(from_entry)
             from_phase = entry.phase_number
         store, project_id, session_id = self.store, self.project_id, self.session_id
@@ -409,6 +423,17 @@ class SessionHandle:
     def transact(self) -> AbstractContextManager[Transaction]:
         """The one write path: hold the lock, recover, read once (``store.transaction``)."""
         return transaction(self.store, self.project_id, self.session_id)
+
+    def recover(self) -> bool:
+        """Finish a change of the session that a killed writer committed and left half applied
+        (its journal record), under the session's lock; return whether there was one. For code
+        that decides from the session's state before it writes: the decision is then made on
+        the whole change. A session with no record is not locked and nothing is written."""
+        directory = self.store.session_home(self.project_id, self.session_id)
+        if journal.pending(directory) is None:
+            return False
+        with self.store.locked(directory, self.project_id, self.session_id):  # rolls it forward
+            return True
 
     def lock(self) -> AbstractContextManager[None]:
         """Hold the session's lock (after recovering an interrupted change) while the block
@@ -523,6 +548,12 @@ class SessionHandle:
             path, events = saving.save_phase(tx, phase_num, checked_outputs, checked, review, name, reason)
         self.store.events.emit(events)
         return path
+
+    def keep_edited_outputs(self, phase_num: int) -> bool:
+        """``CheckpointManager.keep_edited_outputs``: a person's correction of a phase's outputs
+        becomes its output of record; returns whether anything was written."""
+        with self.transact() as tx:
+            return saving.keep_edited_outputs(tx, phase_num)
 
     def update_feedback(
         self,

@@ -45,9 +45,10 @@ INDEX_DIR = layout.INDEX_DIR
 INDEX_FILE = layout.INDEX_FILE
 RACY_NS = 3_000_000_000
 """How much older than the file system's clock a file's last change must be to be remembered."""
-_FORMAT = "2"
+_FORMAT = "3"
 """The layout of the tables; part of ``code_stamp``, so an index laid out by an older haytham
-(whose ``summary`` entries were JSON) starts empty here, and one of a newer haytham there."""
+(whose ``summary`` entries were JSON, then rows keyed by the manifest alone) starts empty
+here, and one of a newer haytham there."""
 _LOCK = threading.Lock()
 
 
@@ -215,11 +216,11 @@ class Index:
         self._connection.execute("BEGIN")
 
     def summaries_in(self, parent: str) -> sqlite3.Cursor:
-        """``(name, identity, listed, issues, user_id, status)`` of each remembered session
-        folder in ``parent``, by name (the order of Python's ``sorted``: SQLite compares text
-        by its UTF-8 bytes, which order as the code points do)."""
+        """``(name, identity, listed, issues, user_id, status, facts)`` of each remembered
+        session folder in ``parent``, by name (the order of Python's ``sorted``: SQLite
+        compares text by its UTF-8 bytes, which order as the code points do)."""
         return self._connection.execute(
-            "SELECT name, identity, listed, issues, user_id, status FROM summaries WHERE parent = ?"
+            "SELECT name, identity, listed, issues, user_id, status, facts FROM summaries WHERE parent = ?"
             " ORDER BY name",
             (parent,),
         )
@@ -252,7 +253,7 @@ class Index:
         gone: Iterable[tuple[str, str]],
         gone_parents: Iterable[str] = (),
     ) -> None:
-        """Remember ``(parent, name, identity, listed, issues, depth, *SUMMARY_COLUMNS)`` rows and
+        """Remember ``(parent, name, identity, facts, listed, issues, depth, *SUMMARY_COLUMNS)`` rows and
         forget the ``(parent, name)`` of ``gone`` and every row of ``gone_parents``: in one
         transaction, through a connection of its own (this one may hold a ``snapshot``).
         Errors are swallowed: a row not remembered is read again next time."""
@@ -261,7 +262,7 @@ class Index:
         rows, gone, gone_parents = list(rows), list(gone), list(gone_parents)
         if not rows and not gone and not gone_parents:
             return
-        marks = ", ".join("?" * (6 + len(SUMMARY_COLUMNS)))
+        marks = ", ".join("?" * (7 + len(SUMMARY_COLUMNS)))
         try:
             writer = sqlite3.connect(self._file, timeout=1.0, isolation_level=None, check_same_thread=False)
         except sqlite3.Error:
@@ -306,15 +307,17 @@ SUMMARY_COLUMNS = (
 )
 """A listed session's values, in ``haytham.store.scan.SessionSummary`` order."""
 _SUMMARIES_TABLE = (
-    "CREATE TABLE IF NOT EXISTS summaries (parent TEXT, name TEXT, identity TEXT, listed INTEGER,"
-    " issues TEXT, depth INTEGER, "
+    "CREATE TABLE IF NOT EXISTS summaries (parent TEXT, name TEXT, identity TEXT, facts TEXT,"
+    " listed INTEGER, issues TEXT, depth INTEGER, "
     + ", ".join(SUMMARY_COLUMNS)
     + ", PRIMARY KEY (parent, name)) WITHOUT ROWID"
 )
-"""One row a session folder ``{parent}/{name}`` whose manifest was read: its identity, whether
-it is listed (0: the manifest cannot be read, ``issues`` says why), its issues as JSON (or
-NULL), how deep ``parent`` is (its separators: the last key of the listing's order) and its
-summary."""
+"""One row a session folder ``{parent}/{name}`` whose manifest was read: its identity (a
+listed session's: the key of its fact files, ``haytham.store.derived``; an unreadable
+manifest's: its own ``identity``), the fact files' paths below the folder (NULL for an
+unreadable manifest), whether it is listed (0: the manifest cannot be read, ``issues`` says
+why), its issues as JSON (or NULL), how deep ``parent`` is (its separators: the last key of
+the listing's order) and its summary, state derived from the files."""
 _NEWEST_INDEX = (
     "CREATE INDEX IF NOT EXISTS summaries_newest ON summaries (last_updated DESC, project_id DESC,"
     " session_id DESC, depth DESC, listed, parent, name, "

@@ -12,7 +12,13 @@ A phase's files say three things, and the state is a function of them alone:
 * its review, if someone wrote one: approved, or sent back with comments;
 * what it was built from: the digest of every earlier phase's outputs that its agents were
   given. When an earlier phase's outputs have changed since (a re-run, a merge that brought
-  another attempt), the phase is ``stale`` and the next resume runs it again.
+  another attempt, a correction made by hand in an output file), the phase is ``stale`` and
+  the next resume runs it again.
+
+A completed phase's outputs as its files say now can differ from the digest its checkpoint
+recorded: a person corrected an output by hand (or a merge brought another text). That
+correction is a fact the phase keeps (``EDITED``): its state does not change, the next resume
+does not run it again, and every phase built on the old outputs is ``stale``.
 """
 
 from __future__ import annotations
@@ -40,8 +46,23 @@ PHASE_STATES: tuple[PhaseState, ...] = _PHASE_STATES
 SESSION_STATES: tuple[SessionState, ...] = SESSION_STATUSES
 ACTORS: tuple[Actor, ...] = get_args(Actor)
 
+RUNNING = "running"
+"""What a view shows for a session a runner is at work on (its run lease is held, see
+``haytham.store.lease``), in place of its state: never written to a file, since the files
+say where a run got to and the lease only whether it is still going."""
+
 DONE_STATES: frozenset[PhaseState] = frozenset({"completed", "approved", "skipped"})
 """States after which a resume moves on to the next phase."""
+
+EDITED = "edited by hand since it completed"
+"""The flag of a phase whose output files no longer match the digest its checkpoint recorded
+(``PhaseView.edited``): a person's correction, kept as the phase's output. It changes no
+state: a done phase stays done (a resume keeps the correction), and the phases built on the
+old outputs become ``stale``. Shown by ``status``, ``validate`` and every ``describe``."""
+EDIT_KEPT = "outputs edited by hand, kept"
+"""The reason of the history entry of a checkpoint that records a phase's corrected outputs as
+its own (``CheckpointManager.keep_edited_outputs``, which a resume calls before it runs the
+phases built on the old outputs): the correction is then the phase's output of record."""
 
 
 @dataclass(frozen=True)
@@ -103,9 +124,10 @@ TRANSITIONS: tuple[Transition, ...] = (
     _move(
         "re-run",
         "sent_back stale completed approved awaiting_review failed",
-        "in_progress",
+        "pending",
         "runner",
-        "the current attempt is archived under attempts/{n}/ and the phase runs again",
+        "the current attempt is archived under attempts/{n}/; the phase waits, not started, "
+        "until the runner starts it",
     ),
     _move(
         "upstream changed",
@@ -159,6 +181,14 @@ class PhaseFacts:
     """1 for the first run, 2 after the first re-run, ..."""
     outputs_digest: str | None = None
     """The digest of the phase's outputs as its checkpoint recorded them (``outputs_digest``)."""
+    outputs_now: str | None = None
+    """The digest of the phase's output files as they are now (``lifecycle.outputs_digest``
+    over their content), or None when they were not read: the phase recorded no digest to
+    compare with (not completed, or a checkpoint older than digests), or the caller only has
+    the checkpoints."""
+    edited_files: tuple[str, ...] = ()
+    """When ``outputs_now`` differs from ``outputs_digest``: the output files that changed,
+    as paths relative to the session folder (``phase_1_idea/writer.md``)."""
     built_from: Mapping[int, str] = field(default_factory=dict)
     """For each earlier phase whose outputs the agents were given, the digest of those
     outputs then. Empty for a first phase and for checkpoints that predate this record."""
@@ -182,21 +212,34 @@ class PhaseView:
     problem: str | None = None
     """A file a person must fix before the session can go on."""
     waiting_since: str | None = None
+    edited: tuple[str, ...] = ()
+    """The phase's output files that no longer match the digest its checkpoint recorded
+    (``EDITED``), relative to the session folder; empty when they all match."""
+    stale_files: tuple[str, ...] = ()
+    """For a stale phase: the edited output files of the phases in ``stale_because``, when
+    the change was an edit (empty for a re-run or an attempt a merge brought)."""
 
     @property
     def done(self) -> bool:
         return self.state in DONE_STATES
 
     def describe(self) -> str:
-        """The state in words, with its reason: ``stale (built on phase 2, which changed)``."""
+        """The state in words, with its reason: ``stale (built on phase 2, which changed)``,
+        ``completed (edited by hand since it completed: phase_1_idea/writer.md)``."""
         words = self.state.replace("_", " ")
+        reasons = []
         if self.stale_because:
             phases = ", ".join(str(n) for n in self.stale_because)
             plural = "s" if len(self.stale_because) > 1 else ""
-            return f"{words} (built on phase{plural} {phases}, which changed since)"
-        if self.problem:
-            return f"{words} ({self.problem})"
-        return words
+            reason = f"built on phase{plural} {phases}, which changed since"
+            if self.stale_files:
+                reason += f": {', '.join(self.stale_files)}"
+            reasons.append(reason)
+        elif self.problem:
+            reasons.append(self.problem)
+        if self.edited:
+            reasons.append(f"{EDITED}: {', '.join(self.edited)}")
+        return f"{words} ({'; '.join(reasons)})" if reasons else words
 
 
 @dataclass(frozen=True)
@@ -228,8 +271,10 @@ def phase_state(facts: PhaseFacts, by_number: Mapping[int, PhaseFacts]) -> Phase
     """The state of one phase from its own facts and those of the phases it was built on."""
     status = facts.status
 
+    edited = edited_files(facts)
+
     def view(state: PhaseState, **extra: object) -> PhaseView:
-        return PhaseView(facts.number, facts.name, state, facts.attempt, **extra)  # type: ignore[arg-type]
+        return PhaseView(facts.number, facts.name, state, facts.attempt, edited=edited, **extra)  # type: ignore[arg-type]
 
     if status is None or status == "pending":
         return view("pending")
@@ -247,7 +292,8 @@ def phase_state(facts: PhaseFacts, by_number: Mapping[int, PhaseFacts]) -> Phase
         if _changed(by_number.get(number), digest)
     )
     if changed:
-        return view("stale", stale_because=changed)
+        files = tuple(name for number in changed for name in edited_files(by_number.get(number)))
+        return view("stale", stale_because=changed, stale_files=files)
     if facts.problem is not None:
         return view("awaiting_review", problem=facts.problem, waiting_since=facts.waiting_since)
     if facts.verdict in ("approved", "skipped"):
@@ -260,14 +306,26 @@ def phase_state(facts: PhaseFacts, by_number: Mapping[int, PhaseFacts]) -> Phase
 def _changed(upstream: PhaseFacts | None, seen: str) -> bool:
     """Whether an earlier phase no longer has the outputs a later phase was built on.
 
-    A phase whose checkpoint predates output digests cannot be compared and counts as
-    unchanged; a phase that is running again, or was reset, has changed.
+    Its outputs are what its files say now (``outputs_now``) when they were read, else what
+    its checkpoint recorded. A phase whose checkpoint predates output digests cannot be
+    compared and counts as unchanged; a phase that is running again, or was reset, has
+    changed.
     """
     if upstream is None:
         return False
     if upstream.outputs_digest is not None:
-        return upstream.outputs_digest != seen
+        return (upstream.outputs_now or upstream.outputs_digest) != seen
     return upstream.status not in ("completed", "skipped")
+
+
+def edited_files(facts: PhaseFacts | None) -> tuple[str, ...]:
+    """The output files of a phase that changed since its checkpoint recorded their digest
+    (``EDITED``); empty when they match, or when either digest is unknown."""
+    if facts is None or facts.outputs_now is None or facts.outputs_digest is None:
+        return ()
+    if facts.outputs_now == facts.outputs_digest:
+        return ()
+    return facts.edited_files or (f"the outputs of phase {facts.number}",)
 
 
 def derive(phases: Sequence[PhaseFacts]) -> SessionView:

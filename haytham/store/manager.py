@@ -25,8 +25,16 @@ from typing import Any
 from haytham.errors import HaythamError, Issue
 from haytham.format.layout import MANIFEST_FILE
 from haytham.format.workflow import Workflow
-from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
-from haytham.store import lifecycle
+from haytham.records import (
+    AgentOutput,
+    Attempt,
+    HistoryEntry,
+    LeaseHolder,
+    PhaseCheckpoint,
+    SessionManifest,
+    UserFeedback,
+)
+from haytham.store import lifecycle, orphans
 from haytham.store.arguments import feedback_fields, output_fields
 from haytham.store.doctor import Finding, check_session
 from haytham.store.handle import SessionHandle
@@ -105,7 +113,9 @@ class CheckpointManager(Store):
         save after ``start_attempt`` cannot renumber it. Missing times are filled in
         sensibly: ``started`` keeps the previous checkpoint's, ``completed`` is now for a
         newly finished phase (and kept when the status is saved again), and ``duration`` is
-        the difference. Saving exactly what is already there
+        the time the phase ran (``durations.checkpoint_seconds``: the span of ``started``
+        and ``completed`` when both are given, else the agents' times, never the time the
+        phase waited for a review or a retry). Saving exactly what is already there
         changes no byte. ``name`` and ``reason`` label the history entry.
         """
         return self.session(project_id, session_id).save_checkpoint(
@@ -122,6 +132,15 @@ class CheckpointManager(Store):
             reason=reason,
             built_from=built_from,
         )
+
+    def keep_edited_outputs(self, project_id: str, session_id: str, phase_num: int) -> bool:
+        """Record in a phase's checkpoint the digest of the outputs its files hold now, when a
+        person changed them since it completed (``lifecycle.EDITED``): the correction becomes
+        the phase's output of record, with a history entry (``lifecycle.EDIT_KEPT``); nothing
+        else of the checkpoint changes. The phases built on the old outputs stay stale.
+        Returns whether anything was written (not for a phase whose outputs match, or whose
+        checkpoint records no digest)."""
+        return self.session(project_id, session_id).keep_edited_outputs(phase_num)
 
     def save_agent_output(
         self,
@@ -256,8 +275,9 @@ class CheckpointManager(Store):
 
         The checkpoint, agent outputs and feedback of attempt ``n`` (``Retry Count`` + 1) are
         copied into ``phase_{n}_{slug}/attempts/{n}/``; the outputs and feedback are removed
-        from the phase directory and the checkpoint is saved ``in_progress`` with ``Retry
-        Count`` ``n``, with its history entry and the manifest: all in one operation
+        from the phase directory and the checkpoint is saved ``pending`` (not started: the
+        runner starts it) with ``Retry Count`` ``n``, with its history entry and the manifest:
+        all in one operation
         (``haytham.store.journal``), so a crash leaves all of it done or none. Returns the
         new attempt number.
         """
@@ -393,7 +413,10 @@ class CheckpointManager(Store):
     ) -> dict[int, dict[str, str]]:
         """``{phase: {agent: content}}``, each content exactly as it was saved.
 
-        ``phase_nums=None`` means the completed phases.
+        ``phase_nums=None`` means the completed phases. A phase of ``phase_nums`` whose folder
+        was never made (not reached yet, or a session started by ``ProjectManager``) is left
+        out, as the first implementation did (the product document asks for ``[1, 2]`` of any
+        session); a number that is no phase of the workflow is an UnknownPhaseError.
         """
         return self.session(project_id, session_id).phase_outputs(phase_nums)
 
@@ -404,6 +427,16 @@ class CheckpointManager(Store):
         ``status``, the runner's next step). No agent output is opened; nothing is written.
         """
         return self.session(project_id, session_id).state()
+
+    def running(self, project_id: str, session_id: str) -> LeaseHolder | None:
+        """Who is running the session now (a runner holds its run lease), or None.
+
+        ``state`` says where the session's files stand; this says whether a runner is at work
+        on it, so that a view shows it ``running`` rather than interrupted. Read-only: the
+        lease is never taken or written (``haytham.store.lease.holder``); a lease file left by
+        a runner that died is not running.
+        """
+        return self.session(project_id, session_id).running()
 
     def get_approved_phases(self, project_id: str, session_id: str) -> list[int]:
         """Phases the lifecycle calls approved (reviewed, approved, and not stale since), and a
@@ -439,11 +472,15 @@ class CheckpointManager(Store):
         self, *, project_id: str | None = None, user_id: str | None = None, status: str | None = None
     ) -> list[SessionSummary]:
         """Every session under ``base_dir`` (optionally one project's, one user's, one status),
-        most recently updated first. Only manifests are read. Unreadable manifests are skipped;
-        ``validate_paths`` reports them."""
+        most recently updated first, each in the state its files derive (as ``state``; the
+        manifest supplies the ids, user, workflow, mode and times). Unreadable manifests are
+        skipped; ``validate_paths`` reports them."""
         if project_id is not None:
             check_path_name("project_id", project_id)
-        return list_sessions(self.base_dir, project_id=project_id, user_id=user_id, status=status)[0]
+        found = list_sessions(
+            self.base_dir, project_id=project_id, user_id=user_id, status=status, workflows=self.workflows
+        )
+        return found[0]
 
     def iter_sessions(
         self, *, project_id: str | None = None, user_id: str | None = None, status: str | None = None
@@ -453,7 +490,9 @@ class CheckpointManager(Store):
         of many thousands of sessions. ``listing.issues`` are the unreadable manifests."""
         if project_id is not None:
             check_path_name("project_id", project_id)
-        return iter_sessions(self.base_dir, project_id=project_id, user_id=user_id, status=status)
+        return iter_sessions(
+            self.base_dir, project_id=project_id, user_id=user_id, status=status, workflows=self.workflows
+        )
 
     def validate_paths(
         self,
@@ -494,6 +533,8 @@ class CheckpointManager(Store):
         # stay unchanged (haytham/store/index.py); the definitions it was checked against count.
         definitions = sorted((name, w.fingerprint()) for name, w in self.workflows.items())
         issues = validate_sessions(sessions, validate, repr(definitions), progress=step)
+        known = set(sessions)  # a folder that lost its manifest is an error, not nothing
+        issues += [o.issue() for root in roots if root.is_dir() for o in orphans.under(root, known)]
         for done, path in enumerate(loose, len(sessions) + 1):
             kind = kind_of(path)
             assert kind is not None
@@ -520,6 +561,19 @@ class CheckpointManager(Store):
         derives the same progress in memory and leaves the file as it is.
         """
         self.session(project_id, session_id).repair()
+
+    def recover(self, project_id: str, session_id: str) -> bool:
+        """Finish a change of the session that a killed writer committed and left half
+        applied (its journal record, docs/architecture.md "Multi-file changes"), under the
+        session's lock, as every save does first; return whether there was one.
+
+        For code that decides from the session's state before it writes (a runner choosing
+        its next step, a review read before it is edited): call it first, so the decision is
+        made on the whole change, not on half of it. A session with no record is not locked
+        and nothing is written. ``load_session`` and every other read never recover: they
+        see the files as they are (``validate`` warns of the pending change).
+        """
+        return self.session(project_id, session_id).recover()
 
     def lock(self, project_id: str, session_id: str) -> AbstractContextManager[None]:
         """Hold the session's OS lock, the one every save takes, for as long as the block runs.

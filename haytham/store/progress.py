@@ -1,21 +1,28 @@
 """Where a session stands, as its files say: the lifecycle's facts, the manifest built from them.
 
-``phase_facts`` reads what ``lifecycle.derive`` needs from a session's checkpoints and review
-files (never an agent output); ``derive`` writes the resulting ``SessionView`` into the
-manifest's phase table, Status and Current Phase, with the metrics summed over the
-checkpoints. Saving a phase, saving a review, repairing a manifest after a crash, validation
-and the doctor all go through here, so they agree; the rule itself lives in the lifecycle.
+``phase_facts`` reads what ``lifecycle.derive`` needs from a session's checkpoints, review
+files and the digests of its agent outputs as they are now (``outputs_now``, each read only
+when the files changed since it was last computed: ``outputs_digest_of``); ``derive`` writes
+the resulting ``SessionView`` into the manifest's phase table, Status and Current Phase,
+with the metrics summed over the checkpoints. Saving a phase, saving a review, repairing a
+manifest after a crash, validation and the doctor all go through here, so they agree; the
+rule itself lives in the lifecycle.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from haytham.errors import HaythamError
-from haytham.format import FEEDBACK, ReadCache
-from haytham.format.layout import FEEDBACK_FILE
+from haytham.format import AGENT_OUTPUT, FEEDBACK, ReadCache
+from haytham.format.document import COUNTERS
+from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition
 from haytham.records import (
     CurrentPhase,
@@ -26,7 +33,9 @@ from haytham.records import (
     SessionMetrics,
     SessionStatus,
 )
-from haytham.store import lifecycle
+from haytham.store import durations, lifecycle
+from haytham.store import index as _index
+from haytham.store.phase_files import agent_files
 
 NOT_STARTED = CurrentPhase(number=0, name="Not Started", status="pending", can_resume=False)
 
@@ -61,16 +70,212 @@ def read_reviews(
     return found
 
 
+RACY_NS = 100_000_000
+"""How much older than the moment its digest is computed an output file's last change must be
+for the digest to be remembered by its identity (git's "racily clean" rule): a file changed
+again later gets a later change time, so its identity differs. A tenth of a second is many
+ticks of the kernel's file-time clock on every local file system Linux has; the index
+(``index.RACY_NS``) waits longer because its entries outlive the process."""
+
+
+class OutputDigests:
+    """The outputs digest of phase folders, remembered by what their output files are.
+
+    An entry is keyed by the phase folder's path and holds the identity of every output file
+    it was computed from (name, device, inode, size, modification and change times in
+    nanoseconds: ``index.identity``) and the digest. It is used only while every one of
+    those is unchanged, so a hand edit, a ``git pull`` or another program's write is seen at
+    the next read, and an unchanged phase is never read again. Safe across threads; at most
+    ``max_entries`` phases, least recently used out first.
+
+    The entries have the shape of ``Index.entries`` (``{path: (identity, digest)}``), so a
+    caller that keeps them in the SQLite index passes ``index.entries(DIGEST_KIND)`` to the
+    constructor and stores ``learnt()`` back (``Index.store(DIGEST_KIND, ...)``).
+    """
+
+    def __init__(self, known: Mapping[str, tuple[str, str]] | None = None, max_entries: int = 20_000) -> None:
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, tuple[str, str]] = OrderedDict(known or {})
+        self._learnt: dict[str, tuple[str, str, int]] = {}
+
+    def recall(self, key: str, identity: str) -> str | None:
+        """The digest remembered for ``key`` while its files have ``identity``, else None."""
+        with self._lock:
+            kept = self._entries.get(key)
+            if kept is None or kept[0] != identity:
+                return None
+            self._entries.move_to_end(key)
+            return kept[1]
+
+    def remember(self, key: str, identity: str, digest: str, newest_ns: int) -> None:
+        """Keep ``digest`` for ``key`` while its files have ``identity`` (``newest_ns``: the
+        latest change time among them, for ``learnt``)."""
+        with self._lock:
+            self._entries[key] = (identity, digest)
+            self._entries.move_to_end(key)
+            self._learnt[key] = (identity, digest, newest_ns)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def learnt(self, settled: Callable[[int], bool] = lambda _: True) -> list[tuple[str, str, str]]:
+        """The ``(key, identity, digest)`` rows computed here whose files' last change
+        ``settled`` accepts (``Index.settled``), for ``Index.store``."""
+        with self._lock:
+            return [
+                (key, ident, digest)
+                for key, (ident, digest, newest) in self._learnt.items()
+                if settled(newest)
+            ]
+
+    def clear(self) -> None:
+        """Forget every digest (to measure a first read)."""
+        with self._lock:
+            self._entries.clear()
+            self._learnt.clear()
+
+
+DIGEST_KIND = "outputs_digest"
+"""The kind of the index entries that keep ``OutputDigests`` (``Index.entries``)."""
+DIGESTS = OutputDigests()
+"""The process's outputs digests: every manager, command and page of the process shares them
+(an entry is keyed by what the files are, so it never says what another process changed)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Outputs:
+    """A phase folder's agent outputs as they are now."""
+
+    digest: str
+    """``lifecycle.outputs_digest`` of their content."""
+    files: tuple[tuple[str, int], ...]
+    """Each output file's name and last modification time (ns), in the folder's order."""
+
+
+def outputs_of(
+    phase_dir: Path,
+    agents: Sequence[str] = (),
+    cache: OutputDigests | None = DIGESTS,
+    *,
+    reads: ReadCache | None = None,
+) -> Outputs:
+    """The agent outputs of ``phase_dir`` now: their digest and their files.
+
+    The files are those ``CheckpointManager`` counts when it records a phase's digest: every
+    agent output file of the folder (``scan.agent_files``, ``agents`` first). Each is
+    ``stat``-ed; only when one of them changed since ``cache`` last saw the folder (or it
+    never did) are they read and hashed, each once (through ``reads``, which knows the
+    records a writer just wrote, so it parses nothing it wrote). A folder that is not there
+    has no outputs.
+    """
+    try:
+        paths = agent_files(phase_dir, agents)
+    except (FileNotFoundError, NotADirectoryError):
+        return Outputs(lifecycle.outputs_digest({}), ())
+    COUNTERS.listed += 1
+    signature = []
+    files = []
+    present = []
+    newest = 0
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            continue  # removed since the folder was listed: not an output now
+        COUNTERS.stated += 1
+        signature.append(f"{path.name}={_index.identity(st)}")
+        files.append((path.name, st.st_mtime_ns))
+        present.append(path)
+        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    identity = ";".join(signature)
+    key = os.fspath(phase_dir)
+    digest = cache.recall(key, identity) if cache is not None else None
+    if digest is None:
+        began = time.time_ns()
+        contents = {}
+        for path in present:
+            COUNTERS.hashed += 1
+            record = AGENT_OUTPUT.read_path(path, cache=reads)[0]
+            contents[path.stem] = (
+                record.content if record is not None else path.read_bytes().decode("utf-8", "replace")
+            )
+        digest = lifecycle.outputs_digest(contents)
+        if cache is not None and newest < began - RACY_NS:
+            cache.remember(key, identity, digest, newest)
+    return Outputs(digest, tuple(files))
+
+
+def outputs_digest_of(
+    phase_dir: Path,
+    agents: Sequence[str] = (),
+    cache: OutputDigests | None = DIGESTS,
+    *,
+    reads: ReadCache | None = None,
+) -> str:
+    """``lifecycle.outputs_digest`` of the agent outputs in ``phase_dir`` as they are now,
+    read only when they changed since ``cache`` saw them (``outputs_of``)."""
+    return outputs_of(phase_dir, agents, cache, reads=reads).digest
+
+
+def outputs_now(
+    directory: Path,
+    phases: Iterable[PhaseDefinition],
+    checkpoints: Mapping[int, PhaseCheckpoint],
+    cache: OutputDigests | None = DIGESTS,
+    *,
+    reads: ReadCache | None = None,
+) -> dict[int, tuple[str, tuple[str, ...]]]:
+    """For each phase of the session at ``directory`` whose checkpoint recorded an outputs
+    digest: the digest of its output files now, and which of them changed when it differs.
+
+    The changed files are named relative to the session folder: those modified after the
+    checkpoint file was written (a correction made after the phase completed), and the
+    files of agents the checkpoint lists that are gone; when neither tells, every output
+    file of the phase.
+    """
+    found: dict[int, tuple[str, tuple[str, ...]]] = {}
+    for phase in phases:
+        saved = checkpoints.get(phase.number)
+        if saved is None or saved.outputs_digest is None:
+            continue
+        phase_dir = directory / phase.directory
+        now = outputs_of(phase_dir, [run.agent_name for run in saved.agents], cache, reads=reads)
+        if now.digest == saved.outputs_digest:
+            found[phase.number] = (now.digest, ())
+            continue
+        try:
+            written = os.stat(phase_dir / CHECKPOINT_FILE).st_mtime_ns
+        except OSError:
+            written = None
+        names = {name for name, _ in now.files}
+        changed = [name for name, mtime in now.files if written is not None and mtime > written]
+        changed += [
+            run.output_file
+            for run in saved.agents
+            if run.status == "completed" and run.output_file not in names
+        ]
+        changed = changed or [name for name, _ in now.files]
+        found[phase.number] = (now.digest, tuple(f"{phase.directory}/{name}" for name in changed))
+    return found
+
+
 def phase_facts(
     phases: tuple[PhaseDefinition, ...],
     checkpoints: Mapping[int, PhaseCheckpoint],
     reviews: Mapping[int, Review],
+    outputs: Mapping[int, tuple[str, tuple[str, ...]]] | None = None,
 ) -> list[lifecycle.PhaseFacts]:
-    """The lifecycle's facts of every phase of the mode, in order."""
+    """The lifecycle's facts of every phase of the mode, in order.
+
+    ``outputs``: the digest of each phase's output files now and the files that changed
+    (``outputs_now``); a phase left out is taken to have the outputs its checkpoint recorded.
+    """
+    outputs = outputs or {}
     facts = []
     for phase in phases:
         saved = checkpoints.get(phase.number)
         verdict, problem = reviews.get(phase.number, ("none", None))
+        now, edited = outputs.get(phase.number, (None, ()))
         facts.append(
             lifecycle.PhaseFacts(
                 number=phase.number,
@@ -80,6 +285,8 @@ def phase_facts(
                 attempt=saved.retry_count + 1 if saved else 1,
                 outputs_digest=saved.outputs_digest if saved else None,
                 built_from=dict(saved.built_from) if saved else {},
+                outputs_now=now,
+                edited_files=edited,
                 verdict=verdict,
                 problem=problem,
                 waiting_since=saved.completed if saved else None,
@@ -93,9 +300,13 @@ def view_of(
     phases: tuple[PhaseDefinition, ...],
     checkpoints: Mapping[int, PhaseCheckpoint],
     cache: ReadCache | None = None,
+    digests: OutputDigests | None = DIGESTS,
 ) -> lifecycle.SessionView:
-    """``lifecycle.derive`` over the session at ``directory``."""
-    return lifecycle.derive(phase_facts(phases, checkpoints, read_reviews(directory, phases, cache)))
+    """``lifecycle.derive`` over the session at ``directory``: its checkpoints, its review
+    files and its agent outputs as they are now."""
+    reviews = read_reviews(directory, phases, cache)
+    outputs = outputs_now(directory, phases, checkpoints, digests, reads=cache)
+    return lifecycle.derive(phase_facts(phases, checkpoints, reviews, outputs))
 
 
 def phase_rows(
@@ -103,7 +314,8 @@ def phase_rows(
     checkpoints: Mapping[int, PhaseCheckpoint],
     view: lifecycle.SessionView | None = None,
 ) -> tuple[PhaseRow, ...]:
-    """One row per phase of the mode: its lifecycle state and its checkpoint's times.
+    """One row per phase of the mode: its lifecycle state and its checkpoint's times (the
+    duration is ``durations.phase_seconds``, as every view shows it).
 
     Without ``view`` the reviews are taken as unread (a checkpoint's own status).
     """
@@ -116,7 +328,14 @@ def phase_rows(
             rows.append(PhaseRow(phase.number, phase.name, state))
         else:
             rows.append(
-                PhaseRow(phase.number, phase.name, state, saved.started, saved.completed, saved.duration)
+                PhaseRow(
+                    phase.number,
+                    phase.name,
+                    state,
+                    saved.started,
+                    saved.completed,
+                    durations.phase_seconds(saved),
+                )
             )
     return tuple(rows)
 
@@ -151,10 +370,11 @@ def current_phase(rows: tuple[PhaseRow, ...]) -> CurrentPhase:
 
 
 def metrics(checkpoints: Mapping[int, PhaseCheckpoint]) -> SessionMetrics:
-    """Sums over the checkpoints; unknown values count as nothing."""
+    """Sums over the checkpoints; unknown values count as nothing (the durations are
+    ``durations.total_seconds``: the time the phases ran, not the time they waited)."""
     saved = list(checkpoints.values())
     return SessionMetrics(
-        total_duration=round(sum(c.duration or 0.0 for c in saved), 6),
+        total_duration=durations.total_seconds(saved),
         total_tokens=sum(c.total_tokens or 0 for c in saved),
         total_cost=round(sum(c.cost or 0.0 for c in saved), 6),
     )

@@ -66,12 +66,12 @@ def stage_attempts(
             continue
         number = current.retry_count + 1
         _attempts.stage_archive(change, directory, number)
-        started = tx.store.now()
-        fresh = dataclasses.replace(
+        now = tx.store.now()
+        fresh = dataclasses.replace(  # not started: the runner starts it (rerun: one at a time)
             current,
-            status="in_progress",
+            status="pending",
             retry_count=number,
-            started=started,
+            started=None,
             completed=None,
             duration=None,
             agents=tuple(
@@ -84,14 +84,14 @@ def stage_attempts(
             cost=None,
             errors=(),
             outputs_digest=None,
-            built_from=built_from(session, phase, {**checkpoints, **planned}),
+            built_from=built_from(tx.store, session, phase, {**checkpoints, **planned}),
         )
         manifest = tx.stage_checkpoint(
             change,
             session,
             directory / CHECKPOINT_FILE,
             fresh,
-            started,
+            now,
             reason=f"attempt {number + 1} after review",
             stage_manifest=False,
         )

@@ -22,16 +22,16 @@ from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE
 from haytham.format.reader import decode
 from haytham.format.workflow import PhaseDefinition
 from haytham.records import AgentOutput, PhaseCheckpoint, SessionManifest, UserFeedback
+from haytham.store import durations, lifecycle
 from haytham.store import fs as _storage
-from haytham.store import lifecycle
 from haytham.store import progress as _progress
 from haytham.store.arguments import CheckpointArgs, round_or_none
-from haytham.store.clock import parse_timestamp
 from haytham.store.events import Event
 from haytham.store.names import check_no_case_twin
+from haytham.store.phase_files import agent_files
 from haytham.store.reads import Reads
-from haytham.store.scan import agent_files
 from haytham.store.session import Session
+from haytham.store.store import Store
 from haytham.store.transaction import Transaction
 
 Saved = tuple[Path, list[Event]]
@@ -176,6 +176,35 @@ def update_feedback(tx: Transaction, phase_num: int, updates: Mapping[str, bool 
     return after
 
 
+def keep_edited_outputs(tx: Transaction, phase_num: int) -> bool:
+    """``CheckpointManager.keep_edited_outputs`` under the transaction's lock: record in the
+    phase's checkpoint the digest of the outputs its files hold now, with a history entry
+    (``lifecycle.EDIT_KEPT``); nothing else of the checkpoint changes."""
+    session = tx.session
+    directory = session.phase_dir(phase_num)
+    current = tx.checkpoints()
+    previous = current.get(session.phase(phase_num).number)
+    if previous is None or previous.outputs_digest is None:
+        return False
+    digest = outputs_digest(tx, directory, previous.agents)
+    if digest == previous.outputs_digest:
+        return False
+    record = dataclasses.replace(previous, outputs_digest=digest)
+    tx.phase_folder(phase_num)
+    tx.remove_session_leftovers()
+    with tx.change("save_checkpoint") as change:
+        tx.stage_checkpoint(
+            change,
+            session,
+            directory / CHECKPOINT_FILE,
+            record,
+            tx.store.now(),
+            reason=lifecycle.EDIT_KEPT,
+            current=current,
+        )
+    return True
+
+
 # ------------------------------------------------------ what a save writes
 
 
@@ -203,15 +232,17 @@ def checkpoint_record(
     if completed is None and status in ("completed", "failed", "skipped"):
         same = previous is not None and previous.status == status and previous.completed
         completed = previous.completed if same and previous else now
-    if duration is None and started and completed:
-        duration = seconds_between(started, completed)
+    span_given = checked.started is not None and checked.completed is not None
+    duration = durations.checkpoint_seconds(
+        duration, started, completed, runs, checked.execution_mode, span_given=span_given
+    )
     position = session.phases.index(phase)
     if checked.built_from is not None:
         sources: tuple[tuple[int, str], ...] = tuple(checked.built_from)
     elif previous is not None and previous.retry_count == retry_count and _has_results(previous):
         sources = previous.built_from
     else:
-        sources = built_from(session, phase, current)
+        sources = built_from(tx.store, session, phase, current)
     digest = outputs_digest(tx, directory, runs, staged) if status == "completed" else None
     before = session.phases[position - 1] if position > 0 else None
     after = session.phases[position + 1] if position + 1 < len(session.phases) else None
@@ -240,15 +271,21 @@ def checkpoint_record(
 
 
 def built_from(
-    session: Session, phase: PhaseDefinition, checkpoints: Mapping[int, PhaseCheckpoint]
+    store: Store, session: Session, phase: PhaseDefinition, checkpoints: Mapping[int, PhaseCheckpoint]
 ) -> tuple[tuple[int, str], ...]:
-    """The outputs digest of every earlier phase of the mode that has one in ``checkpoints``
-    (the session's, or those an operation is about to write): what ``phase`` is built from."""
+    """What ``phase`` is built from: the outputs digest of every earlier phase of the mode that
+    recorded one (in ``checkpoints``, the session's or those an operation is about to write),
+    as its output files say now: a phase built on outputs a person corrected is built on the
+    correction."""
     found = []
     for earlier in session.phases[: session.phases.index(phase)]:
         saved = checkpoints.get(earlier.number)
         if saved is not None and saved.outputs_digest is not None:
-            found.append((earlier.number, saved.outputs_digest))
+            agents = [run.agent_name for run in saved.agents]
+            now = _progress.outputs_digest_of(
+                session.phase_dir(earlier.number), agents, store.digests, reads=store.cache
+            )
+            found.append((earlier.number, now))
     return tuple(found)
 
 
@@ -369,9 +406,3 @@ def _sum(values: Iterable[int | float | None]) -> Any:
 
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def seconds_between(started: str, completed: str) -> float | None:
-    """The seconds from one timestamp to a later one (None when it is earlier)."""
-    seconds = (parse_timestamp(completed) - parse_timestamp(started)).total_seconds()
-    return round(seconds, 1) if seconds >= 0 else None

@@ -1,7 +1,9 @@
 """Whole-tree operations: list the sessions under a base directory, validate any path.
 
-Listing reads only manifests, so it stays cheap for thousands of sessions; validation
-accepts what a linter would: the base dir, a project, a session or a single file.
+Listing derives each session's state from its files (``haytham.store.derived``) and keeps
+what it derived in the index while the files are unchanged, so it stays cheap for thousands
+of sessions; validation accepts what a linter would: the base dir, a project, a session or a
+single file.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import itertools
 import json
 import os
 import stat
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,14 +31,16 @@ from haytham.format.layout import (
     HISTORY_DIR,
     HISTORY_ENTRY_NAME,
     MANIFEST_FILE,
-    OWN_SESSION_FILES,
     PHASE_DIR_PREFIX,
     SESSIONS_DIR,
 )
 from haytham.format.reader import decode
 from haytham.format.summary import ManifestSummary, read_summary, summary_of
+from haytham.format.workflow import Workflow
 from haytham.records import SessionManifest
+from haytham.store import derived as _derived
 from haytham.store import index as _index
+from haytham.store import orphans as _orphans
 from haytham.store.disagreements import folder_disagreements
 from haytham.store.fs import LOCK_NAME, TMP_SUFFIX
 from haytham.store.names import check_inside
@@ -44,7 +48,11 @@ from haytham.store.names import check_inside
 
 @dataclass(frozen=True)
 class SessionSummary:
-    """One line of ``haytham list``: a session as its manifest describes it."""
+    """One line of ``haytham list``: a session as its files say it is now.
+
+    Status, the Current Phase and the totals are derived from the checkpoints and review
+    files (``lifecycle.derive``, as ``CheckpointManager.state``); the ids, user, workflow,
+    mode and times are the manifest's."""
 
     project_id: str
     session_id: str
@@ -60,7 +68,7 @@ class SessionSummary:
     total_cost: float
     path: Path
     current_state: str = ""
-    """The Current Phase's lifecycle state in words (``stale (built on phase 2, ...)``)."""
+    """The Current Phase's lifecycle state (``awaiting_review``, ``stale``)."""
 
 
 def session_dirs(root: Path) -> Iterator[Path]:
@@ -168,6 +176,10 @@ _FIELDS = _index.SUMMARY_COLUMNS
 _NAMES = (*_FIELDS, "path")
 _UPDATED, _PROJECT, _SESSION = _FIELDS.index("last_updated"), _FIELDS.index("project_id"), 1
 _USER, _STATUS = _FIELDS.index("user_id"), _FIELDS.index("status")
+_WORKFLOW, _MODE = _FIELDS.index("workflow_type"), _FIELDS.index("execution_mode")
+_CREATED, _TOKENS = _FIELDS.index("created"), _FIELDS.index("total_tokens")
+_DERIVED_LAYOUT = ("status", "current_phase", "current_phase_name", "created", "last_updated", "total_tokens")
+assert _FIELDS[_STATUS:] == (*_DERIVED_LAYOUT, "total_cost", "current_state")  # as _know rebuilds a row
 assert _FIELDS.index("session_id") == _SESSION
 Row = tuple[Any, ...]
 """A listed session: its ``_FIELDS`` values, then its folder as ``parent`` and ``name`` (text)."""
@@ -240,12 +252,15 @@ def list_sessions(
     project_id: str | None = None,
     user_id: str | None = None,
     status: str | None = None,
+    workflows: Mapping[str, Workflow] | None = None,
 ) -> tuple[list[SessionSummary], list[Issue]]:
     """Summaries of the sessions under ``base_dir``, newest update first, and unreadable ones.
 
     ``iter_sessions`` as a list (every summary made at once).
     """
-    with iter_sessions(base_dir, project_id=project_id, user_id=user_id, status=status) as listing:
+    with iter_sessions(
+        base_dir, project_id=project_id, user_id=user_id, status=status, workflows=workflows
+    ) as listing:
         return list(listing), listing.issues
 
 
@@ -255,18 +270,26 @@ def iter_sessions(
     project_id: str | None = None,
     user_id: str | None = None,
     status: str | None = None,
+    workflows: Mapping[str, Workflow] | None = None,
 ) -> SessionListing:
     """The sessions under ``base_dir`` (optionally one project's, one user's, one status),
     newest update first, as a ``SessionListing``; unreadable manifests are its ``issues``.
 
-    Each manifest's summary (or its issues) is remembered in the base directory's index and
-    used again while the manifest file is unchanged, so a listing of thousands of sessions
-    reads only the manifests that changed: the work is one ``stat`` a session, plus one read
-    of each manifest the index does not know. A manifest in the exact shape haytham writes is
-    read by ``haytham.format.summary`` (no parse); any other by the full reader.
+    Each session's state (Status, Current Phase, totals) is derived from its checkpoints and
+    review files through the lifecycle, as ``CheckpointManager.state`` derives it, with the
+    ``workflows`` registered by name (default: the built-in ones; a session's own
+    ``workflow.yaml`` comes first); ``status`` filters on that state. The manifest supplies
+    the rest; a manifest in the exact shape haytham writes is read by
+    ``haytham.format.summary`` (no parse), any other by the full reader.
+
+    Each session's summary (or its issues) is remembered in the base directory's index under
+    the stat signature of every fact file of the session (``haytham.store.derived``), so a
+    listing of thousands of sessions derives only the sessions whose files changed: an
+    unchanged session costs one ``stat`` a fact file and reads nothing.
     """
     root = base_dir / project_id if project_id else base_dir
     wanted = _Filter(user_id or None, status or None)
+    deriver = _derived.Deriver(workflows)
     try:
         folders = _folders(root)
         if folders is not None:
@@ -275,12 +298,12 @@ def iter_sessions(
                 import sqlite3
 
                 try:
-                    return _from_index(index, root, folders, wanted, forget_others=root == base_dir)
+                    return _from_index(index, root, folders, wanted, deriver, forget_others=root == base_dir)
                 except (sqlite3.Error, OSError):
                     index.close()
-        return _from_files(base_dir, root, folders, wanted)
+        return _from_files(base_dir, root, folders, wanted, deriver)
     except OSError:  # a folder that cannot be read: what the globs find, as the tree walks do
-        return _from_files(base_dir, root, None, wanted, create=False)
+        return _from_files(base_dir, root, None, wanted, deriver, create=False)
 
 
 @dataclass(frozen=True)
@@ -339,6 +362,37 @@ def _session_names(directory: str) -> list[str]:
 _Learnt = tuple[Row | None, list[Issue], "os.stat_result | None"]
 """What reading one manifest taught: the session's row (None when the manifest cannot be
 read), its issues (errors without a row; warnings with one) and the ``stat`` of the file read."""
+_Known = tuple[Row | None, list[Issue], "os.stat_result | None", "_derived.Facts | None"]
+"""What learning one session taught: its row with the derived state, its issues, the
+manifest's ``stat`` and the fact files whose stats key it (None: it cannot be remembered
+under them, or it has no row)."""
+
+
+def _know(
+    parent: str, name: str, project: str, deriver: _derived.Deriver, *, identify: bool
+) -> _Known | None:
+    """The session in folder ``{parent}/{name}`` (of ``project``): its manifest's row with
+    the state its files derive (``derived.Deriver``); None when the folder holds no manifest.
+    With ``identify`` the stats of its fact files come too, for the index."""
+    got = _learn(parent, name, project, identify=identify)
+    if got is None:
+        return None
+    row, found, st = got
+    if row is None:
+        return row, found, st, None
+    directory = os.path.join(parent, name)
+    try:
+        facts = _derived.gather(directory, st if identify else None, deriver.salt)
+    except OSError as error:  # a folder that cannot be listed: the manifest says it all
+        why = f"{error.strerror or error}; listed as its manifest says"
+        return row, [*found, Issue(Path(directory), None, None, why, "warning")], st, None
+    values, problem = deriver.derive(directory, row[_WORKFLOW], row[_MODE], facts)
+    if problem is not None:
+        found = [*found, problem]
+    if values is not None:
+        status, number, phase, state, tokens, cost = values
+        row = (*row[:_STATUS], status, number, phase, *row[_CREATED:_TOKENS], tokens, cost, state, *row[-2:])
+    return row, found, st, facts
 
 
 def _learn(parent: str, name: str, project: str, *, identify: bool) -> _Learnt | None:
@@ -407,25 +461,32 @@ def _from_record(
 
 
 def _from_files(
-    base_dir: Path, root: Path, folders: list[_Folder] | None, wanted: _Filter, *, create: bool = True
+    base_dir: Path,
+    root: Path,
+    folders: list[_Folder] | None,
+    wanted: _Filter,
+    deriver: _derived.Deriver,
+    *,
+    create: bool = True,
 ) -> SessionListing:
-    """The listing read from the manifests alone, one compact row a session sorted in memory;
+    """The listing read from the files alone, one compact row a session sorted in memory;
     with ``create``, a listing that finds ``INDEX_MIN_SESSIONS`` or more makes the index and
     fills it."""
     identify = _index.enabled()
     rows: list[Row] = []
     issues: list[Issue] = []
-    learnt: list[tuple[str, str, os.stat_result, Row | None, list[Issue]]] = []
+    learnt: list[tuple[str, str, os.stat_result, Row | None, list[Issue], _derived.Facts | None]] = []
     count = 0
     everyone = wanted.user_id is None and wanted.status is None
     for parent, name, project in _sessions_of(root, folders):
-        got = _learn(parent, name, project, identify=identify)
-        if got is None:
+        got = _know(parent, name, project, deriver, identify=identify)
+        if got is None:  # no manifest: a folder that holds files anyway is an orphan
+            issues += _orphans.issues_of(parent, name)
             continue
         count += 1
-        row, found, st = got
+        row, found, st, facts = got
         if st is not None:
-            learnt.append((parent, name, st, row, found))
+            learnt.append((parent, name, st, row, found, facts))
         if row is None:
             issues += found
         elif everyone or wanted(row[_USER], row[_STATUS]):
@@ -437,9 +498,10 @@ def _from_files(
             settled = index.settled
             index.write_summaries(
                 (
-                    _stored(parent, name, st, row, found)
-                    for parent, name, st, row, found in learnt
-                    if settled(st.st_mtime_ns, st.st_ctime_ns)
+                    stored
+                    for parent, name, st, row, found, facts in learnt
+                    if _settled(settled, st, row, facts)
+                    and _storable(stored := _stored(parent, name, st, row, found, facts))
                 ),
                 (),
             )
@@ -461,13 +523,35 @@ def _sessions_of(root: Path, folders: list[_Folder] | None) -> Iterator[tuple[st
             yield parent, name, project
 
 
+def _settled(
+    settled: Callable[..., bool], st: os.stat_result, row: Row | None, facts: _derived.Facts | None
+) -> bool:
+    """Whether the index may remember what was learnt of a session: a row with its fact
+    files' key (no symlink among them), or a manifest that cannot be read, every file of it
+    settled (``Index.settled``)."""
+    if row is None:
+        return settled(st.st_mtime_ns, st.st_ctime_ns)
+    return facts is not None and facts.storable and settled(st.st_mtime_ns, st.st_ctime_ns, facts.newest_ns)
+
+
 def _stored(
-    parent: str, name: str, st: os.stat_result, row: Row | None, found: list[Issue]
+    parent: str,
+    name: str,
+    st: os.stat_result,
+    row: Row | None,
+    found: list[Issue],
+    facts: _derived.Facts | None,
 ) -> tuple[Any, ...]:
-    """The index row (``Index.write_summaries``) of what reading one manifest taught."""
+    """The index row (``Index.write_summaries``) of what learning one session taught: a
+    listed session under the key of its fact files (their names kept beside it), a manifest
+    that cannot be read under its own identity."""
     values = (None,) * len(_FIELDS) if row is None else row[:-2]
     issues = json.dumps([_issue_data(issue) for issue in found]) if found else None
-    return (parent, name, _index.identity(st), int(row is not None), issues, parent.count(os.sep), *values)
+    if row is None or facts is None:
+        key, names = _index.identity(st), None
+    else:
+        key, names = facts.key, _derived.SEPARATOR.join(facts.names)
+    return (parent, name, key, names, int(row is not None), issues, parent.count(os.sep), *values)
 
 
 def _storable(stored: tuple[Any, ...]) -> bool:
@@ -483,12 +567,19 @@ def _storable(stored: tuple[Any, ...]) -> bool:
 
 
 def _from_index(
-    index: _index.Index, root: Path, folders: list[_Folder], wanted: _Filter, *, forget_others: bool
+    index: _index.Index,
+    root: Path,
+    folders: list[_Folder],
+    wanted: _Filter,
+    deriver: _derived.Deriver,
+    *,
+    forget_others: bool,
 ) -> SessionListing:
-    """The listing with an index: each remembered session whose manifest is unchanged (one
-    ``stat``) is counted and left in the index; the others are read, remembered (once
-    settled) and held as rows; the rows are then read newest first from the index and merged
-    with those held, inside one read transaction. Raises ``sqlite3.Error``."""
+    """The listing with an index: each remembered session whose fact files are unchanged
+    (one ``stat`` each, ``derived.still``) is counted and left in the index; the others are
+    read and derived, remembered (once settled) and held as rows; the rows are then read
+    newest first from the index and merged with those held, inside one read transaction.
+    Raises ``sqlite3.Error``."""
     import sqlite3
 
     index.snapshot()
@@ -499,6 +590,7 @@ def _from_index(
     changed: set[tuple[str, str]] = set()
     total = checked = 0
     identity = _index.identity
+    still, salt = _derived.still, deriver.salt
     everyone = wanted.user_id is None and wanted.status is None
     stat_of = os.stat
     for parent, names, project in folders:
@@ -506,7 +598,7 @@ def _from_index(
         kept = next(known, None)
         prefix = os.path.join(parent, "")
         suffix = os.sep + MANIFEST_FILE
-        for name in names:  # the hot loop of a warm listing: one stat, one comparison
+        for name in names:  # the hot loop of a warm listing: a stat a fact file, one comparison
             if kept is not None and kept[0] != name:
                 while kept is not None and kept[0] < name:
                     gone.append((parent, kept[0]))
@@ -519,8 +611,11 @@ def _from_index(
                     st = stat_of(prefix + name + suffix)
                 except _MISSING:
                     gone.append((parent, name))
+                    issues += _orphans.issues_of(parent, name)
                     continue
-                if identity(st) == remembered[1]:
+                facts = remembered[6]
+                now = identity(st) if facts is None else still(prefix + name, st, facts, salt)
+                if now == remembered[1]:
                     if remembered[3] is None and remembered[2] and everyone:
                         total += 1
                     elif not remembered[2]:
@@ -531,14 +626,15 @@ def _from_index(
                             issues += _issues(remembered[3])
                     continue
                 changed.add((parent, name))
-            got = _learn(parent, name, project, identify=True)
+            got = _know(parent, name, project, deriver, identify=True)
             if got is None:
+                issues += _orphans.issues_of(parent, name)
                 if remembered is not None:
                     gone.append((parent, name))
                 continue
-            row, found, st = got
-            if st is not None and index.settled(st.st_mtime_ns, st.st_ctime_ns):
-                stored = _stored(parent, name, st, row, found)
+            row, found, st, learnt_facts = got
+            if st is not None and _settled(index.settled, st, row, learnt_facts):
+                stored = _stored(parent, name, st, row, found, learnt_facts)
                 if _storable(stored):
                     learnt.append(stored)
             if row is None:
@@ -578,7 +674,7 @@ def _from_index(
                 yield row
                 made += 1
         except sqlite3.Error:  # the index failed under the listing: the files decide
-            again = _from_files(root, root, folders, wanted, create=False)
+            again = _from_files(root, root, folders, wanted, deriver, create=False)
             yield from itertools.islice(again._rows(), made, None)
 
     return SessionListing(rows, total, issues, index.close)
@@ -868,30 +964,3 @@ class PhaseDirs:
                 return path, stat.S_ISDIR(mode)
         checked = check_inside(self.base_dir, path)
         return checked, checked.is_dir()
-
-
-def agent_files(directory: Path, order: Sequence[str] = ()) -> list[Path]:
-    """Agent output files of a phase directory: ``*.md`` except the phase's own and hidden
-    files, those named in ``order`` first, then the rest by name.
-
-    Read with one ``os.scandir`` (whose entries know their type), not a ``stat`` per file.
-    """
-    with os.scandir(directory) as entries:
-        return agents_among(directory, list(entries), order)
-
-
-def agents_among(
-    directory: Path, entries: Sequence[os.DirEntry[str]], order: Sequence[str] = ()
-) -> list[Path]:
-    """``agent_files`` of ``directory`` from its ``entries``, listed already by the caller."""
-    rank = {name: index for index, name in enumerate(order)}
-    names = [
-        e.name
-        for e in entries
-        if e.name.endswith(".md")
-        and not e.name.startswith(".")
-        and e.name not in OWN_SESSION_FILES
-        and e.is_file()
-    ]
-    names.sort(key=lambda n: (rank.get(n[:-3], len(rank)), n))
-    return [directory / name for name in names]

@@ -29,7 +29,7 @@ from haytham.format.layout import CHECKPOINT_FILE, MANIFEST_FILE, SESSIONS_DIR, 
 from haytham.format.workflow import BUILTIN_WORKFLOWS, Workflow, load_workflow
 from haytham.records import PhaseCheckpoint, SessionManifest
 from haytham.store import fs as _storage
-from haytham.store import journal, lifecycle
+from haytham.store import journal, lifecycle, orphans
 from haytham.store import progress as _progress
 from haytham.store.clock import Clock, format_timestamp, utc_now
 from haytham.store.events import EventBus
@@ -59,6 +59,8 @@ class Store:
         self.workflows.update((w.name, w) for w in workflows)
         self.cache = ReadCache()
         """What this store has read: an unchanged file (the same bytes) is not parsed again."""
+        self.digests: _progress.OutputDigests = _progress.DIGESTS
+        """The outputs digests of phase folders by their files' identity (the process's)."""
         self._workflow_copies: dict[bytes, Workflow] = {}
         """Sessions' own workflow.yaml by their bytes: each text parsed once."""
         self.events = EventBus()
@@ -86,6 +88,9 @@ class Store:
                     f"project {project_id!r} does not exist under {self.base_dir}",
                     path=self.project_dir(project_id),
                 )
+            orphan = orphans.find(directory)
+            if orphan is not None:  # its folder holds files: say how to get it back
+                raise SessionNotFoundError(f"session {project_id}/{session_id}: {orphan.issue()}", path=path)
             raise SessionNotFoundError(
                 f"session {project_id}/{session_id} does not exist (no {path})", path=path
             )
@@ -171,7 +176,7 @@ class Store:
     ) -> lifecycle.SessionView:
         """Where the session stands (``lifecycle.derive`` over its files)."""
         found = self.checkpoints(session) if checkpoints is None else checkpoints
-        return _progress.view_of(session.directory, session.phases, found, self.cache)
+        return _progress.view_of(session.directory, session.phases, found, self.cache, self.digests)
 
     def derived_manifest(
         self,

@@ -124,7 +124,12 @@ class Transaction:
                 read.pop(number, None)
             else:
                 read[number] = review
-        view = lifecycle.derive(_progress.phase_facts(session.phases, found, read))
+        # The outputs of a phase whose checkpoint the change writes are those it records.
+        kept = {n: c for n, c in found.items() if n not in (checkpoints or {})}
+        outputs = _progress.outputs_now(
+            session.directory, session.phases, kept, store.digests, reads=store.cache
+        )
+        view = lifecycle.derive(_progress.phase_facts(session.phases, found, read, outputs))
         derived = store.derived_manifest(session, found, view, head)
         if derived is session.manifest:
             return session.manifest

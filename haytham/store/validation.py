@@ -21,7 +21,8 @@ from haytham.records import PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import history, journal, lifecycle
 from haytham.store import progress as _progress
 from haytham.store.disagreements import disagreements, folder_disagreements
-from haytham.store.scan import agent_files, agents_among, kind_of
+from haytham.store.phase_files import agent_files, agents_among
+from haytham.store.scan import kind_of
 
 WorkflowOf = Callable[[Path, SessionManifest], Workflow]
 """How the manager finds a session's workflow: its own copy, else the registered one."""
@@ -78,11 +79,15 @@ def session_issues(
     issues += _outside_mode(directory, workflow, manifest, cache)
     if review_problems:
         reviews.update(_progress.read_reviews(directory, tuple(review_problems), cache))
-    view = lifecycle.derive(_progress.phase_facts(phases, checkpoints, reviews))
+    # Validation parses every output anyway (through ``cache``), and its result is remembered
+    # per session in the index: no digest is remembered here, so its work is the same each time.
+    outputs = _progress.outputs_now(directory, phases, checkpoints, None, reads=cache)
+    view = lifecycle.derive(_progress.phase_facts(phases, checkpoints, reviews, outputs))
     derived = _progress.derive(manifest, phases, checkpoints, view)
     unreadable |= {view.number for view in view.phases if view.problem is not None}
     issues += disagreements(manifest_path, manifest, derived, unreadable, frozenset(reviewed))
     issues += stale_issues(directory, phases, view)
+    issues += edited_issues(directory, view)
     issues += history.read_entries(directory, cache=cache)[1]
     return issues
 
@@ -105,6 +110,44 @@ def stale_issues(
                 severity="warning",
             )
         )
+    return issues
+
+
+EDITED_FIELD = "Output"
+"""The field of ``edited_issues``: the agent output's Output section, which a person changed."""
+_EDITED_SINCE = " changed since phase "
+
+
+def is_edited_issue(issue: Issue) -> bool:
+    """Whether ``issue`` is one of ``edited_issues`` (the doctor reports those itself)."""
+    return issue.field == EDITED_FIELD and issue.severity == "warning" and _EDITED_SINCE in issue.message
+
+
+def edited_issues(directory: Path, view: lifecycle.SessionView) -> list[Issue]:
+    """A warning at every output file changed by hand since its phase completed
+    (``lifecycle.EDITED``): the correction is kept as the phase's output, and the phases
+    built on the old outputs are stale, which it names."""
+    issues = []
+    for found in view.phases:
+        later = [v.number for v in view.phases if found.number in v.stale_because]
+        consequence = (
+            f"phase{'s' * (len(later) > 1)} {', '.join(map(str, later))} "
+            f"built on the old outputs {'are' if len(later) > 1 else 'is'} stale; run haytham resume to run "
+            f"{'them' if len(later) > 1 else 'it'} again"
+            if later
+            else "no later phase was built on the old outputs"
+        )
+        for name in found.edited:
+            issues.append(
+                Issue(
+                    directory / name,
+                    None,
+                    EDITED_FIELD,
+                    f"{name}{_EDITED_SINCE}{found.number} completed (its checkpoint recorded other "
+                    f"outputs): the correction is kept as phase {found.number}'s output; {consequence}",
+                    severity="warning",
+                )
+            )
     return issues
 
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from haytham.errors import HaythamError, NotFoundError
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
-from haytham.store import fs, lifecycle
+from haytham.store import durations, fs, lifecycle
 from haytham.store.clock import parse_timestamp, sort_time
+from haytham.store.lease import LeaseHolder
 from haytham.store.lifecycle import PhaseView, SessionView
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_path_name
@@ -70,7 +71,7 @@ class Inbox:
 
 def inbox(manager: CheckpointManager) -> Inbox:
     """Every phase awaiting review (oldest first), then failed and stale ones, across the base dir."""
-    found, unreadable = list_sessions(manager.base_dir)
+    found, unreadable = list_sessions(manager.base_dir, workflows=manager.workflows)
     warnings = [f"a session that cannot be read: {issue}" for issue in unreadable]
     items: list[InboxItem] = []
     for summary in found:
@@ -154,6 +155,11 @@ class PhaseLine:
     checkpoint: PhaseCheckpoint | None
     attempts: list[AttemptLine]
 
+    @property
+    def duration(self) -> float | None:
+        """The time the phase's current attempt ran, as every view says it."""
+        return durations.phase_seconds(self.checkpoint)
+
 
 @dataclass(frozen=True)
 class SessionPage:
@@ -166,6 +172,8 @@ class SessionPage:
     charts: list[str]
     """Inline SVG charts: duration, tokens and cost per phase, then per agent."""
     version: str
+    running: LeaseHolder | None = None
+    """Who is running the session now (``CheckpointManager.running``), or None."""
 
 
 def session_page(manager: CheckpointManager, project: str, session: str) -> SessionPage:
@@ -187,6 +195,7 @@ def session_page(manager: CheckpointManager, project: str, session: str) -> Sess
         manager.history(project, session),
         charts(lines),
         session_version(manager, project, session),
+        manager.running(project, session),
     )
 
 
@@ -198,14 +207,15 @@ def _attempt_line(attempt: Attempt) -> AttemptLine:
         lifecycle.verdict(feedback),
         feedback.comments if feedback else "",
         feedback.requested_changes if feedback else (),
-        checkpoint.duration if checkpoint else None,
+        durations.phase_seconds(checkpoint),
         checkpoint.total_tokens if checkpoint else None,
         checkpoint.cost if checkpoint else None,
     )
 
 
 def charts(lines: Sequence[PhaseLine]) -> list[str]:
-    """Duration, tokens and cost per phase and per agent, as SVG bar charts."""
+    """Duration, tokens and cost per phase and per agent, as SVG bar charts (a phase's
+    duration is the time it ran, ``durations.phase_seconds``, as every view shows it)."""
     ran = [line for line in lines if line.checkpoint is not None]
     if not ran:
         return []
@@ -213,11 +223,7 @@ def charts(lines: Sequence[PhaseLine]) -> list[str]:
     def label(line: PhaseLine) -> str:
         return f"{line.view.number}. {line.view.name}"
 
-    durations = [
-        Bar(label(x), x.checkpoint.duration or 0.0, _seconds(x.checkpoint.duration))
-        for x in ran
-        if x.checkpoint
-    ]
+    phase_times = [Bar(label(x), x.duration or 0.0, _seconds(x.duration)) for x in ran]
     tokens = [
         Bar(label(x), float(x.checkpoint.total_tokens or 0), f"{x.checkpoint.total_tokens or 0:,}")
         for x in ran
@@ -233,7 +239,7 @@ def charts(lines: Sequence[PhaseLine]) -> list[str]:
         for run in x.checkpoint.agents
     ]
     return [
-        bar_chart("Duration per phase", durations),
+        bar_chart("Duration per phase", phase_times),
         bar_chart("Tokens per phase", tokens),
         bar_chart("Cost per phase", costs),
         bar_chart("Duration per agent", [Bar(n, r.duration or 0.0, _seconds(r.duration)) for n, r in runs]),
@@ -294,6 +300,13 @@ class PhasePage:
     """The lifecycle moves a reviewer may make now (``approve``, ``send back``)."""
     current_attempt: AttemptLine | None
     earlier: list[EarlierAttempt] = field(default_factory=list)
+    running: LeaseHolder | None = None
+    """Who is running the session now (``CheckpointManager.running``), or None."""
+
+    @property
+    def duration(self) -> float | None:
+        """The time the phase's current attempt ran, as every view says it."""
+        return durations.phase_seconds(self.checkpoint)
 
 
 def feedback_path(manager: CheckpointManager, project: str, session: str, phase: int) -> Path:
@@ -356,4 +369,5 @@ def phase_page(manager: CheckpointManager, project: str, session: str, phase: in
         moves if checkpoint else (),
         _attempt_line(attempts[-1]) if attempts else None,
         earlier,
+        manager.running(project, session),
     )

@@ -98,6 +98,7 @@ def open_review(session: SessionHandle, checkpoint_id: str, interrupt_values: Se
     completed checkpoint and the blank review are one change (``save_phase``).
     """
     text = review_text(checkpoint_id, interrupt_values)
+    session.recover()  # decide on the whole of an interrupted change, not half
     state = session.state().phase(REVIEW_PHASE).state
     if state != "pending":
         try:
