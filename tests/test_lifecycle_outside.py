@@ -16,27 +16,34 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import rule
+from hypothesis.stateful import precondition, rule
 from small_workflow import PROJECT
 from test_lifecycle_machine import LifecycleMachine
 
+from haytham.errors import NotFoundError
 from haytham.format.layout import FEEDBACK_FILE
-from haytham.store.scan import agent_files
+from haytham.store.phase_files import agent_files
 
 KILL_WORKER = Path(__file__).resolve().parent / "lifecycle_kill_worker.py"
 DONE = ("completed", "approved")
 
 REVIEW = """# User Feedback: {name}
 
-- Format: 1
+## Review Status
 - Reviewed: true
 - Approved: {approved}
 - Timestamp: 2025-01-01T00:00:00Z
-- Action: {action}
+- Format: 1
 
 ## User Comments
-
 {comments}
+
+## Requested Changes
+{changes}
+
+## Action Taken
+- Action: {action}
+- Retry Count: 0
 """
 
 
@@ -70,6 +77,7 @@ class OutsideMachine(LifecycleMachine):
             approved="true" if approve else "false",
             action="approved" if approve else "retry",
             comments="Fine." if approve else "Say more about the market.",
+            changes="- No changes requested" if approve else "- Name the competitors",
         )
         path = self.manager.phase_dir(PROJECT, session, phase.number) / FEEDBACK_FILE
         replace_like_git(path, text.encode("utf-8"))
@@ -107,6 +115,16 @@ class OutsideMachine(LifecycleMachine):
             return
         replace_like_git(path, swapped, keep_stat=True)
         self.hand_edited = True
+
+    @precondition(lambda self: len(self.sessions) < 4)
+    @rule(data=st.data())
+    def fork_from_entry(self, data: st.DataObject) -> None:
+        """A fork from an entry whose outputs were corrected since is refused, naming why
+        (the outputs of that moment are no longer on disk): nothing else may refuse it."""
+        try:
+            super().fork_from_entry(data)
+        except NotFoundError as error:
+            assert "no longer on disk" in str(error), error
 
     @rule(
         data=st.data(),
