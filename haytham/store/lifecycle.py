@@ -22,7 +22,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from haytham.records import ACTION_VERDICTS, SESSION_STATUSES, PhaseState, SessionStatus, UserFeedback
+from haytham.records import (
+    ACTION_VERDICTS,
+    APPROVAL_ACTIONS,
+    SESSION_STATUSES,
+    PhaseState,
+    SessionStatus,
+    UserFeedback,
+)
 from haytham.records import PHASE_STATES as _PHASE_STATES
 
 SessionState = SessionStatus
@@ -298,16 +305,21 @@ def session_state(first_not_done: PhaseState | None) -> SessionState:
 def verdict(feedback: UserFeedback | None) -> Verdict:
     """What a review file says: the one rule the runner, the CLI and ``derive`` share.
 
-    Not reviewed yet is ``awaiting``; reviewed and approved is ``approved``; an action that
-    moves the run on without approving (``records.ACTION_VERDICTS``: a skip) is ``skipped``;
-    any other review sends the phase back.
+    Not reviewed yet is ``awaiting``; ``Approved:`` is the reviewer's decision, so reviewed
+    and approved is ``approved`` whatever the action, and ``Approved: false`` is never an
+    approval: an action that moves the run on without approving (``records.ACTION_VERDICTS``:
+    a skip) is ``skipped``, an approving action (``records.APPROVAL_ACTIONS``) contradicts the
+    decision and decides nothing (``awaiting``: the reader refuses such a file, the library
+    such a review), and any other review sends the phase back.
     """
     if feedback is None:
         return "none"
     if not feedback.reviewed:
         return "awaiting"
-    if feedback.approved or feedback.action == "approved":
+    if feedback.approved:
         return "approved"
+    if feedback.action in APPROVAL_ACTIONS:
+        return "awaiting"
     if ACTION_VERDICTS.get(feedback.action) == "approved":
         return "skipped"
     return "sent_back"

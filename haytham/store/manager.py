@@ -722,12 +722,17 @@ class CheckpointManager:
         approved: bool,
         comments: str = "",
         requested_changes: Sequence[str] | None = None,
-        action: str = "approved",
+        action: str | None = None,
         retry_count: int = 0,
         *,
         expected_version: str | None = None,
     ) -> Path:
         """Write the phase's user_feedback.md (the file people also edit by hand).
+
+        ``action`` records what is done about the review; by default the one it implies:
+        ``pending`` before a review, ``approved`` for an approval, ``retry`` for a review that
+        does not approve. ``approved`` is the reviewer's decision: a review that does not
+        approve with ``action="approved"`` is refused (InvalidArgumentError).
 
         With ``expected_version`` (``fs.file_version`` of the file the review was written
         against, ``fs.NO_FILE`` for none) the file must still be that version, checked under
