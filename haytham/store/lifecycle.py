@@ -88,24 +88,27 @@ TRANSITIONS: tuple[Transition, ...] = (
     _move("retry", "failed", "in_progress", "runner", "a resume runs the failed agents again"),
     _move(
         "skip",
-        "pending awaiting_review completed",
+        "pending awaiting_review completed approved sent_back skipped",
         "skipped",
         "runner reviewer editor",
-        "the phase is not to be run, or a review skips it and moves on",
+        "the phase is not to be run, or a review skips it and moves on (a reviewed phase: the "
+        "reviewer changes their mind before the next run)",
     ),
     _move(
         "approve",
-        "awaiting_review completed",
+        "awaiting_review completed approved sent_back",
         "approved",
         "reviewer editor",
-        "a reviewer accepts the phase's outputs",
+        "a reviewer accepts the phase's outputs (an approved phase: the review is saved again, "
+        "its comments changed; a sent-back one: the reviewer changes their mind before the next run)",
     ),
     _move(
         "send back",
-        "awaiting_review completed approved stale",
+        "awaiting_review completed approved sent_back stale",
         "sent_back",
         "reviewer editor",
-        "a reviewer asks for another attempt, with comments and changes",
+        "a reviewer asks for another attempt, with comments and changes (a sent-back phase: the "
+        "review is saved again, its comments or changes changed)",
     ),
     _move(
         "re-run",
@@ -123,6 +126,16 @@ TRANSITIONS: tuple[Transition, ...] = (
     ),
 )
 """Every move a phase can make. A move not listed here is refused (``check_move``)."""
+
+
+REVIEW_EVENTS: Mapping[Verdict, str] = {"approved": "approve", "sent_back": "send back", "skipped": "skip"}
+"""The move a review makes, by its verdict (``verdict``). A review file that decides nothing
+(``none``, ``awaiting``: the blank template before anyone reviewed) makes no move."""
+
+
+def review_event(feedback: UserFeedback | None) -> str | None:
+    """The move that writing ``feedback`` makes on its phase (``REVIEW_EVENTS``), or None."""
+    return REVIEW_EVENTS.get(verdict(feedback))
 
 
 def moves_from(state: PhaseState, actor: Actor) -> tuple[Transition, ...]:
