@@ -749,12 +749,12 @@ class CheckpointManager:
             directory = session.phase_dir(phase_num)
             if expected_version is not None:
                 _check_version(directory / FEEDBACK_FILE, expected_version, reads)
+            self._check_review(session, phase, _review_of(phase, fields), reads)
             self._phase_folder(session, phase_num, reads)
             path, found = self._feedback_change(directory, phase, fields, reads)
             if found is None:
                 return path  # the same review again: no byte changes
             text, record = found
-            self._check_review(session, phase, record, reads)
             with journal.Change(session.directory, "save_user_feedback") as change:
                 change.write(path, text, current=reads.current(path))
                 self._stage_review(change, session, phase, record, reads=reads)
@@ -767,12 +767,10 @@ class CheckpointManager:
         """The feedback file, with the text to write there and its record, None when it says
         that already (the caller holds the lock and has made ``directory``)."""
         reviewed, approved = fields["reviewed"], fields["approved"]
-        record = UserFeedback(
-            phase_name=phase.name,
+        record = dataclasses.replace(
+            _review_of(phase, fields),
             timestamp=self._now() if reviewed or approved else None,  # a blank template has no time
-            **fields,
         )
-        record = settle_feedback(record)  # what the file will say (an approval implies a review)
         path = directory / FEEDBACK_FILE
         existing = reads.record(FEEDBACK, path, self.cache)
         if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
@@ -964,11 +962,11 @@ class CheckpointManager:
                 session, phase, checked, current, staged, reads=reads
             )
             new_checkpoint = previous != record or name is not None or reason is not None
+            if review is not None:  # the review moves the phase as its new checkpoint leaves it
+                self._check_review(session, phase, _review_of(phase, review), reads, {phase.number: record})
             feedback_path, found = (
                 self._feedback_change(directory, phase, review, reads) if review is not None else (None, None)
             )
-            if found is not None:  # the review moves the phase as its new checkpoint leaves it
-                self._check_review(session, phase, found[1], reads, {phase.number: record})
             before_status = session.manifest.status
             manifest = session.manifest
             with journal.Change(session.directory, "save_phase") as change:
@@ -1784,6 +1782,12 @@ class CheckpointManager:
 
     def _load_optional(self, kind: DocumentFormat[R], path: Path) -> R | None:
         return kind.load_optional(path, cache=self.cache)
+
+
+def _review_of(phase: PhaseDefinition, fields: Mapping[str, Any]) -> UserFeedback:
+    """The review ``save_user_feedback``'s checked ``fields`` say, as its file will read
+    (``settle``: an approval implies a review), without its time."""
+    return settle_feedback(UserFeedback(phase_name=phase.name, timestamp=None, **fields))
 
 
 def _check_version(path: Path, expected: str, reads: _Reads) -> None:
