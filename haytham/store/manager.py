@@ -28,6 +28,7 @@ from haytham.errors import (
     HaythamError,
     InvalidArgumentError,
     Issue,
+    MoveRefusedError,
     NotFoundError,
     PhaseNotFoundError,
     ProjectNotFoundError,
@@ -541,6 +542,7 @@ class CheckpointManager:
         checkpoint: PhaseCheckpoint | None = None,
         stage_manifest: bool = True,
         reads: _Reads | None = None,
+        text: str | None = None,
     ) -> tuple[dict[int, _progress.Review | None], str | None]:
         """Stage a review's history entry and the manifest brought up to date with the review
         file being written (the caller holds the lock and stages the file itself).
@@ -549,7 +551,8 @@ class CheckpointManager:
         the runner writes for a gated phase) decides nothing, so it adds no entry.
         ``checkpoint``: the phase's checkpoint the operation writes (default: the file's).
         Returns the review and the new History Head (None: unchanged), for a caller that
-        stages the manifest itself (``stage_manifest=False``).
+        stages the manifest itself (``stage_manifest=False``). ``text``: the file's text when
+        it is a person's own (``save_feedback_text``), which the entry keeps as written.
         """
         if checkpoint is None:
             path = session.phase_dir(phase.number) / CHECKPOINT_FILE
@@ -570,7 +573,7 @@ class CheckpointManager:
                 self._now(),
                 CHECKPOINT.render(checkpoint) if reads is None else reads.rendered(CHECKPOINT, checkpoint),
                 reason="approved" if lifecycle.verdict(feedback) == "approved" else "review",
-                feedback_text=FEEDBACK.render(feedback),
+                feedback_text=FEEDBACK.render(feedback) if text is None else text,
             )
             self._stage_entry(change, session, entry, reads)
             head = entry.entry_id
@@ -772,22 +775,31 @@ class CheckpointManager:
         approved: bool,
         comments: str = "",
         requested_changes: Sequence[str] | None = None,
-        action: str = "approved",
+        action: str | None = None,
         retry_count: int = 0,
         *,
         expected_version: str | None = None,
     ) -> Path:
         """Write the phase's user_feedback.md (the file people also edit by hand).
 
+        ``action`` records what is done about the review; by default the one it implies:
+        ``pending`` before a review, ``approved`` for an approval, ``retry`` for a review that
+        does not approve. ``approved`` is the reviewer's decision: a review that does not
+        approve with ``action="approved"`` is refused (InvalidArgumentError).
+
         With ``expected_version`` (``fs.file_version`` of the file the review was written
         against, ``fs.NO_FILE`` for none) the file must still be that version, checked under
-        the session's lock: otherwise StaleReviewError, and nothing is written."""
+        the session's lock: otherwise StaleReviewError, and nothing is written. A review
+        (``reviewed=True``) is a lifecycle move the phase as it stands must allow a reviewer
+        (``lifecycle.check_move``): otherwise MoveRefusedError, and nothing is written. The
+        blank template (``reviewed=False``) decides nothing and is no move."""
         fields = feedback_fields(reviewed, approved, comments, requested_changes, action, retry_count)
         with self._saving(project_id, session_id) as (session, reads):
             phase = session.phase(phase_num)
             directory = session.phase_dir(phase_num)
             if expected_version is not None:
                 _check_version(directory / FEEDBACK_FILE, expected_version, reads)
+            self._check_review(session, phase, _review_of(phase, fields), reads)
             self._phase_folder(session, phase_num, reads)
             path, found = self._feedback_change(directory, phase, fields, reads)
             if found is None:
@@ -805,12 +817,10 @@ class CheckpointManager:
         """The feedback file, with the text to write there and its record, None when it says
         that already (the caller holds the lock and has made ``directory``)."""
         reviewed, approved = fields["reviewed"], fields["approved"]
-        record = UserFeedback(
-            phase_name=phase.name,
+        record = dataclasses.replace(
+            _review_of(phase, fields),
             timestamp=self._now() if reviewed or approved else None,  # a blank template has no time
-            **fields,
         )
-        record = settle_feedback(record)  # what the file will say (an approval implies a review)
         path = directory / FEEDBACK_FILE
         existing = reads.record(FEEDBACK, path, self.cache)
         if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
@@ -825,6 +835,94 @@ class CheckpointManager:
         else:
             FEEDBACK.check_record(record, path)
         return path, (kept, record)
+
+    def _check_review(
+        self,
+        session: _Session,
+        phase: PhaseDefinition,
+        review: UserFeedback,
+        reads: _Reads | None = None,
+        checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
+    ) -> None:
+        """Refuse (MoveRefusedError) a review whose move (``lifecycle.review_event``) the
+        lifecycle does not allow a reviewer on the phase as its files say it stands now, or as
+        ``checkpoints`` (those an operation is about to write) leave it; the caller holds the
+        lock. The one check every review write makes, so the library, the command line and
+        the pages refuse the same things."""
+        event = lifecycle.review_event(review)
+        if event is None:
+            return
+        found = {**self._checkpoints(session, reads), **(checkpoints or {})}
+        read = None if reads is None else reads.data
+        reviews = _progress.read_reviews(session.directory, session.phases, self.cache, read)
+        state = (
+            lifecycle.derive(_progress.phase_facts(session.phases, found, reviews)).phase(phase.number).state
+        )
+        move = lifecycle.check_move(event, state, "reviewer")
+        if isinstance(move, str):
+            manifest = session.manifest
+            raise MoveRefusedError(
+                f"phase {phase.number} ({phase.name}) of {manifest.project_id}/{manifest.session_id}: "
+                f"{move}; nothing was written",
+                path=session.phase_dir(phase.number) / FEEDBACK_FILE,
+                field=FEEDBACK.labels["action" if event == "skip" else "approved"],
+                event=event,
+                state=state,
+            )
+
+    def save_feedback_text(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        text: str,
+        *,
+        expected: str | None = None,
+    ) -> UserFeedback:
+        """Write a person's own text as the phase's user_feedback.md, byte for byte, and
+        return what haytham understood from it (the editor loop of ``haytham feedback`` and
+        ``haytham review``).
+
+        It is saved as every review is: under the session's lock, with its review history
+        entry and the manifest brought up to date, as one journaled operation. Nothing is
+        written when ``text`` does not read (DocumentError: its first error, at its line
+        and field), when the review is a move the lifecycle does not allow a reviewer
+        (MoveRefusedError), or when ``expected`` (``fs.file_version`` of the file when the
+        person began, ``fs.NO_FILE`` for none) is given and the file is no longer that
+        version (StaleReviewError: someone else wrote it meanwhile, theirs stays). The same
+        text as the file's writes nothing.
+        """
+        if not isinstance(text, str):
+            raise InvalidArgumentError(f"text must be a string, got {type(text).__name__}", field="text")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise InvalidArgumentError(
+                f"text holds {error.object[error.start : error.end]!r}, which UTF-8 cannot store "
+                "(a lone surrogate)",
+                field="text",
+            ) from None
+        with self._saving(project_id, session_id) as (session, reads):
+            phase = session.phase(phase_num)
+            directory = session.phase_dir(phase_num)
+            path = directory / FEEDBACK_FILE
+            if expected is not None:
+                _check_version(path, expected, reads)
+            record, issues = FEEDBACK.read_data(data, path, cache=self.cache)
+            if record is None:
+                first = next(issue for issue in issues if issue.is_error)
+                raise DocumentError(first.message, path=path, line=first.line, field=first.field)
+            self._check_review(session, phase, record, reads)
+            self._phase_folder(session, phase_num, reads)
+            if reads.data(path) == data:
+                return record  # the file says this already: no byte changes
+            with journal.Change(session.directory, "save_feedback_text") as change:
+                change.write(path, data, current=reads.current(path))
+                self._stage_review(change, session, phase, record, reads=reads, text=text)
+        self.events.emit(
+            [_feedback_event(project_id, session_id, phase.number, path, dataclasses.asdict(record))]
+        )
+        return record
 
     def save_phase(
         self,
@@ -914,6 +1012,8 @@ class CheckpointManager:
                 session, phase, checked, current, staged, reads=reads
             )
             new_checkpoint = previous != record or name is not None or reason is not None
+            if review is not None:  # the review moves the phase as its new checkpoint leaves it
+                self._check_review(session, phase, _review_of(phase, review), reads, {phase.number: record})
             feedback_path, found = (
                 self._feedback_change(directory, phase, review, reads) if review is not None else (None, None)
             )
@@ -1128,7 +1228,8 @@ class CheckpointManager:
 
         Every other byte a person wrote (comments, changes, extra sections, their spelling of
         labels and line endings) is kept. A file that does not parse is left alone and its
-        error raised.
+        error raised; so is a review the lifecycle does not allow (MoveRefusedError, as for
+        ``save_user_feedback``).
         """
         updates: dict[str, bool | int | str] = {}
         for key, flag in (("reviewed", reviewed), ("approved", approved)):
@@ -1157,6 +1258,7 @@ class CheckpointManager:
                 )
             if text != raw:
                 session = self._open(project_id, session_id)
+                self._check_review(session, session.phase(phase_num), after)
                 with journal.Change(session.directory, "update_feedback") as change:
                     change.write(path, text)
                     self._stage_review(change, session, session.phase(phase_num), after)
@@ -1776,6 +1878,12 @@ class CheckpointManager:
 
     def _load_optional(self, kind: DocumentFormat[R], path: Path) -> R | None:
         return kind.load_optional(path, cache=self.cache)
+
+
+def _review_of(phase: PhaseDefinition, fields: Mapping[str, Any]) -> UserFeedback:
+    """The review ``save_user_feedback``'s checked ``fields`` say, as its file will read
+    (``settle``: an approval implies a review), without its time."""
+    return settle_feedback(UserFeedback(phase_name=phase.name, timestamp=None, **fields))
 
 
 def _check_version(path: Path, expected: str, reads: _Reads) -> None:
