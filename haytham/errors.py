@@ -201,6 +201,30 @@ class StaleReviewError(PathError):
         self.current = current
 
 
+class MoveRefusedError(HaythamError, ValueError):
+    """A review the lifecycle does not allow a reviewer on the phase as it stands now
+    (approving a phase that never ran, sending back a failed one): nothing was written.
+
+    ``event`` is the move the review makes (``approve``, ``send back``, ``skip``), ``state``
+    the phase's state it was refused from (``haytham.store.lifecycle``); ``path`` is the
+    phase's user_feedback.md and ``field`` the value that makes the move."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        field: str | None = None,
+        event: str = "",
+        state: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.field = field
+        self.event = event
+        self.state = state
+
+
 class WorkflowChangedError(HaythamError, ValueError):
     """The workflow given to the runner is not the one the session was created with."""
 

@@ -89,6 +89,12 @@ ACTION_VERDICTS: Mapping[FeedbackAction, ActionVerdict] = {
 """Each action's verdict, as data: skipping a phase (or the first implementation's stage)
 moves the run on like an approval; every way of sending a phase back runs it again;
 ``max_retries_exceeded`` ends the run as failed, as exhausting the workflow's retries does."""
+APPROVAL_ACTIONS: frozenset[FeedbackAction] = frozenset({"approved"})
+"""The actions that say a reviewer approved the phase. ``Approved:`` is the reviewer's
+decision and the action only records what was done about it, so these agree with
+``Approved: true`` alone: a reviewed file that says ``Approved: false`` with one of them
+contradicts itself in a way nothing can settle safely (approve, or run the phase again?),
+and is an error at its Action line (formats.md, "Hand edits")."""
 DONE_STATUSES: frozenset[str] = frozenset({"completed", "skipped"})
 """Phase statuses after which a resume moves on to the next phase."""
 

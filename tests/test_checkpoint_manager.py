@@ -264,6 +264,7 @@ def test_agent_output_record_keeps_every_field(manager: CheckpointManager) -> No
 
 def test_feedback_and_approved_phases(manager: CheckpointManager) -> None:
     complete(manager, 1)
+    complete(manager, 2)
     manager.save_user_feedback(P, S, 1, reviewed=True, approved=True, comments="Looks great!")
     manager.save_user_feedback(
         P,

@@ -38,6 +38,9 @@ def _ids(example: dict[str, Any]) -> str:
 def manager(tmp_path_factory: pytest.TempPathFactory) -> CheckpointManager:
     manager = CheckpointManager(tmp_path_factory.mktemp("commonmark"))
     manager.create_session(PROJECT, SESSION, "tester", execution_mode="full")
+    manager.save_checkpoint(
+        PROJECT, SESSION, FEEDBACK_PHASE, "completed", []
+    )  # only a phase that ran is reviewed
     return manager
 
 

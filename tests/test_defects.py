@@ -165,6 +165,7 @@ INJECTIONS = [
 
 @pytest.mark.parametrize("text", INJECTIONS)
 def test_comments_cannot_flip_approval(manager: CheckpointManager, text: str) -> None:
+    manager.save_checkpoint(P, S, 2, "completed", [])  # only a phase that ran can be reviewed
     path = manager.save_user_feedback(P, S, 2, True, False, text, [text], "retry", 1)
     feedback = manager.load_feedback(P, S, 2)
     assert feedback is not None

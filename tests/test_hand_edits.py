@@ -71,6 +71,8 @@ def _is_action_line(line: str) -> bool:
 def test_update_feedback_through_the_manager_keeps_bom_crlf_comments_and_notes(tmp_path: Path) -> None:
     manager = CheckpointManager(base_dir=tmp_path)
     manager.create_session("p", "s", "u")
+    ran = [{"agent_name": "market_intelligence", "status": "completed"}]
+    manager.save_checkpoint("p", "s", 2, "completed", ran)  # a review is for a phase that ran
     target = manager.phase_dir("p", "s", 2) / "user_feedback.md"
     shutil.copyfile(CORPUS / "crlf_and_bom.md", target)
     before = target.read_bytes()
@@ -114,6 +116,9 @@ def test_an_unresolved_merge_in_the_comments_is_reported_at_its_line(tmp_path: P
     ]
     manager = CheckpointManager(base_dir=tmp_path)
     manager.create_session("p", "s", "u")
+    manager.save_checkpoint(
+        "p", "s", 1, "completed", [{"agent_name": "concept_expansion", "status": "completed"}]
+    )
     manager.save_user_feedback("p", "s", 1, True, False, comments="<<<<<<< not a merge\nquoted text")
     assert manager.load_feedback("p", "s", 1).comments == "<<<<<<< not a merge\nquoted text"  # type: ignore[union-attr]
 

@@ -47,7 +47,9 @@ def test_every_action_has_a_verdict() -> None:
 @pytest.mark.parametrize("action", FEEDBACK_ACTIONS)
 def test_lifecycle_verdict_follows_the_action_table(action: str) -> None:
     """A reviewed file with Approved: false reads as the action's verdict says: a first-
-    implementation ``skip_stage`` skips the phase and moves the run on, it does not send it back."""
+    implementation ``skip_stage`` skips the phase and moves the run on, it does not send it back.
+    ``approved`` contradicts Approved: false (the reader refuses such a file) and is never read
+    as an approval: it decides nothing."""
     feedback = UserFeedback(
         phase_name="p",
         reviewed=True,
@@ -59,5 +61,5 @@ def test_lifecycle_verdict_follows_the_action_table(action: str) -> None:
         retry_count=0,
     )
     table = ACTION_VERDICTS[action]
-    want = ("approved" if action == "approved" else "skipped") if table == "approved" else "sent_back"
+    want = ("awaiting" if action == "approved" else "skipped") if table == "approved" else "sent_back"
     assert lifecycle.verdict(feedback) == want

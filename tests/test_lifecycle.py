@@ -115,7 +115,8 @@ def test_moves_are_checked_against_the_table() -> None:
     assert not isinstance(check_move("approve", "awaiting_review", "reviewer"), str)
     refusal = check_move("approve", "pending", "reviewer")
     assert (
-        refusal == "a phase that is pending cannot be approved (only one that is awaiting review, completed)"
+        refusal == "a phase that is pending cannot be approved "
+        "(only one that is approved, awaiting review, completed, sent back)"
     )
     assert check_move("re-run", "stale", "reviewer") == "a reviewer cannot re-run a phase"
     with pytest.raises(ValueError, match="'explode' is not a lifecycle event"):

@@ -29,7 +29,6 @@ from haytham.store.phase_files import agent_files
 
 NUMBERS = [phase.number for phase in PHASES]
 ACTIONS = {"run": "resume", "review": "review", "fix": "fix", "done": "done"}
-REVIEWABLE = ("awaiting_review", "completed", "approved", "stale")
 
 
 class Crash(BaseException):
@@ -56,9 +55,15 @@ class LifecycleMachine(RuleBasedStateMachine):
     def pick(self, data: st.DataObject) -> str:
         return data.draw(st.sampled_from(self.sessions), label="session")
 
-    def reviewable(self, session: str) -> list[int]:
+    def reviewable(self, session: str, approve: bool) -> list[int]:
+        """The phases the lifecycle lets a reviewer approve (or send back) now."""
+        event = "approve" if approve else "send back"
         view = self.manager.state(PROJECT, session)
-        return [p.number for p in view.phases if p.state in REVIEWABLE]
+        return [
+            p.number
+            for p in view.phases
+            if not isinstance(lifecycle.check_move(event, p.state, "reviewer"), str)
+        ]
 
     def cli(self, *args: str) -> str:
         result = CliRunner().invoke(cli, [*args, "--base-dir", str(self.base)])
@@ -74,7 +79,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(data=st.data(), approve=st.booleans(), comment=st.sampled_from(["more", "names", "sharper"]))
     def review_by_library(self, data: st.DataObject, approve: bool, comment: str) -> None:
         session = self.pick(data)
-        phases = self.reviewable(session)
+        phases = self.reviewable(session, approve)
         if not phases:
             return
         phase = data.draw(st.sampled_from(phases), label="phase")
@@ -88,7 +93,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(data=st.data(), approve=st.booleans(), comment=st.sampled_from(["cli says more", "cli: again"]))
     def review_by_cli(self, data: st.DataObject, approve: bool, comment: str) -> None:
         session = self.pick(data)
-        phases = self.reviewable(session)
+        phases = self.reviewable(session, approve)
         if not phases:
             return
         phase = str(data.draw(st.sampled_from(phases), label="phase"))
@@ -102,7 +107,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         session = self.pick(data)
         phases = [
             n
-            for n in self.reviewable(session)
+            for n in self.reviewable(session, approve)
             if (self.manager.phase_dir(PROJECT, session, n) / FEEDBACK_FILE).is_file()
         ]
         if not phases:
@@ -111,6 +116,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         text = path.read_text(encoding="utf-8")
         text = re.sub(r"(?m)^(- \**Reviewed:\**) .*$", r"\1 yes", text)
         text = re.sub(r"(?m)^(- \**Approved:\**) .*$", rf"\1 {'yes' if approve else 'no'}", text)
+        if not approve:  # taking an approval back, a person changes its action too (formats.md)
+            text = re.sub(r"(?m)^(- \**Action:\**) approved$", r"\1 retry", text)
         path.write_text(text, encoding="utf-8")
         self.hand_edited = True
 

@@ -39,7 +39,7 @@ from haytham import (
 )
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST, ReadCache
 from haytham.format.feedback import settle
-from haytham.records import FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES
+from haytham.records import APPROVAL_ACTIONS, FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES
 from haytham.store.clock import format_timestamp
 
 # RT_EXAMPLES=2000 for a longer hunt; 150 keeps each property to a second or two.
@@ -258,6 +258,7 @@ def test_feedback_comments(
 def test_requested_changes(
     manager: CheckpointManager, session: tuple[str, str], changes: list[str], comments: str
 ) -> None:
+    manager.save_checkpoint(*session, 3, "completed", [])  # only a phase that ran is reviewed
     manager.save_user_feedback(*session, 3, True, False, comments, changes, "rejected")
     feedback = manager.load_feedback(*session, 3)
     assert feedback is not None
@@ -309,7 +310,7 @@ def test_custom_workflow_phase_names(phase_name: str, comments: str) -> None:
         manager.create_session("p", "s", "u", "custom", "all")
         manager.save_checkpoint("p", "s", 1, "in_progress", [{"agent_name": "a"}])
         manager.save_agent_output("p", "s", 1, "a", comments)
-        manager.save_user_feedback("p", "s", 1, True, True, comments)
+        manager.save_user_feedback("p", "s", 1, False, False, comments, action="pending")  # still running
         assert manager.load_checkpoint("p", "s", 1).phase_name == phase_name
         assert manager.load_agent_output("p", "s", 1, "a").phase_name == phase_name
         feedback = manager.load_feedback("p", "s", 1)
@@ -393,6 +394,9 @@ feedbacks = st.builds(
     action=st.sampled_from(FEEDBACK_ACTIONS),
     retry_count=st.integers(0, 10**6),
 ).map(settle)  # a file holds settled reviews: an approval implies a review (formats.md, "Hand edits")
+feedbacks = feedbacks.filter(  # and no review that does not approve with an approving action (an error)
+    lambda r: not (r.reviewed and not r.approved and r.action in APPROVAL_ACTIONS)
+)
 
 manifests = st.builds(
     SessionManifest,

@@ -219,19 +219,20 @@ def test_approving_moves_the_session_on(client: TestClient, manager: CheckpointM
     status, page = review(client, "approve", "Fine.")
     assert status == 200 and "Saved: approved" in page
     assert manager.state(P, S).phase(1).state == "approved"
-    assert 'id="approve"' not in page  # the lifecycle allows no second approval
+    assert 'id="approve"' in page and 'id="request-changes"' in page  # saved again, or changed
 
 
 def test_a_move_the_lifecycle_refuses_is_409_and_writes_nothing(
     client: TestClient, manager: CheckpointManager
 ) -> None:
     fields = form_fields(client.get(phase_url(1)).text)
-    assert client.post(phase_url(1) + "/review", data={**fields, "decision": "approve"}).status_code == 200
+    # meanwhile a runner starts the phase again: the page's file is unchanged, the move is not
+    running = [{"agent_name": "concept_expansion", "status": "in_progress"}]
+    manager.save_checkpoint(P, S, 1, "in_progress", running)
     before = feedback_file(manager).read_bytes()
-    fields = form_fields(client.get(phase_url(1)).text)
     response = client.post(phase_url(1) + "/review", data={**fields, "decision": "approve"})
     assert_clean_error(response, 409)
-    assert "cannot be approved" in response.text
+    assert "a phase that is in progress cannot be approved" in response.text
     assert feedback_file(manager).read_bytes() == before
 
 

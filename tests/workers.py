@@ -39,12 +39,13 @@ def crash_loop(base_dir: str, start: int) -> None:
         agents = [{"agent_name": a, "status": status, "tokens": iteration, "cost": 0.01} for a in AGENTS]
         manager.save_checkpoint(PROJECT, SESSION, phase, status, agents, retry_count=iteration)
         print(f"ack checkpoint {phase} - {iteration}", flush=True)
+        done = bool(iteration % 2)  # a review approves a completed phase; a running one gets the blank file
         manager.save_user_feedback(
             PROJECT,
             SESSION,
             phase,
-            True,
-            bool(iteration % 2),
+            done,
+            done,
             comments=f"iteration {iteration}",
             retry_count=iteration,
         )

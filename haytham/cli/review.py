@@ -26,7 +26,14 @@ import click
 from haytham.cli.common import base_dir_option, command, suggest, when
 from haytham.cli.git import Commits, commit_options, describe_sync
 from haytham.cli.present import describe_feedback, next_step
-from haytham.errors import HaythamError, Issue, ProjectNotFoundError
+from haytham.errors import (
+    DocumentError,
+    HaythamError,
+    Issue,
+    MoveRefusedError,
+    ProjectNotFoundError,
+    StaleReviewError,
+)
 from haytham.format import FEEDBACK
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.git.sync import sync
@@ -63,22 +70,28 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
     """Open a phase's feedback in the editor until it reads right or the person quits.
 
     The person edits a working copy in a temporary folder, so the session's file is only
-    ever written with a text that reads right; a missing file is first created from the
-    blank template (as before any review). A failing editor raises click's error.
+    ever written with a text that reads right, and only by the manager
+    (``save_feedback_text``: under the session's lock, with its history entry and the
+    manifest, exactly as typed), over the version the editor was opened on; a missing file
+    is first created from the blank template (as before any review). A review the lifecycle
+    refuses reopens the editor with the refusal on top, as a mistake does. A failing editor
+    raises click's error.
     """
     manager.recover(project, session)  # the person edits the review an interrupted save left whole
     path = manager.phase_dir(project, session, phase) / FEEDBACK_FILE
     if not path.exists():
         manager.save_user_feedback(project, session, phase, reviewed=False, approved=False, action="pending")
-    original = path.read_bytes()
-    text = original.decode("utf-8", errors="replace")
+    version, original = fs.file_version(path)
+    text = (original or b"").decode("utf-8", errors="replace")
     record, issues = FEEDBACK.read(text, path)
+    refused: list[Issue] = []
+    """Why the manager refused the last text that read right (shown like a mistake)."""
     folder = Path(tempfile.mkdtemp(prefix=f"haytham-{project}-{session}-{phase}-"))
     copy = folder / FEEDBACK_FILE
     body, keep = text, False
     try:
         while True:
-            shown = with_banner(body, issues, path)
+            shown = with_banner(body, [*issues, *refused], path)
             copy.write_bytes(shown.encode("utf-8"))
             click.edit(filename=str(copy))
             edited = copy.read_bytes().decode("utf-8", errors="replace")
@@ -87,20 +100,26 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
                     return Edited("unchanged", path, record)
                 copy.write_bytes(body.encode("utf-8"))
                 keep = True
-                return Edited("abandoned", path, record, tuple(FEEDBACK.read(body, copy)[1]), copy)
+                found = (*FEEDBACK.read(body, copy)[1], *refused)
+                return Edited("abandoned", path, record, found, copy)
             body = strip_banner(edited)
+            refused = []
             new_record, issues = FEEDBACK.read(body, path)
             if new_record is None:
                 continue
             if body == text:
                 return Edited("unchanged", path, record)
-            if path.read_bytes() != original:  # someone else wrote it meanwhile: theirs stays
+            try:
+                saved = manager.save_feedback_text(project, session, phase, body, expected=version)
+            except StaleReviewError:  # someone else wrote it meanwhile: theirs stays
                 copy.write_bytes(body.encode("utf-8"))
                 keep = True
                 changed = Issue(path, None, None, "changed while you edited it; your text was not saved")
                 return Edited("abandoned", path, record, (changed,), copy)
-            fs.atomic_write(path, body.encode("utf-8"))
-            return Edited("saved", path, new_record)
+            except (MoveRefusedError, DocumentError) as error:
+                refused = [Issue(path, error.line, error.field, str(error))]
+                continue
+            return Edited("saved", path, saved)
     finally:
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
@@ -195,9 +214,12 @@ def feedback(
 
     With neither --approve nor --reject the phase's user_feedback.md opens in $VISUAL or
     $EDITOR (created from the blank template if missing), like git commit: when it is
-    saved with a mistake the editor opens again with the mistake noted at the top;
-    closing the editor without a change leaves the file as it was. Exit code 1 when you
-    quit with a mistake (nothing is saved) or the file still has one. With --commit the
+    saved with a mistake (Approved: nope; Approved: false left with Action: approved) or
+    a review the phase cannot take (approving a failed phase) the editor opens again with
+    it noted at the top; closing the editor without a change leaves the file as it was.
+    What you save is kept as you wrote it, and the session's manifest and history say it
+    at once. Exit code 1 when you quit with a mistake (nothing is saved) or the file still
+    has one. With --commit the
     review is its own commit, authored by you (git's user of this clone); with --push it is
     pushed at once (haytham sync).
     """
@@ -218,8 +240,6 @@ def feedback(
         if edited.outcome == "abandoned" or edited.feedback is None:
             again = suggest("feedback", project, session, str(phase))
             raise click.ClickException(f"{edited.path} still needs a review; run {again} to edit it again")
-        if commits.auto is not None and edited.outcome == "saved":
-            commits.auto.review_saved(project, session, phase)
         if not commits.finish():
             click.get_current_context().exit(1)
         return
@@ -375,10 +395,9 @@ def review(
         auto = commits.auto
 
         def share(item: AwaitingReview, edited: Edited) -> None:
-            if edited.outcome == "saved":
-                auto.review_saved(item.project, item.session, item.phase)
-                if push and not auto.failures:
-                    click.echo(describe_sync(sync(auto.root, remote, base_dir=base_dir)), err=True)
+            # the review's commit was made when it was saved (the manager's feedback_saved)
+            if edited.outcome == "saved" and push and not auto.failures:
+                click.echo(describe_sync(sync(auto.root, remote, base_dir=base_dir)), err=True)
 
         hooks = ReviewHooks(after_phase=share)
     results = walk_reviews(manager, items, hooks)

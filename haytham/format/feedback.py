@@ -37,7 +37,7 @@ from haytham.format.patterns import lazy
 from haytham.format.reader import Field, Reader, decode
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
 from haytham.format.version import read_version
-from haytham.records import FEEDBACK_ACTIONS, UserFeedback
+from haytham.records import APPROVAL_ACTIONS, FEEDBACK_ACTIONS, UserFeedback
 
 TITLE = "User Feedback: "
 NO_COMMENTS = "No comments provided"
@@ -116,7 +116,7 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
         reader.check_labels(ACTION_TAKEN, action)
         data["action"] = take(action, "action", _read_action, required=False)
         data["retry_count"] = take(action, "retry_count", v.read_int, default=0, required=False)
-        _settle(reader, data, review)
+        _settle(reader, data, review, action)
         return data
 
     def _build(self, data: dict[str, Any]) -> UserFeedback:
@@ -124,8 +124,9 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
 
     def _canonical(self, text: str) -> UserFeedback | None:
         """The review of a text in exactly ``render``'s shape (``_CANONICAL``), else None;
-        also None for a review the general reader would warn about or settle (``_settle``:
-        approved but not reviewed, approved with changes, pending though reviewed)."""
+        also None for a review the general reader would warn about, settle or refuse
+        (``_settle``: approved but not reviewed, approved with changes, pending though
+        reviewed, an approving action though not approved)."""
         found = _CANONICAL.fullmatch(text)
         if found is None or not plain_characters(text):
             return None
@@ -133,6 +134,8 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
         changes = found["changes"]
         action = found["action"]
         if (approved and (not reviewed or changes)) or (action == "pending" and reviewed):
+            return None
+        if reviewed and not approved and action in APPROVAL_ACTIONS:
             return None
         comments = found["comments"]
         return UserFeedback(
@@ -208,8 +211,11 @@ def settle(record: UserFeedback) -> UserFeedback:
     return dataclasses.replace(record, reviewed=reviewed, action=action)
 
 
-def _settle(reader: Reader, data: dict[str, Any], review: Mapping[str, Field]) -> None:
-    """Apply the rules for a review that contradicts itself, warning at the line it is on.
+def _settle(
+    reader: Reader, data: dict[str, Any], review: Mapping[str, Field], action: Mapping[str, Field]
+) -> None:
+    """Apply the rules for a review that contradicts itself, warning at the line it is on,
+    or name the contradiction no rule can settle as an error at its line.
 
     - Approved but not reviewed: an explicit approval implies a review (reviewed is read
       true). A person who sets ``Approved: true`` has reviewed the phase.
@@ -217,6 +223,11 @@ def _settle(reader: Reader, data: dict[str, Any], review: Mapping[str, Field]) -
       run acts on them.
     - No action, or ``pending`` in a reviewed file: the action is the one the review implies
       (``approved`` or ``retry``); a person edits the review, haytham records the action.
+    - Not approved, with an approving action (``records.APPROVAL_ACTIONS``) in a reviewed
+      file: an error at the Action line. ``Approved:`` is the reviewer's decision, so it is
+      never read as an approval; nor as a send-back, which would run the phase again on a
+      guess (a reviewer who turned an approval into a rejection and forgot the action, or
+      one who meant to approve): a person settles it.
     """
     reviewed, approved = data["reviewed"], data["approved"]
     approved_line = reader.lines.get(("approved",))
@@ -241,6 +252,15 @@ def _settle(reader: Reader, data: dict[str, Any], review: Mapping[str, Field]) -
         )
     if data["action"] is None or (data["action"] == "pending" and reviewed is True):
         data["action"] = _implied_action(reviewed, approved)
+    if reviewed is True and approved is False and data["action"] in APPROVAL_ACTIONS:
+        where = f" (line {approved_line})" if approved_line is not None else ""
+        label = _label(review, "approved")
+        reader.error(
+            reader.lines.get(("action",)),
+            _label(action, "action"),
+            f"{data['action']!r} contradicts {label}: false{where}, and {label} is the reviewer's "
+            f"decision: set {label}: true to approve the phase, or Action: retry to send it back",
+        )
 
 
 def _label(fields: Mapping[str, Field], attr: str) -> str:

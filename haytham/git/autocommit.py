@@ -169,7 +169,7 @@ class AutoCommit:
         return f"{where} phase {phase} {feedback.phase_name} {verdict} (review of attempt {attempt})"
 
     def review_saved(self, project_id: str, session_id: str, phase: int) -> str | None:
-        """Commit a review written without the manager (a person's editor, ``haytham review``)
+        """Commit a review written without the manager (a person's own editor, a tool of theirs)
         as the reviewer; None when there was nothing to commit."""
         message = self.review_message(project_id, session_id, phase)
         if message is None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from haytham.errors import InvalidArgumentError
-from haytham.records import FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES, AgentRun
+from haytham.records import APPROVAL_ACTIONS, FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES, AgentRun
 from haytham.store.clock import format_timestamp, parse_timestamp
 from haytham.store.names import check_agent_name, check_name
 
@@ -248,17 +248,26 @@ def feedback_fields(
     approved: bool,
     comments: str = "",
     requested_changes: Sequence[str] | None = None,
-    action: str = "approved",
+    action: str | None = None,
     retry_count: int = 0,
 ) -> dict[str, Any]:
     """``save_user_feedback``'s arguments, checked: the fields of its ``UserFeedback`` but the
-    phase and the time."""
+    phase and the time. No ``action`` is the one the review implies: ``pending`` before a
+    review, ``approved`` for an approval, ``retry`` for a review that does not approve."""
+    if action is None:
+        action = "approved" if approved is True else "retry" if reviewed is True else "pending"
     check_choice("action", action, FEEDBACK_ACTIONS)
     check_count("retry_count", retry_count)
     check_flag("reviewed", reviewed)
     check_flag("approved", approved)
     if not isinstance(comments, str):
         raise InvalidArgumentError(f"comments must be a string, got {comments!r}", field="comments")
+    if reviewed and not approved and action in APPROVAL_ACTIONS:  # formats.md, "Hand edits"
+        raise InvalidArgumentError(
+            f"action {action!r} contradicts approved=False, and approved is the reviewer's decision: "
+            "pass approved=True to approve the phase, or action='retry' to send it back",
+            field="action",
+        )
     return {
         "reviewed": reviewed,
         "approved": approved,

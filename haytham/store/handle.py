@@ -494,6 +494,23 @@ class SessionHandle:
         self.store.events.emit(events)
         return path
 
+    def save_feedback_text(self, phase_num: int, text: str, *, expected: str | None = None) -> UserFeedback:
+        """``CheckpointManager.save_feedback_text``: a person's own text as the review file."""
+        if not isinstance(text, str):
+            raise InvalidArgumentError(f"text must be a string, got {type(text).__name__}", field="text")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise InvalidArgumentError(
+                f"text holds {error.object[error.start : error.end]!r}, which UTF-8 cannot store "
+                "(a lone surrogate)",
+                field="text",
+            ) from None
+        with self.transact() as tx:
+            record, events = saving.save_feedback_text(tx, phase_num, text, expected)
+        self.store.events.emit(events)
+        return record
+
     def save_phase(
         self,
         phase_num: int,

@@ -28,7 +28,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from haytham.records import ACTION_VERDICTS, SESSION_STATUSES, PhaseState, SessionStatus, UserFeedback
+from haytham.records import (
+    ACTION_VERDICTS,
+    APPROVAL_ACTIONS,
+    SESSION_STATUSES,
+    PhaseState,
+    SessionStatus,
+    UserFeedback,
+)
 from haytham.records import PHASE_STATES as _PHASE_STATES
 
 SessionState = SessionStatus
@@ -102,24 +109,27 @@ TRANSITIONS: tuple[Transition, ...] = (
     _move("retry", "failed", "in_progress", "runner", "a resume runs the failed agents again"),
     _move(
         "skip",
-        "pending awaiting_review completed",
+        "pending awaiting_review completed approved sent_back skipped",
         "skipped",
         "runner reviewer editor",
-        "the phase is not to be run, or a review skips it and moves on",
+        "the phase is not to be run, or a review skips it and moves on (a reviewed phase: the "
+        "reviewer changes their mind before the next run)",
     ),
     _move(
         "approve",
-        "awaiting_review completed",
+        "awaiting_review completed approved sent_back",
         "approved",
         "reviewer editor",
-        "a reviewer accepts the phase's outputs",
+        "a reviewer accepts the phase's outputs (an approved phase: the review is saved again, "
+        "its comments changed; a sent-back one: the reviewer changes their mind before the next run)",
     ),
     _move(
         "send back",
-        "awaiting_review completed approved stale",
+        "awaiting_review completed approved sent_back stale",
         "sent_back",
         "reviewer editor",
-        "a reviewer asks for another attempt, with comments and changes",
+        "a reviewer asks for another attempt, with comments and changes (a sent-back phase: the "
+        "review is saved again, its comments or changes changed)",
     ),
     _move(
         "re-run",
@@ -138,6 +148,16 @@ TRANSITIONS: tuple[Transition, ...] = (
     ),
 )
 """Every move a phase can make. A move not listed here is refused (``check_move``)."""
+
+
+REVIEW_EVENTS: Mapping[Verdict, str] = {"approved": "approve", "sent_back": "send back", "skipped": "skip"}
+"""The move a review makes, by its verdict (``verdict``). A review file that decides nothing
+(``none``, ``awaiting``: the blank template before anyone reviewed) makes no move."""
+
+
+def review_event(feedback: UserFeedback | None) -> str | None:
+    """The move that writing ``feedback`` makes on its phase (``REVIEW_EVENTS``), or None."""
+    return REVIEW_EVENTS.get(verdict(feedback))
 
 
 def moves_from(state: PhaseState, actor: Actor) -> tuple[Transition, ...]:
@@ -356,16 +376,21 @@ def session_state(first_not_done: PhaseState | None) -> SessionState:
 def verdict(feedback: UserFeedback | None) -> Verdict:
     """What a review file says: the one rule the runner, the CLI and ``derive`` share.
 
-    Not reviewed yet is ``awaiting``; reviewed and approved is ``approved``; an action that
-    moves the run on without approving (``records.ACTION_VERDICTS``: a skip) is ``skipped``;
-    any other review sends the phase back.
+    Not reviewed yet is ``awaiting``; ``Approved:`` is the reviewer's decision, so reviewed
+    and approved is ``approved`` whatever the action, and ``Approved: false`` is never an
+    approval: an action that moves the run on without approving (``records.ACTION_VERDICTS``:
+    a skip) is ``skipped``, an approving action (``records.APPROVAL_ACTIONS``) contradicts the
+    decision and decides nothing (``awaiting``: the reader refuses such a file, the library
+    such a review), and any other review sends the phase back.
     """
     if feedback is None:
         return "none"
     if not feedback.reviewed:
         return "awaiting"
-    if feedback.approved or feedback.action == "approved":
+    if feedback.approved:
         return "approved"
+    if feedback.action in APPROVAL_ACTIONS:
+        return "awaiting"
     if ACTION_VERDICTS.get(feedback.action) == "approved":
         return "skipped"
     return "sent_back"

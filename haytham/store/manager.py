@@ -186,20 +186,52 @@ class CheckpointManager(Store):
         approved: bool,
         comments: str = "",
         requested_changes: Sequence[str] | None = None,
-        action: str = "approved",
+        action: str | None = None,
         retry_count: int = 0,
         *,
         expected_version: str | None = None,
     ) -> Path:
         """Write the phase's user_feedback.md (the file people also edit by hand).
 
+        ``action`` records what is done about the review; by default the one it implies:
+        ``pending`` before a review, ``approved`` for an approval, ``retry`` for a review that
+        does not approve. ``approved`` is the reviewer's decision: a review that does not
+        approve with ``action="approved"`` is refused (InvalidArgumentError).
+
         With ``expected_version`` (``fs.file_version`` of the file the review was written
         against, ``fs.NO_FILE`` for none) the file must still be that version, checked under
-        the session's lock: otherwise StaleReviewError, and nothing is written."""
+        the session's lock: otherwise StaleReviewError, and nothing is written. A review
+        (``reviewed=True``) is a lifecycle move the phase as it stands must allow a reviewer
+        (``lifecycle.check_move``): otherwise MoveRefusedError, and nothing is written. The
+        blank template (``reviewed=False``) decides nothing and is no move."""
         fields = feedback_fields(reviewed, approved, comments, requested_changes, action, retry_count)
         return self.session(project_id, session_id).save_user_feedback(
             phase_num, fields, expected_version=expected_version
         )
+
+    def save_feedback_text(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        text: str,
+        *,
+        expected: str | None = None,
+    ) -> UserFeedback:
+        """Write a person's own text as the phase's user_feedback.md, byte for byte, and
+        return what haytham understood from it (the editor loop of ``haytham feedback`` and
+        ``haytham review``).
+
+        It is saved as every review is: under the session's lock, with its review history
+        entry and the manifest brought up to date, as one journaled operation. Nothing is
+        written when ``text`` does not read (DocumentError: its first error, at its line
+        and field), when the review is a move the lifecycle does not allow a reviewer
+        (MoveRefusedError), or when ``expected`` (``fs.file_version`` of the file when the
+        person began, ``fs.NO_FILE`` for none) is given and the file is no longer that
+        version (StaleReviewError: someone else wrote it meanwhile, theirs stays). The same
+        text as the file's writes nothing.
+        """
+        return self.session(project_id, session_id).save_feedback_text(phase_num, text, expected=expected)
 
     def save_phase(
         self,
@@ -311,7 +343,8 @@ class CheckpointManager(Store):
 
         Every other byte a person wrote (comments, changes, extra sections, their spelling of
         labels and line endings) is kept. A file that does not parse is left alone and its
-        error raised.
+        error raised; so is a review the lifecycle does not allow (MoveRefusedError, as for
+        ``save_user_feedback``).
         """
         return self.session(project_id, session_id).update_feedback(
             phase_num, reviewed=reviewed, approved=approved, action=action, retry_count=retry_count

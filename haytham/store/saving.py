@@ -79,6 +79,7 @@ def save_user_feedback(
     directory = session.phase_dir(phase_num)
     if expected_version is not None:
         check_version(directory / FEEDBACK_FILE, expected_version, tx.reads)
+    tx.check_review(phase, review_of(phase, fields))
     tx.phase_folder(phase_num)
     path, found = feedback_change(tx, directory, phase, fields)
     if found is None:
@@ -114,6 +115,8 @@ def save_phase(
     current = tx.checkpoints()
     record, previous, now = checkpoint_record(tx, phase, checked, current, staged)
     new_checkpoint = previous != record or name is not None or reason is not None
+    if review is not None:  # the review moves the phase as its new checkpoint leaves it
+        tx.check_review(phase, review_of(phase, review), {phase.number: record})
     feedback_path, found = (
         feedback_change(tx, directory, phase, review) if review is not None else (None, None)
     )
@@ -153,6 +156,31 @@ def save_phase(
     return checkpoint_path, events
 
 
+def save_feedback_text(
+    tx: Transaction, phase_num: int, text: str, expected: str | None
+) -> tuple[UserFeedback, list[Event]]:
+    """``CheckpointManager.save_feedback_text`` under the transaction's lock: a person's own
+    text as the review file, byte for byte, with its history entry and the manifest."""
+    data = text.encode("utf-8")
+    session = tx.session
+    phase = session.phase(phase_num)
+    path = session.phase_dir(phase_num) / FEEDBACK_FILE
+    if expected is not None:
+        check_version(path, expected, tx.reads)
+    record, issues = FEEDBACK.read_data(data, path, cache=tx.store.cache)
+    if record is None:
+        first = next(issue for issue in issues if issue.is_error)
+        raise DocumentError(first.message, path=path, line=first.line, field=first.field)
+    tx.check_review(phase, record)
+    tx.phase_folder(phase_num)
+    if tx.reads.data(path) == data:
+        return record, []  # the file says this already: no byte changes
+    with tx.change("save_feedback_text") as change:
+        change.write(path, data, current=tx.reads.current(path))
+        tx.stage_review(change, session, phase, record, text=text)
+    return record, [feedback_event(tx, phase.number, path, dataclasses.asdict(record))]
+
+
 def update_feedback(tx: Transaction, phase_num: int, updates: Mapping[str, bool | int | str]) -> UserFeedback:
     """``CheckpointManager.update_feedback`` under the transaction's lock: only the given
     fields of the review file change; every other byte a person wrote stays."""
@@ -170,6 +198,7 @@ def update_feedback(tx: Transaction, phase_num: int, updates: Mapping[str, bool 
             path=path,
         )
     if text != raw:
+        tx.check_review(phase, after)
         with tx.change("update_feedback") as change:
             change.write(path, text)
             tx.stage_review(change, session, phase, after)
@@ -328,12 +357,10 @@ def feedback_change(
     """The feedback file, with the text to write there and its record, None when it says
     that already (the transaction has made ``directory``)."""
     reviewed, approved = fields["reviewed"], fields["approved"]
-    record = UserFeedback(
-        phase_name=phase.name,
+    record = dataclasses.replace(
+        review_of(phase, fields),
         timestamp=tx.store.now() if reviewed or approved else None,  # a blank template has no time
-        **fields,
     )
-    record = settle_feedback(record)  # what the file will say (an approval implies a review)
     path = directory / FEEDBACK_FILE
     existing = tx.reads.record(FEEDBACK, path, tx.store.cache)
     if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
@@ -348,6 +375,12 @@ def feedback_change(
     else:
         FEEDBACK.check_record(record, path)
     return path, (kept, record)
+
+
+def review_of(phase: PhaseDefinition, fields: Mapping[str, Any]) -> UserFeedback:
+    """The review ``save_user_feedback``'s checked ``fields`` say, as its file will read
+    (``settle``: an approval implies a review), without its time."""
+    return settle_feedback(UserFeedback(phase_name=phase.name, timestamp=None, **fields))
 
 
 def check_version(path: Path, expected: str, reads: Reads) -> None:

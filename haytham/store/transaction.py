@@ -17,8 +17,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
 
+from haytham.errors import MoveRefusedError
 from haytham.format import CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
-from haytham.format.layout import CHECKPOINT_FILE, MANIFEST_FILE
+from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE
 from haytham.format.workflow import PhaseDefinition
 from haytham.records import HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import fs as _storage
@@ -183,6 +184,7 @@ class Transaction:
         *,
         checkpoint: PhaseCheckpoint | None = None,
         stage_manifest: bool = True,
+        text: str | None = None,
     ) -> tuple[dict[int, _progress.Review | None], str | None]:
         """Stage a review's history entry and the manifest brought up to date with the review
         file being written (the caller stages the file itself).
@@ -191,7 +193,8 @@ class Transaction:
         the runner writes for a gated phase) decides nothing, so it adds no entry.
         ``checkpoint``: the phase's checkpoint the operation writes (default: the file's).
         Returns the review and the new History Head (None: unchanged), for a caller that
-        stages the manifest itself (``stage_manifest=False``).
+        stages the manifest itself (``stage_manifest=False``). ``text``: the file's text when
+        it is a person's own (``save_feedback_text``), which the entry keeps as written.
         """
         if checkpoint is None:
             path = session.phase_dir(phase.number) / CHECKPOINT_FILE
@@ -209,13 +212,43 @@ class Transaction:
                 self.store.now(),
                 self.reads.rendered(CHECKPOINT, checkpoint),
                 reason="approved" if lifecycle.verdict(feedback) == "approved" else "review",
-                feedback_text=FEEDBACK.render(feedback),
+                feedback_text=FEEDBACK.render(feedback) if text is None else text,
             )
             self.stage_entry(change, session, entry)
             head = entry.entry_id
         if stage_manifest:
             self.stage_manifest(change, session, reviews=review, head=head)
         return review, head
+
+    def check_review(
+        self,
+        phase: PhaseDefinition,
+        review: UserFeedback,
+        checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
+    ) -> None:
+        """Refuse (MoveRefusedError) a review whose move (``lifecycle.review_event``) the
+        lifecycle does not allow a reviewer on the phase as its files say it stands now, or as
+        ``checkpoints`` (those the operation is about to write) leave it. The one check every
+        review write makes, so the library, the command line and the pages refuse the same."""
+        event = lifecycle.review_event(review)
+        if event is None:
+            return
+        session, store = self.session, self.store
+        found = {**self.checkpoints(), **(checkpoints or {})}
+        reviews = _progress.read_reviews(session.directory, session.phases, store.cache, self.reads.data)
+        state = (
+            lifecycle.derive(_progress.phase_facts(session.phases, found, reviews)).phase(phase.number).state
+        )
+        move = lifecycle.check_move(event, state, "reviewer")
+        if isinstance(move, str):
+            raise MoveRefusedError(
+                f"phase {phase.number} ({phase.name}) of {self.project_id}/{self.session_id}: "
+                f"{move}; nothing was written",
+                path=session.phase_dir(phase.number) / FEEDBACK_FILE,
+                field=FEEDBACK.labels["action" if event == "skip" else "approved"],
+                event=event,
+                state=state,
+            )
 
     def sync_manifest(self, *, head: str | None = None) -> SessionManifest:
         """Recompute the manifest's progress from the session's files (``lifecycle.derive``)

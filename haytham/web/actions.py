@@ -6,7 +6,8 @@ to user_feedback.md by hand), but only over the version of the file the form was
 from: when the file changed since (an editor, a ``git pull``), nothing is written and the
 caller gets a ``Conflict`` holding both the file as it is now and what was submitted, so
 nothing is lost to a race. The move itself must be one the lifecycle allows a reviewer
-(``lifecycle.check_move``).
+(``lifecycle.check_move``), which the manager checks as for every review it writes
+(``MoveRefusedError``, the same refusal as the command line's and the library's).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from haytham.errors import HaythamError, StaleReviewError
-from haytham.store import lifecycle
 from haytham.store.manager import CheckpointManager
 from haytham.web.pages import check_names, feedback_version
 
@@ -27,10 +27,6 @@ class Conflict(HaythamError):
         self.message = message
         self.current_text = current_text
         self.submitted = submitted
-
-
-class Refused(HaythamError):
-    """The lifecycle does not allow this move on the phase as it stands now."""
 
 
 @dataclass(frozen=True)
@@ -62,20 +58,15 @@ def parse_changes(text: str) -> tuple[str, ...]:
 
 def submit_review(manager: CheckpointManager, project: str, session: str, phase: int, review: Review) -> None:
     """Save ``review`` into the phase's user_feedback.md if the file is still the version the
-    form was rendered from (Conflict otherwise) and the lifecycle allows the move (Refused).
+    form was rendered from (Conflict otherwise) and the lifecycle allows the move
+    (MoveRefusedError otherwise).
 
-    The version is compared by the manager under the session's lock, with the write
+    Both are checked by the manager under the session's lock, with the write
     (``save_user_feedback(expected_version=...)``): a change between the check and the save
-    cannot slip in. A move refused on a page that is out of date is a Conflict too, so the
-    person sees the file as it is now and keeps their text."""
+    cannot slip in. The version is checked first, so a move refused on a page that is out of
+    date is a Conflict, and the person sees the file as it is now and keeps their text."""
     check_names(project, session)
     checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before it ran
-    state = manager.state(project, session).phase(phase).state
-    move = lifecycle.check_move(review.event, state, "reviewer")
-    if isinstance(move, str):
-        if feedback_version(manager, project, session, phase)[0] != review.version:
-            raise _conflict(manager, project, session, phase, review)
-        raise Refused(move)
     try:
         manager.save_user_feedback(
             project,

@@ -29,6 +29,7 @@ from haytham.errors import (
     HaythamError,
     InvalidArgumentError,
     LockTimeout,
+    MoveRefusedError,
     NotFoundError,
     UnknownPhaseError,
 )
@@ -215,7 +216,7 @@ async def _library_error(request: Request, error: Exception) -> Response:
     """A library error as a 4xx page: what the library said, never a traceback."""
     if isinstance(error, (NotFoundError, UnknownPhaseError)):
         return _error_page(404, "Not found", str(error))
-    if isinstance(error, (actions.Refused, AlreadyExistsError)):
+    if isinstance(error, (MoveRefusedError, AlreadyExistsError)):
         return _error_page(409, "Conflict", str(error))
     if isinstance(error, LockTimeout):
         return _error_page(409, "Busy", f"{error} Try again in a moment.")
