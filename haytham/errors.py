@@ -225,6 +225,17 @@ class MoveRefusedError(HaythamError, ValueError):
         self.state = state
 
 
+class ReviewConflictError(HaythamError):
+    """A review from the page was refused: user_feedback.md changed since the page showed it
+    (edited by hand or brought by git). ``current_text`` is the file as it is now (None: no
+    file), so the page shows both versions and the reviewer loses nothing."""
+
+    def __init__(self, message: str, current_text: str | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.current_text = current_text
+
+
 class WorkflowChangedError(HaythamError, ValueError):
     """The workflow given to the runner is not the one the session was created with."""
 

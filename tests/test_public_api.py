@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
+import pkgutil
 from pathlib import Path
 
 import haytham
@@ -39,6 +41,24 @@ def test_every_error_is_exported() -> None:
     }
     assert "WorkflowChangedError" in kinds and "GitError" in kinds
     assert kinds - set(haytham.__all__) == set()
+
+
+def test_every_error_class_is_defined_in_errors_py() -> None:
+    """One home for the errors: every subclass of ``HaythamError`` in every module of haytham
+    (the optional extras' too) is defined in ``haytham/errors.py``, so each is exported with
+    the others; a module may still name one under an older import path."""
+    found = []
+    for module in pkgutil.walk_packages(haytham.__path__, "haytham."):
+        if module.name == "haytham.__main__":
+            continue
+        for value in vars(importlib.import_module(module.name)).values():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, errors.HaythamError)
+                and value.__module__ != "haytham.errors"
+            ):
+                found.append(f"{value.__module__}.{value.__name__}")
+    assert sorted(set(found)) == []
 
 
 def test_moved_errors_keep_their_old_import_paths() -> None:

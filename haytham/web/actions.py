@@ -4,7 +4,8 @@ A review is written the way ``haytham feedback --approve/--reject`` writes it
 (``CheckpointManager.save_user_feedback``, which keeps every section and line a person added
 to user_feedback.md by hand), but only over the version of the file the form was rendered
 from: when the file changed since (an editor, a ``git pull``), nothing is written and the
-caller gets a ``Conflict`` holding both the file as it is now and what was submitted, so
+caller gets a ``ReviewConflictError`` holding the file as it is now (the page shows it beside what
+was submitted), so
 nothing is lost to a race. The move itself must be one the lifecycle allows a reviewer
 (``lifecycle.check_move``), which the manager checks as for every review it writes
 (``MoveRefusedError``, the same refusal as the command line's and the library's).
@@ -14,19 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from haytham.errors import HaythamError, StaleReviewError
+from haytham.errors import ReviewConflictError, StaleReviewError
 from haytham.store.manager import CheckpointManager
 from haytham.web.pages import check_names, feedback_version
-
-
-class Conflict(HaythamError):
-    """The review was refused: user_feedback.md changed since the form was rendered."""
-
-    def __init__(self, message: str, current_text: str | None, submitted: Review) -> None:
-        super().__init__(message)
-        self.message = message
-        self.current_text = current_text
-        self.submitted = submitted
 
 
 @dataclass(frozen=True)
@@ -58,13 +49,13 @@ def parse_changes(text: str) -> tuple[str, ...]:
 
 def submit_review(manager: CheckpointManager, project: str, session: str, phase: int, review: Review) -> None:
     """Save ``review`` into the phase's user_feedback.md if the file is still the version the
-    form was rendered from (Conflict otherwise) and the lifecycle allows the move
+    form was rendered from (ReviewConflictError otherwise) and the lifecycle allows the move
     (MoveRefusedError otherwise).
 
     Both are checked by the manager under the session's lock, with the write
     (``save_user_feedback(expected_version=...)``): a change between the check and the save
     cannot slip in. The version is checked first, so a move refused on a page that is out of
-    date is a Conflict, and the person sees the file as it is now and keeps their text."""
+    date is a ReviewConflictError, and the person sees the file as it is now and keeps their text."""
     check_names(project, session)
     checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before it ran
     try:
@@ -81,16 +72,15 @@ def submit_review(manager: CheckpointManager, project: str, session: str, phase:
             expected_version=review.version,
         )
     except StaleReviewError:
-        raise _conflict(manager, project, session, phase, review) from None
+        raise _conflict(manager, project, session, phase) from None
 
 
-def _conflict(manager: CheckpointManager, project: str, session: str, phase: int, review: Review) -> Conflict:
-    """The Conflict for ``review``, holding user_feedback.md as it is now."""
-    return Conflict(
+def _conflict(manager: CheckpointManager, project: str, session: str, phase: int) -> ReviewConflictError:
+    """The refusal of a review over a file that changed: user_feedback.md as it is now."""
+    return ReviewConflictError(
         "user_feedback.md changed since this page was loaded (edited by hand or brought by git); "
         "nothing was saved",
         feedback_version(manager, project, session, phase)[1],
-        review,
     )
 
 

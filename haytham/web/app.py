@@ -31,6 +31,7 @@ from haytham.errors import (
     LockTimeout,
     MoveRefusedError,
     NotFoundError,
+    ReviewConflictError,
     UnknownPhaseError,
 )
 from haytham.store.manager import CheckpointManager
@@ -110,7 +111,7 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
         )
         try:
             actions.submit_review(manager, project, session_id, number, submitted)
-        except actions.Conflict as conflict:
+        except ReviewConflictError as conflict:
             return await phase(request, conflict=conflict, draft=submitted, status=409)
         said = "approved" if submitted.approve else "sent back with your comments"
         return _back(f"/p/{_q(project)}/s/{_q(session_id)}/phase/{number}", f"Saved: {said}.")
