@@ -33,7 +33,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from haytham.errors import HaythamError, InvalidArgumentError, ProjectNotFoundError
 from haytham.format import CHECKPOINT, MANIFEST
-from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, MANIFEST_FILE, PHASE_DIR_PREFIX, SESSIONS_DIR
+from haytham.format.layout import (
+    ATTEMPTS_DIR,
+    CHECKPOINT_FILE,
+    MANIFEST_FILE,
+    PHASE_DIR_PREFIX,
+    REMOVING_SUFFIX,
+    SESSIONS_DIR,
+)
 from haytham.format.layout import PHASE_DIR as _PHASE_DIR
 from haytham.store import fs as _storage
 from haytham.store.clock import parse_timestamp
@@ -48,8 +55,6 @@ RemovalKind = Literal["attempt", "session"]
 Rule = Literal[
     "max_attempts_per_phase", "max_sessions_per_project", "max_sessions_per_user", "max_age_days", "leftover"
 ]
-REMOVING_SUFFIX = ".removing"
-"""A directory being removed is first renamed ``.{name}.removing`` in the same folder."""
 FINISHED = frozenset({"completed", "failed"})
 """The session states the rules may remove without ``include_in_progress``; every other
 (``in_progress``, ``awaiting_review``) is unfinished."""

@@ -32,6 +32,7 @@ import pytest
 from haytham import CheckpointManager
 from haytham.format.layout import (
     JOURNAL_FILE,
+    REMOVING_SUFFIX,
     REPLACED_SUFFIX,
     STAGING_SUFFIX,
     TMP_SUFFIX,
@@ -47,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fault_ops
 
 WORKER = Path(__file__).resolve().parent / "fault_worker.py"
-TRACES = (TMP_SUFFIX, STAGING_SUFFIX, REPLACED_SUFFIX, TRASH_SUFFIX, ".removing")
+TRACES = (TMP_SUFFIX, STAGING_SUFFIX, REPLACED_SUFFIX, TRASH_SUFFIX, REMOVING_SUFFIX)
 FAST = ("save_checkpoint", "save_phase", "start_attempt", "import_overwrite", "complete_session")
 SLOW = tuple(name for name in fault_ops.OPERATIONS if name not in FAST)
 

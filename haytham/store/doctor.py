@@ -29,6 +29,7 @@ from haytham.format.layout import (
     MANIFEST_FILE,
     OUTPUTS_DIR,
     PHASE_DIR_PREFIX,
+    REMOVING_SUFFIX,
     REPLACED_SUFFIX,
     SESSIONS_DIR,
     STAGING_SUFFIX,
@@ -296,7 +297,7 @@ _MEANINGS = {
     STAGING_SUFFIX: ("staging_leftover", "a folder assembled by a fork, import or save that was killed"),
     REPLACED_SUFFIX: ("replaced_leftover", "a session an overwriting import was replacing when killed"),
     TRASH_SUFFIX: ("trash_leftover", "a folder that was being deleted when the process was killed"),
-    ".removing": ("trash_leftover", "a session or attempt a cleanup was removing when killed"),
+    REMOVING_SUFFIX: ("trash_leftover", "a session or attempt a cleanup was removing when killed"),
 }
 
 

@@ -50,7 +50,7 @@ GITIGNORE_TEXT = (
     f".*{layout.STAGING_SUFFIX}\n"
     f".*{layout.REPLACED_SUFFIX}\n"
     f".*{layout.TRASH_SUFFIX}\n"
-    ".*.removing\n"
+    f".*{layout.REMOVING_SUFFIX}\n"
 )
 
 

@@ -38,10 +38,9 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import INTERRUPT
 
 from haytham.errors import SessionExistsError, SessionNotFoundError, UnsafeNameError
-from haytham.format.layout import LANGGRAPH_DIR, MANIFEST_FILE, SESSIONS_DIR
+from haytham.format.layout import LANGGRAPH_DIR, MANIFEST_FILE, REMOVING_SUFFIX, SESSIONS_DIR
 from haytham.integrations.langgraph import files
 from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW, MODE, open_review
-from haytham.retention import REMOVING_SUFFIX
 from haytham.store import fs
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_name, check_user_id
