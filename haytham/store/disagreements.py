@@ -21,8 +21,8 @@ from haytham.records import SessionManifest
 REPAIR = "(run haytham doctor --fix, or save the session, to repair the manifest)"
 LAGGING = (
     "(a review saved by hand, an output corrected by hand, or a merge that changed an earlier phase, "
-    "shows in the manifest and in haytham list after the next write; run haytham doctor --fix to "
-    "write it now)"
+    "shows at once in haytham list and status, which read the files, and in the manifest after the "
+    "next write; run haytham doctor --fix to write it now)"
 )
 _ROW_FIELDS = (
     ("status", "Status"),
