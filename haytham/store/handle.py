@@ -332,24 +332,9 @@ class SessionHandle:
         from_entry: str | None = None,
         user_id: str | None = None,
     ) -> Path:
-        """``CheckpointManager.fork_session``: a new session sharing the phases before ``from_phase``.
-
-        Time travel that never rewrites history: the source session is left exactly as it
-        is. The new session ``new_session_id`` (same project) gets, byte for byte, the
-        checkpoints, agent outputs, feedback and attempts of the phases before
-        ``from_phase`` in the mode's order, and the source's workflow.yaml if it has one;
-        ``from_phase`` and the phases after it are pending with no files. Its manifest says
-        ``Forked From: {session_id} at phase {n}``, and its history starts with one entry
-        per copied checkpoint (reason ``forked from {session_id}``). Resuming continues a
-        session; forking starts another one. Refuses an existing target
-        (SessionExistsError) and a phase the session's mode does not run (UnknownPhaseError).
-
-        ``from_entry=ID`` (a history entry id or a unique prefix, instead of ``from_phase``)
-        forks from any moment of the history: the new session starts at the entry's phase,
-        and the phases before it are as they were at that entry (``fork.files_at_entry``
-        says what can be reconstructed; NotFoundError when the outputs of that moment are no
-        longer on disk). Giving both, or neither, is an InvalidArgumentError.
-        """
+        """``CheckpointManager.fork_session``: a new session sharing the phases before
+        ``from_phase`` (or those of history entry ``from_entry``); the source is left exactly
+        as it is, and the new session is written whole or not at all."""
         if (from_phase is None) == (from_entry is None):
             raise InvalidArgumentError(
                 "give exactly one of from_phase and from_entry",
