@@ -191,3 +191,18 @@ def test_a_legacy_checkpoint_without_a_digest_is_never_stale(base: Path) -> None
     state = manager.load_session(P, S)
     assert state["status"] == "completed"
     assert state["stale_phases"] == {} and state["edited_outputs"] == {}
+
+
+def test_a_fork_of_a_session_with_a_corrected_output_writes_the_manifest_its_files_say(base: Path) -> None:
+    """The fork copies the corrected output, so the phases it keeps that were built on the old
+    one are stale in the fork too: its new manifest says so (it was derived from the recorded
+    digests, and said ``completed`` while ``status`` said stale)."""
+    correct_by_hand(base)
+    manager = CheckpointManager(base)
+    manager.fork_session(P, S, "fork-1", 6)
+    view = manager.state(P, "fork-1")
+    assert [p.state for p in view.phases] == ["approved", "stale", "stale", "pending", "pending"]
+    manifest = manager.load_manifest(P, "fork-1")
+    assert [r.status for r in manifest.phases] == [p.state for p in view.phases]
+    assert manifest.status == view.state
+    assert [i for i in manager.validate_session(P, "fork-1") if i.field == "Phase Status"] == []

@@ -13,7 +13,14 @@ from pathlib import Path
 
 from haytham.errors import HaythamError, NotFoundError
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST
-from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, WORKFLOW_FILE
+from haytham.format.layout import (
+    ATTEMPTS_DIR,
+    CHECKPOINT_FILE,
+    FEEDBACK_FILE,
+    MANIFEST_FILE,
+    OWN_SESSION_FILES,
+    WORKFLOW_FILE,
+)
 from haytham.format.reader import decode
 from haytham.format.workflow import PhaseDefinition
 from haytham.records import HistoryEntry, PhaseCheckpoint, SessionManifest
@@ -81,7 +88,9 @@ def fork_files(
                 reviews[phase.number] = (verdict(feedback), None)
             except HaythamError as error:
                 reviews[phase.number] = ("awaiting", str(error))
-    view = derive(_progress.phase_facts(phases, checkpoints, reviews))
+    view = derive(
+        _progress.phase_facts(phases, checkpoints, reviews, _copied_outputs(files, kept, checkpoints))
+    )
     forked = _progress.derive(
         dataclasses.replace(
             manifest,
@@ -99,6 +108,36 @@ def fork_files(
     MANIFEST.check_record(forked, target / MANIFEST_FILE)
     files[MANIFEST_FILE] = MANIFEST.render(forked).encode("utf-8")
     return files, kept
+
+
+def _copied_outputs(
+    files: Mapping[str, bytes], kept: Sequence[PhaseDefinition], checkpoints: Mapping[int, PhaseCheckpoint]
+) -> dict[int, tuple[str, tuple[str, ...]]]:
+    """``progress.outputs_now`` of the copied files: for each copied phase whose checkpoint
+    recorded an outputs digest, the digest of its copied outputs, and (when it differs: a
+    correction made by hand in the source) every one of them, named relative to the session."""
+    found: dict[int, tuple[str, tuple[str, ...]]] = {}
+    for phase in kept:
+        saved = checkpoints.get(phase.number)
+        if saved is None or saved.outputs_digest is None:
+            continue
+        prefix = f"{phase.directory}/"
+        names = sorted(
+            name
+            for name in files
+            if name.startswith(prefix)
+            and "/" not in name[len(prefix) :]
+            and name.endswith(".md")
+            and not name[len(prefix) :].startswith(".")
+            and name[len(prefix) :] not in OWN_SESSION_FILES
+        )
+        contents = {
+            name[len(prefix) : -3]: AGENT_OUTPUT.parse(decode(files[name], Path(name))).content
+            for name in names
+        }
+        digest = outputs_digest(contents)
+        found[phase.number] = (digest, () if digest == saved.outputs_digest else tuple(names))
+    return found
 
 
 def files_at_entry(
