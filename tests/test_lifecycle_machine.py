@@ -203,8 +203,9 @@ class LifecycleMachine(RuleBasedStateMachine):
             if current is not None and any(p.state != "pending" for p in view.phases):
                 assert listed_now.current_phase == current and status["current_phase"] == current
             assert loaded["phase_statuses"] == {p.number: p.state for p in view.phases}
-            if self.hand_edited:  # the next write brings the manifest up to date
-                self.manager.repair(PROJECT, session)
+            if self.hand_edited:  # the next write brings the manifest up to date (and finishes
+                self.manager.repair(PROJECT, session)  # a change a kill left, so derive again)
+                view = self.manager.state(PROJECT, session)
             manifest = self.manager.load_manifest(PROJECT, session)
             assert [r.status for r in manifest.phases] == [p.state for p in view.phases], session
             assert manifest.status == view.state

@@ -14,6 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from haytham import CheckpointManager
+from haytham.store import lifecycle
 
 PROJECT, SESSION = "crash", "s-1"
 PHASES = (1, 2, 3)
@@ -40,6 +41,9 @@ def crash_loop(base_dir: str, start: int) -> None:
         manager.save_checkpoint(PROJECT, SESSION, phase, status, agents, retry_count=iteration)
         print(f"ack checkpoint {phase} - {iteration}", flush=True)
         done = bool(iteration % 2)  # a review approves a completed phase; a running one gets the blank file
+        if done:  # a completed phase built on outputs rewritten since is stale: no reviewer approves it
+            state = manager.state(PROJECT, SESSION).phase(phase).state
+            done = not isinstance(lifecycle.check_move("approve", state, "reviewer"), str)
         manager.save_user_feedback(
             PROJECT,
             SESSION,
