@@ -99,21 +99,19 @@ class Transaction:
         path = session.directory / history.HISTORY_DIR / history.file_name(entry)
         self.stage(change, HISTORY_ENTRY, path, entry)
 
-    def stage_manifest(
+    def derive(
         self,
-        change: journal.Change,
         session: Session,
         *,
         checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
         reviews: Mapping[int, _progress.Review | None] | None = None,
-        head: str | None = None,
         current: Mapping[int, PhaseCheckpoint] | None = None,
-    ) -> SessionManifest:
-        """Stage the manifest as the session's files will say it should be once ``change``
-        is applied: the checkpoints and reviews it writes (None: a review it removes) count
-        instead of the files on disk. ``current``: the session's checkpoints as the caller
-        read them under the lock (default: read now). Returns the manifest (the old one
-        when unchanged)."""
+    ) -> tuple[dict[int, PhaseCheckpoint], lifecycle.SessionView]:
+        """Where the session will stand once the change is applied (``lifecycle.derive``, as
+        every view derives it: checkpoints, reviews and the outputs as the files hold them),
+        with the checkpoints and reviews the change writes (None: a review it removes) in place
+        of the files; and the checkpoints it counted. ``current``: the session's checkpoints
+        as the caller read them under the lock (default: read now)."""
         store = self.store
         found = {**(self.checkpoints() if current is None else current), **(checkpoints or {})}
         reviews = reviews or {}
@@ -130,7 +128,25 @@ class Transaction:
         outputs = _progress.outputs_now(
             session.directory, session.phases, kept, store.digests, reads=store.cache
         )
-        view = lifecycle.derive(_progress.phase_facts(session.phases, found, read, outputs))
+        return found, lifecycle.derive(_progress.phase_facts(session.phases, found, read, outputs))
+
+    def stage_manifest(
+        self,
+        change: journal.Change,
+        session: Session,
+        *,
+        checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
+        reviews: Mapping[int, _progress.Review | None] | None = None,
+        head: str | None = None,
+        current: Mapping[int, PhaseCheckpoint] | None = None,
+    ) -> SessionManifest:
+        """Stage the manifest as the session's files will say it should be once ``change``
+        is applied: the checkpoints and reviews it writes (None: a review it removes) count
+        instead of the files on disk. ``current``: the session's checkpoints as the caller
+        read them under the lock (default: read now). Returns the manifest (the old one
+        when unchanged)."""
+        store = self.store
+        found, view = self.derive(session, checkpoints=checkpoints, reviews=reviews, current=current)
         derived = store.derived_manifest(session, found, view, head)
         if derived is session.manifest:
             return session.manifest
@@ -233,12 +249,8 @@ class Transaction:
         event = lifecycle.review_event(review)
         if event is None:
             return
-        session, store = self.session, self.store
-        found = {**self.checkpoints(), **(checkpoints or {})}
-        reviews = _progress.read_reviews(session.directory, session.phases, store.cache, self.reads.data)
-        state = (
-            lifecycle.derive(_progress.phase_facts(session.phases, found, reviews)).phase(phase.number).state
-        )
+        session = self.session
+        state = self.derive(session, checkpoints=checkpoints)[1].phase(phase.number).state
         move = lifecycle.check_move(event, state, "reviewer")
         if isinstance(move, str):
             raise MoveRefusedError(
