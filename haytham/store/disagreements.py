@@ -49,7 +49,8 @@ def disagreements(
     (or the next save) rewrites it. A row that differs only in its state, for a phase with a
     review file (``reviewed``) or one that is or was stale, says why it lags: a review saved
     by hand, or a git merge that brought another attempt of an earlier phase, reaches the
-    manifest (and ``haytham list``, which reads only manifests) at the next write. Status,
+    manifest at the next write (``haytham list`` and ``status`` read the files and show it at
+    once). Status,
     Current Phase and Metrics are compared only once every row agrees, since a wrong row
     explains them.
     """

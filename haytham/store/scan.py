@@ -192,8 +192,8 @@ class SessionListing:
 
     With an index (``haytham.store.index``) the rows are read from it newest first, a row at
     a time, inside one read transaction taken when the listing was made, so memory stays flat
-    however many sessions there are; only manifests the index did not know (or that changed)
-    are held, as one compact row each. Without an index every session is one compact row,
+    however many sessions there are; only sessions the index did not know (or whose files
+    changed) are held, as one compact row each. Without an index every session is one compact row,
     sorted in memory. ``close`` (or leaving a ``with`` block) lets the index go.
     """
 
