@@ -268,10 +268,17 @@ def _print_listing(
         click.echo(f"Showing {offset + 1}-{offset + shown} of {total} sessions")
 
 
+def _running(summary: SessionSummary) -> LeaseHolder | None:
+    """Who runs a listed session now (``store.lease.holder``). Only a session its files call
+    ``in_progress`` can be: a runner stops at a review, a failure or the end, so the others
+    cost no ``stat`` (the piped table makes each row twice: widths, then lines)."""
+    return lease_holder(summary.path) if summary.status == "in_progress" else None
+
+
 def _list_row(s: SessionSummary) -> tuple[str, ...]:
     """The cells of one ``haytham list`` row, as text: a session a runner is at work on is
-    ``running`` (``store.lease.holder``, one ``stat`` for a session nobody runs)."""
-    running = lease_holder(s.path) is not None
+    ``running`` (``_running``)."""
+    running = _running(s) is not None
     return (
         s.project_id,
         s.session_id,
@@ -328,7 +335,7 @@ def _summary_json(summary: SessionSummary) -> dict[str, Any]:
     """``plain(summary)`` limited to ``_LIST_KEYS``, made directly (one a session)."""
     data = {key: getattr(summary, key) for key in _LIST_KEYS if key != "running"}
     data["path"] = str(data["path"])
-    holder = lease_holder(summary.path)
+    holder = _running(summary)
     data["running"] = dataclasses.asdict(holder) if holder else None
     return data
 
