@@ -29,6 +29,7 @@ from typing import Any
 import fault_ops
 import pytest
 from test_cli import editor
+from test_fault_injection import Worker
 from test_reads_never_write import cli_reads, library_reads, lock_files, snapshot
 
 from haytham import CheckpointManager
@@ -37,37 +38,12 @@ from haytham.migrate import migrate
 from haytham.run.demo import DEMO_PROJECT
 from haytham.store import journal
 
-WORKER = Path(__file__).resolve().parent / "fault_worker.py"
 S = fault_ops.S
 
 
-class Worker:
-    """The fault worker (``tests/fault_worker.py``): runs an operation in a forked child that
-    SIGKILLs itself just before its Nth file-system change."""
-
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-
-    def run(self, root: Path, operation: str, kill_at: int) -> dict[str, Any]:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(f"{root} {operation} {kill_at}\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        assert line, "the fault worker died"
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
-    def close(self) -> None:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=30)
-        self.process.stdout.close()
-
-
-@pytest.fixture
-def worker() -> Iterator[Worker]:
+@pytest.fixture(name="worker")
+def _worker() -> Iterator[Worker]:
+    """The fault injection's worker (``test_fault_injection.Worker``), one per test."""
     started = Worker()
     yield started
     started.close()
