@@ -187,8 +187,11 @@ def update_feedback(tx: Transaction, phase_num: int, updates: Mapping[str, bool 
     session = tx.session
     phase = session.phase(phase_num)
     path = session.phase_dir(phase_num) / FEEDBACK_FILE
-    before = tx.store.load(FEEDBACK, path, NotFoundError, f"phase {phase_num} has no feedback")
-    raw = path.read_bytes().decode("utf-8")
+    data = tx.reads.data(path, FEEDBACK.max_bytes)  # one read: the record, the text, the before-image
+    if data is None:
+        raise NotFoundError(f"phase {phase_num} has no feedback: {path} does not exist", path=path)
+    before = FEEDBACK.load_data(data, path, cache=tx.store.cache)
+    raw = data.decode("utf-8")
     text = rewrite_fields(raw, updates)
     after = FEEDBACK.parse(decode(text.encode("utf-8"), path), path)
     expected = settle_feedback(dataclasses.replace(before, **updates))  # type: ignore[arg-type]
@@ -200,7 +203,7 @@ def update_feedback(tx: Transaction, phase_num: int, updates: Mapping[str, bool 
     if text != raw:
         tx.check_review(phase, after)
         with tx.change("update_feedback") as change:
-            change.write(path, text)
+            tx.stage_text(change, path, text)
             tx.stage_review(change, session, phase, after)
     return after
 
