@@ -61,8 +61,15 @@ def replace_like_git(path: Path, data: bytes, *, keep_stat: bool = False) -> Non
 class OutsideMachine(LifecycleMachine):
     """``LifecycleMachine`` and its invariants, with the moves made outside haytham."""
 
-    def done_phases(self, session: str) -> list[int]:
-        return [p.number for p in self.manager.state(PROJECT, session).phases if p.state in DONE]
+    def done_output(self, data: st.DataObject) -> Path | None:
+        """An agent output of a done phase of a session, drawn; None when there is none."""
+        session = self.pick(data)
+        done = [p.number for p in self.manager.state(PROJECT, session).phases if p.state in DONE]
+        if not done:
+            return None
+        directory = self.manager.phase_dir(PROJECT, session, data.draw(st.sampled_from(done), label="phase"))
+        outputs = agent_files(directory)
+        return data.draw(st.sampled_from(outputs), label="output") if outputs else None
 
     @rule(data=st.data(), approve=st.booleans())
     def review_by_another_program(self, data: st.DataObject, approve: bool) -> None:
@@ -85,30 +92,18 @@ class OutsideMachine(LifecycleMachine):
 
     @rule(data=st.data())
     def output_corrected_by_hand(self, data: st.DataObject) -> None:
-        session = self.pick(data)
-        done = self.done_phases(session)
-        if not done:
+        path = self.done_output(data)
+        if path is None:
             return
-        directory = self.manager.phase_dir(PROJECT, session, data.draw(st.sampled_from(done), label="phase"))
-        outputs = agent_files(directory)
-        if not outputs:
-            return
-        path = data.draw(st.sampled_from(outputs), label="output")
         with path.open("a", encoding="utf-8") as file:  # in place, as an editor may save
             file.write("\nA correction made by hand.\n")
         self.hand_edited = True
 
     @rule(data=st.data())
     def pulled_with_the_same_size_and_time(self, data: st.DataObject) -> None:
-        session = self.pick(data)
-        done = self.done_phases(session)
-        if not done:
+        path = self.done_output(data)
+        if path is None:
             return
-        directory = self.manager.phase_dir(PROJECT, session, data.draw(st.sampled_from(done), label="phase"))
-        outputs = agent_files(directory)
-        if not outputs:
-            return
-        path = data.draw(st.sampled_from(outputs), label="output")
         old = path.read_bytes()
         swapped = old.replace(b"attempt", b"ATTEMPT", 1)  # same length, other bytes
         if swapped == old:
