@@ -227,7 +227,7 @@ def test_a_stale_index_lock_left_by_a_killed_git_does_not_stop_the_next_sync(tmp
     assert (a / "notes.md").exists()
 
 
-def test_git_setup_in_a_clone_older_than_the_remotes_gitattributes_does_not_block_sync(tmp_path: Path) -> None:
+def test_git_setup_in_a_clone_older_than_the_remotes_gitattributes_leaves_sync_free(tmp_path: Path) -> None:
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
     first = tmp_path / "first"

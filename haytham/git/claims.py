@@ -27,10 +27,19 @@ from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from haytham.errors import SessionClaimed
+from haytham.errors import GitError, SessionClaimed
 from haytham.format.layout import CLAIM_FILE
 from haytham.git.repository import commit_paths, relative_to_root, run_git
-from haytham.git.sync import DEFAULT_ATTEMPTS, PushRejected, backoff_pause, current_branch, fetch, sync
+from haytham.git.sync import (
+    DEFAULT_ATTEMPTS,
+    Pusher,
+    PushRejected,
+    RemoteRefused,
+    backoff_pause,
+    current_branch,
+    fetch,
+    sync,
+)
 from haytham.records import CLAIM_TIME_FORMAT, Claim
 from haytham.store import fs
 
@@ -80,6 +89,7 @@ def claim_session(
     success the claim is on the remote, and the working tree has the remote's latest files.
     """
     branch = current_branch(root)
+    pusher = Pusher(root, remote, branch)
     for attempt in range(attempts):
         if attempt:
             time.sleep(backoff_pause(attempt))
@@ -100,9 +110,12 @@ def claim_session(
         took = f" (took over from {claim.took_over}, expired)" if claim.took_over else ""
         message = f"haytham: {what} claimed by {worker} until {claim.expires}{took}"
         commit_paths(root, [session_dir / CLAIM_FILE], message, identity=identity)
-        pushed = run_git(["push", "--quiet", remote, f"HEAD:refs/heads/{branch}"], root, check=False)
-        if pushed.returncode == 0:
-            return claim
+        try:
+            if pusher.push():
+                return claim
+        except (RemoteRefused, GitError):  # not a race: drop the claim commit, say why
+            run_git(["reset", "--quiet", "--keep", base], root)
+            raise
         # Someone pushed first. Drop our claim commit (only it), take theirs, look again.
         run_git(["reset", "--quiet", "--keep", base], root)
         theirs = fetch(root, remote, branch)
