@@ -36,6 +36,7 @@ from haytham.errors import ConflictSpot, DriverNotConfigured, PushRejected, Remo
 from haytham.format.layout import CLAIM_FILE
 from haytham.format.patterns import lazy
 from haytham.git.merge import DRIVER, setup
+from haytham.git.recovery import recover_interrupted, set_aside_for_merge
 from haytham.git.repository import GitError, commit_paths, knows_author, repo_root, run_git
 
 DEFAULT_REMOTE = "origin"
@@ -66,6 +67,9 @@ class SyncResult:
     """How many pushes were rejected because another machine pushed first."""
     driver_set_up: bool
     """True when this sync configured the merge driver in this clone."""
+    recovered: tuple[str, ...] = ()
+    """What this sync undid of an interrupted run or sync first, a sentence each (a stale index
+    lock removed, a half-done merge undone, a dead run's files kept in ``.haytham-kept``)."""
 
 
 def backoff_pause(attempt: int, backoff: float = 0.05) -> float:
@@ -92,13 +96,18 @@ def ensure_driver(root: Path, base_dir: Path | None, *, set_up: bool) -> bool:
             "once in this clone, or `haytham sync --setup-driver`",
             path=root,
         )
-    result = setup(root, base_dir if base_dir is not None else root / "projects")
+    ensure_attributes(root, base_dir if base_dir is not None else root / "projects")
+    return True
+
+
+def ensure_attributes(root: Path, base_dir: Path) -> None:
+    """Set up the merge driver for ``base_dir`` and commit the ``.gitattributes`` lines it added."""
+    result = setup(root, base_dir)
     if result.added_lines:
         who = None if knows_author(root) else FALLBACK_IDENTITY
         commit_paths(
             root, [result.attributes], "haytham: merge session files with haytham's driver", identity=who
         )
-    return True
 
 
 def current_branch(root: Path) -> str:
@@ -128,6 +137,8 @@ def sync(
     (an unreachable remote, pushes rejected ``attempts`` times); local commits are never lost.
     """
     root = repo_root(path)
+    base = Path(base_dir).absolute().resolve() if base_dir is not None else root / "projects"
+    notes = recover_interrupted(root)
     if _merging(root):
         raise GitError(
             f"a merge is in progress in {root}: finish it (fix the files, git commit) or undo it "
@@ -145,13 +156,11 @@ def sync(
             if on_retry is not None:
                 on_retry(attempt, pause)
             time.sleep(pause)
-        merged = _fetch_and_merge(root, remote, branch) or merged
-        if not push:
-            return SyncResult(remote, branch, merged, False, retries, set_now)
-        if not _ahead(root, remote, branch):
-            return SyncResult(remote, branch, merged, False, retries, set_now)
+        merged = _fetch_and_merge(root, remote, branch, base, notes) or merged
+        if not push or not _ahead(root, remote, branch):
+            return SyncResult(remote, branch, merged, False, retries, set_now, tuple(notes))
         if pusher.push():
-            return SyncResult(remote, branch, merged, True, retries, set_now)
+            return SyncResult(remote, branch, merged, True, retries, set_now, tuple(notes))
         retries += 1
     raise PushRejected(
         f"the push to {remote}/{branch} was rejected {retries} times (other machines kept pushing "
@@ -277,8 +286,9 @@ def fetch(root: Path, remote: str, branch: str) -> str | None:
     return _remote_ref(root, remote, branch)
 
 
-def _fetch_and_merge(root: Path, remote: str, branch: str) -> bool:
-    """Fetch and merge the remote's branch; True when it brought commits."""
+def _fetch_and_merge(root: Path, remote: str, branch: str, base: Path, notes: list[str]) -> bool:
+    """Fetch and merge the remote's branch; True when it brought commits. What a dead run left
+    in the merge's way is moved aside first (``haytham.git.recovery``), each move in ``notes``."""
     theirs = fetch(root, remote, branch)
     if theirs is None:
         return False
@@ -288,12 +298,23 @@ def _fetch_and_merge(root: Path, remote: str, branch: str) -> bool:
     identity += [] if knows_author(root) else ["-c", f"user.email={FALLBACK_IDENTITY[1]}"]
     message = f"haytham: sync with {remote}/{branch}"
     merged = run_git([*identity, "merge", "--no-edit", "-m", message, theirs], root, check=False)
+    if merged.returncode != 0 and not _conflicted(root):  # git refused before merging
+        aside = set_aside_for_merge(root, base, theirs)
+        if aside is not None:
+            notes.extend(aside.notes)
+            merged = run_git([*identity, "merge", "--no-edit", "-m", message, theirs], root, check=False)
+            if merged.returncode == 0 and aside.attributes:  # haytham's lines, if the remote's lack them
+                ensure_attributes(root, base)
     if merged.returncode == 0:
         return True
     conflicted = _conflicted(root)
-    if not conflicted:  # git refused before merging (local changes in the way, ...)
-        said = (merged.stderr or merged.stdout).decode("utf-8", "replace").strip()
-        raise GitError(f"git merge {remote}/{branch} failed in {root}: {said}", path=root)
+    if not conflicted:  # git refused before merging (a person's uncommitted changes in the way, ...)
+        said = one_line((merged.stderr or merged.stdout).decode("utf-8", "replace"))
+        raise GitError(
+            f"git merge {remote}/{branch} failed in {root}: {said} (commit those files or move them "
+            "away, then run haytham sync again)",
+            path=root,
+        )
     if all(Path(name).name == CLAIM_FILE for name in conflicted):
         for name in conflicted:  # the claim on the remote won the race: take it
             if run_git(["checkout", "--theirs", "--", name], root, check=False).returncode != 0:

@@ -241,6 +241,8 @@ class Worker:
             self.say(f"{self.worker}: {busy}")
             return
         self.report.push_retries += result.retries
+        for note in result.recovered:
+            self.say(f"{self.worker}: recovered: {note}")
 
     def _candidates(self) -> list[tuple[str, str]]:
         """Sessions with work for a runner that this worker may claim now. Each session's
