@@ -278,6 +278,21 @@ class PushRejected(GitError):
     (the commits stay local) and a later sync pushes them."""
 
 
+class RemoteRefused(GitError):
+    """The remote refused a push for a reason other than another machine pushing first: a
+    hook, its permissions, a protected branch, or a stale lock file in the remote. It is not
+    retried (retrying cannot help); the commits stay local. ``said`` holds what the remote
+    answered (its ``remote:`` lines and git's ``[remote rejected]`` line); ``lock`` is the
+    remote's stale lock file when that is the reason."""
+
+    def __init__(
+        self, message: str, *, path: Path | None = None, said: tuple[str, ...] = (), lock: str | None = None
+    ) -> None:
+        super().__init__(message, path=path)
+        self.said = said
+        self.lock = lock
+
+
 class DriverNotConfigured(GitError):
     """The haytham merge driver is not configured in this clone; nothing was merged."""
 

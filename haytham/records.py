@@ -314,6 +314,14 @@ class Claim:
     """Until when the claim holds, ISO 8601 UTC; after it another worker may take over."""
     took_over: str | None = None
     """The expired claim this one replaced (``describe()`` of it), or None."""
+    worker_id: str = ""
+    """A random id of the worker process that claimed, unique even when two workers share a
+    name, a host name and a process id (containers); empty in a claim written before it."""
+
+    def mine(self, worker: str, worker_id: str) -> bool:
+        """Whether this claim is the one of the worker named ``worker`` whose id is ``worker_id``:
+        the name alone is not enough (two runners may share it)."""
+        return self.worker == worker and self.worker_id == worker_id
 
     def expired(self, now: datetime | None = None) -> bool:
         moment = now or datetime.now(timezone.utc)
@@ -324,4 +332,5 @@ class Claim:
         return moment >= until
 
     def describe(self) -> str:
-        return f"worker {self.worker} (process {self.pid} on {self.host}) until {self.expires}"
+        who = f"process {self.pid} on {self.host}" + (f", id {self.worker_id[:8]}" if self.worker_id else "")
+        return f"worker {self.worker} ({who}) until {self.expires}"

@@ -50,6 +50,8 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "pushed": "true when this clone's commits were pushed",
         "retries": "how many pushes were rejected because another machine pushed first",
         "driver_set_up": "true when this sync configured the merge driver in this clone",
+        "recovered": "what the sync undid first of an interrupted run or sync, a sentence each "
+        "(a stale index lock, a half-done merge, a dead run's files kept in .haytham-kept)",
     },
 }
 """The ``--json`` keys of ``log`` and ``sync``, in the form of ``haytham.cli.main.JSON_OUTPUT``."""
@@ -131,7 +133,7 @@ class Commits:
 
 
 def describe_sync(result: SyncResult) -> str:
-    """One line saying what a sync did."""
+    """One line saying what a sync did, then a line for each thing it recovered first."""
     parts = []
     if result.driver_set_up:
         parts.append("set up the merge driver")
@@ -139,7 +141,11 @@ def describe_sync(result: SyncResult) -> str:
     parts.append("pushed" if result.pushed else "nothing to push")
     if result.retries:
         parts.append(f"after {result.retries} rejected push{'es' if result.retries > 1 else ''}")
-    return f"Synced with {result.remote}: " + ", ".join(parts)
+    return (
+        f"Synced with {result.remote}: "
+        + ", ".join(parts)
+        + "".join(f"\nRecovered: {note}" for note in result.recovered)
+    )
 
 
 @click.group("git", cls=Group)
@@ -254,7 +260,10 @@ def sync_command(remote: str, setup_driver: bool, repo: Path, base_dir: Path, as
     """Fetch, merge with haytham's merge driver, and push; never force-push.
 
     A push rejected because another machine pushed first is retried (fetch, merge, push)
-    with a growing pause, a bounded number of times. A true conflict (say, the same session
+    with a growing pause, a bounded number of times; a push the remote refuses otherwise (a
+    hook, permissions, a stale lock in the remote) stops at once with the remote's words. What
+    a killed runner or sync left in this clone is recovered first; a dead run's uncommitted
+    files in the way of the merge are kept in .haytham-kept/. A true conflict (say, the same session
     created on two machines) stops with the file and line; the merge is undone, so your
     commits and working tree are as they were. The merge driver must be configured in this
     clone (`haytham git setup`): sync checks first, and offers to set it up. See
@@ -278,6 +287,7 @@ def sync_command(remote: str, setup_driver: bool, repo: Path, base_dir: Path, as
                 "pushed": result.pushed,
                 "retries": result.retries,
                 "driver_set_up": result.driver_set_up,
+                "recovered": list(result.recovered),
             }
         )
         return

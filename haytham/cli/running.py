@@ -314,7 +314,11 @@ def _given_agents(specs: Sequence[str], workflow: Workflow) -> dict[str, Agent]:
     metavar="S",
     help="Seconds to wait before looking again when no session has work.",
 )
-@click.option("--worker", help="This worker's name in claims (default: host:pid).")
+@click.option(
+    "--worker",
+    help="This worker's name in claims and commits (default: host:pid). Names may repeat: each "
+    "runner also claims with a random id of its own, so two runners never share a claim.",
+)
 @click.option("--until-idle", is_flag=True, help="Stop when no session has work for a runner.")
 @click.option(
     "--setup-driver", is_flag=True, help="Configure haytham's merge driver in this clone if needed."

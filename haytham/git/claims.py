@@ -1,7 +1,8 @@
 """Claims: which worker host runs a session, decided by a push to the shared remote.
 
 Before a worker runs a session it writes ``claim.json`` in the session's folder (who: the
-worker's name, host and process; since when; until when), commits it alone and pushes. The
+worker's name, host and process, and a random id of the worker process; since when; until
+when), commits it alone and pushes. The
 remote accepts a push only on top of what it has, so of two workers claiming the same session
 at once exactly one push lands first; the other's push is rejected, and after fetching it
 sees the claim file changed on the remote: it has lost, drops its own claim commit (and
@@ -15,6 +16,12 @@ review file, which no runner writes while the phase awaits review.
 
 Expiry compares the claim's ``expires`` (UTC) with this machine's clock, so hosts need
 roughly synchronised clocks (NTP); ``docs/many-machines.md`` says what that means.
+
+A claim is a worker's own when its name *and* its id are the worker's. The name (``--worker``,
+or ``host:pid``) is for people and may repeat: two containers whose runners are each process
+1 on hosts of the same name, or two runners started with one ``--worker``. The id, random
+for each worker process (``new_worker_id``), does not, so a twin never takes a claim for its
+own and no session runs twice.
 """
 
 from __future__ import annotations
@@ -23,14 +30,24 @@ import json
 import os
 import socket
 import time
+import uuid
 from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from haytham.errors import SessionClaimed
+from haytham.errors import GitError, SessionClaimed
 from haytham.format.layout import CLAIM_FILE
 from haytham.git.repository import commit_paths, relative_to_root, run_git
-from haytham.git.sync import DEFAULT_ATTEMPTS, PushRejected, backoff_pause, current_branch, fetch, sync
+from haytham.git.sync import (
+    DEFAULT_ATTEMPTS,
+    Pusher,
+    PushRejected,
+    RemoteRefused,
+    backoff_pause,
+    current_branch,
+    fetch,
+    sync,
+)
 from haytham.records import CLAIM_TIME_FORMAT, Claim
 from haytham.store import fs
 
@@ -38,6 +55,15 @@ from haytham.store import fs
 def default_worker() -> str:
     """This process's worker name: ``host:pid``."""
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+_PROCESS_ID = uuid.uuid4().hex
+"""This process's worker id when a caller gives none."""
+
+
+def new_worker_id() -> str:
+    """A random worker id (``Claim.worker_id``): unique where names, hosts and pids repeat."""
+    return uuid.uuid4().hex
 
 
 def read_claim(session_dir: Path) -> Claim | None:
@@ -51,15 +77,20 @@ def read_claim(session_dir: Path) -> Claim | None:
             str(data["since"]),
             str(data["expires"]),
             str(data["took_over"]) if data.get("took_over") else None,
+            str(data.get("worker_id") or ""),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def claimable(session_dir: Path, worker: str, now: datetime | None = None) -> bool:
-    """Whether ``worker`` may claim the session now: no claim, its own, or an expired one."""
+def claimable(
+    session_dir: Path, worker: str, now: datetime | None = None, *, worker_id: str | None = None
+) -> bool:
+    """Whether ``worker`` (whose id is ``worker_id``, by default this process's) may claim the
+    session now: no claim, its own, or an expired one."""
     claim = read_claim(session_dir)
-    return claim is None or claim.worker == worker or claim.expired(now)
+    me = _PROCESS_ID if worker_id is None else worker_id
+    return claim is None or claim.mine(worker, me) or claim.expired(now)
 
 
 def claim_session(
@@ -72,19 +103,23 @@ def claim_session(
     remote: str,
     identity: tuple[str, str] | None = None,
     attempts: int = DEFAULT_ATTEMPTS,
+    worker_id: str | None = None,
 ) -> Claim:
     """Claim the session in ``session_dir`` (``what`` names it) and push the claim.
 
     Call it right after a sync. Raises SessionClaimed when another worker holds a valid
     claim, already or by winning the race to the remote; GitError when git fails. On
     success the claim is on the remote, and the working tree has the remote's latest files.
+    ``worker_id`` (by default this process's) tells this worker from another of its name.
     """
+    me = _PROCESS_ID if worker_id is None else worker_id
     branch = current_branch(root)
+    pusher = Pusher(root, remote, branch)
     for attempt in range(attempts):
         if attempt:
             time.sleep(backoff_pause(attempt))
         held = read_claim(session_dir)
-        if held is not None and held.worker != worker and not held.expired():
+        if held is not None and not held.mine(worker, me) and not held.expired():
             raise SessionClaimed(f"session {what} is claimed by {held.describe()}", held)
         now = datetime.now(timezone.utc)
         claim = Claim(
@@ -93,16 +128,20 @@ def claim_session(
             os.getpid(),
             now.strftime(CLAIM_TIME_FORMAT),
             (now + timedelta(seconds=ttl)).strftime(CLAIM_TIME_FORMAT),
-            held.describe() if held is not None and held.worker != worker else None,
+            held.describe() if held is not None and not held.mine(worker, me) else None,
+            me,
         )
         fs.atomic_write(session_dir / CLAIM_FILE, json.dumps(asdict(claim), indent=2, sort_keys=True) + "\n")
         base = _head(root)
         took = f" (took over from {claim.took_over}, expired)" if claim.took_over else ""
         message = f"haytham: {what} claimed by {worker} until {claim.expires}{took}"
         commit_paths(root, [session_dir / CLAIM_FILE], message, identity=identity)
-        pushed = run_git(["push", "--quiet", remote, f"HEAD:refs/heads/{branch}"], root, check=False)
-        if pushed.returncode == 0:
-            return claim
+        try:
+            if pusher.push():
+                return claim
+        except (RemoteRefused, GitError):  # not a race: drop the claim commit, say why
+            run_git(["reset", "--quiet", "--keep", base], root)
+            raise
         # Someone pushed first. Drop our claim commit (only it), take theirs, look again.
         run_git(["reset", "--quiet", "--keep", base], root)
         theirs = fetch(root, remote, branch)
@@ -110,7 +149,7 @@ def claim_session(
         if theirs is not None and _show(root, theirs, spec) != _show(root, base, spec):
             sync(root, remote, push=False)
             held = read_claim(session_dir)
-            if held is not None and held.worker != worker and not held.expired():
+            if held is not None and not held.mine(worker, me) and not held.expired():
                 raise SessionClaimed(f"session {what} is claimed by {held.describe()}", held)
         sync(root, remote, push=False)
     raise PushRejected(
@@ -128,12 +167,13 @@ def release_claim(
     worker: str,
     reason: str = "done",
     identity: tuple[str, str] | None = None,
+    worker_id: str | None = None,
 ) -> str | None:
     """Remove this worker's claim of the session in a commit (with whatever else of the
-    session is still uncommitted); the commit, or None when the claim is not this worker's.
-    The caller pushes (``sync``)."""
+    session is still uncommitted); the commit, or None when the claim is not this worker's
+    (its name and ``worker_id``, by default this process's). The caller pushes (``sync``)."""
     held = read_claim(session_dir)
-    if held is None or held.worker != worker:
+    if held is None or not held.mine(worker, _PROCESS_ID if worker_id is None else worker_id):
         return None
     (session_dir / CLAIM_FILE).unlink()
     return commit_paths(
@@ -156,6 +196,7 @@ __all__ = [
     "claim_session",
     "claimable",
     "default_worker",
+    "new_worker_id",
     "read_claim",
     "release_claim",
 ]

@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 from haytham.errors import HaythamError, WorkerStopped
 from haytham.format.workflow import Workflow
 from haytham.git.autocommit import AutoCommit
-from haytham.git.claims import SessionClaimed, claim_session, claimable, default_worker, release_claim
+from haytham.git.claims import (
+    SessionClaimed,
+    claim_session,
+    claimable,
+    default_worker,
+    new_worker_id,
+    release_claim,
+)
 from haytham.git.repository import knows_author, repo_root
 from haytham.git.sync import DEFAULT_ATTEMPTS, DEFAULT_REMOTE, PushRejected, sync
 from haytham.run.runner import Agent, PhaseRunner, RunResult
@@ -80,6 +87,9 @@ class Worker:
         self.claim_seconds = claim_seconds
         self.poll_seconds = poll_seconds
         self.worker = worker or default_worker()
+        """This worker's name in claims and commits, for people: it may repeat across workers."""
+        self.worker_id = new_worker_id()
+        """This worker's id in its claims: random, so a twin of its name never takes them for its own."""
         self.root = repo_root(manager.base_dir)
         if identity is None and not knows_author(self.root):  # a bare worker host: name it
             identity = (self.worker, f"{self.worker.split(':')[0]}@haytham.invalid")
@@ -151,6 +161,7 @@ class Worker:
                 ttl=self.claim_seconds,
                 remote=self.remote,
                 identity=self.identity,
+                worker_id=self.worker_id,
             )
         except (SessionClaimed, PushRejected) as lost:
             self.report.claims_lost += 1
@@ -162,6 +173,7 @@ class Worker:
             self.say(f"{self.worker}: took {what} over from {claim.took_over}")
         reason = "done"
         try:
+            self.manager.recover(project_id, session_id)
             if self.manager.state(project_id, session_id).next_action != "run":  # others ran it meanwhile
                 reason = "nothing to run"
                 return False
@@ -177,7 +189,13 @@ class Worker:
             return True
         finally:
             if release_claim(
-                self.root, session_dir, what, worker=self.worker, reason=reason, identity=self.identity
+                self.root,
+                session_dir,
+                what,
+                worker=self.worker,
+                reason=reason,
+                identity=self.identity,
+                worker_id=self.worker_id,
             ):
                 self.report.commits += 1
             self._sync(set_up=False)
@@ -223,9 +241,13 @@ class Worker:
             self.say(f"{self.worker}: {busy}")
             return
         self.report.push_retries += result.retries
+        for note in result.recovered:
+            self.say(f"{self.worker}: recovered: {note}")
 
     def _candidates(self) -> list[tuple[str, str]]:
-        """Sessions with work for a runner that this worker may claim now."""
+        """Sessions with work for a runner that this worker may claim now. Each session's
+        interrupted change (a writer killed in the middle, ``CheckpointManager.recover``) is
+        finished first, so the choice is made on whole changes, never on half of one."""
         found, _unreadable = list_sessions(
             self.manager.base_dir, project_id=self.project, workflows=self.manager.workflows
         )
@@ -233,11 +255,13 @@ class Worker:
         for summary in found:
             project_id, session_id = summary.project_id, summary.session_id
             try:
+                self.manager.recover(project_id, session_id)
                 if self.manager.state(project_id, session_id).next_action != "run":
                     continue
             except HaythamError:
                 continue
-            if claimable(self.manager.session_dir(project_id, session_id), self.worker):
+            session_dir = self.manager.session_dir(project_id, session_id)
+            if claimable(session_dir, self.worker, worker_id=self.worker_id):
                 candidates.append((project_id, session_id))
         return candidates
 
