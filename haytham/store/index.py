@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from haytham.format import layout
-from haytham.format.document import COUNTERS
 
 if TYPE_CHECKING:  # imported when an index is opened, so a run without one never pays
     import sqlite3
@@ -172,7 +171,6 @@ class Index:
                 ).fetchall()
         except sqlite3.Error:
             return {}
-        COUNTERS.index_rows += len(rows)
         return {path: (ident, value) for path, ident, value in rows}
 
     def store(self, kind: str, rows: Iterable[tuple[str, str, str]], *, forget: Iterable[str] = ()) -> None:

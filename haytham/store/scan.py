@@ -23,7 +23,6 @@ from typing import Any
 
 from haytham.errors import DocumentError, Issue
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
-from haytham.format.document import COUNTERS
 from haytham.format.layout import (
     ATTEMPTS_DIR,
     CHECKPOINT_FILE,
@@ -118,7 +117,6 @@ a longer one goes to ``MANIFEST.read_path``, which knows the size limit."""
 
 
 def _stat_or_none(path: str) -> os.stat_result | None:
-    COUNTERS.stated += 1
     try:
         return os.stat(path)
     except _MISSING:
@@ -135,7 +133,6 @@ def _scan_manifests(root: Path) -> list[tuple[str, str, os.stat_result | None]]:
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
     result: list[tuple[str, str, os.stat_result | None]] = []
-    COUNTERS.listed += 1
     with os.scandir(top) as entries:
         projects = sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
     for parent in [*((project, SESSIONS_DIR) for project in projects), (SESSIONS_DIR,)]:
@@ -152,7 +149,6 @@ def _scan_sessions(directory: str) -> list[tuple[str, str, os.stat_result]]:
     found = _stat_or_none(directory)
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
-    COUNTERS.listed += 1
     with os.scandir(directory) as entries:
         names = sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
     prefix = os.path.join(directory, "")
@@ -335,7 +331,6 @@ def _folders(root: Path) -> list[_Folder] | None:
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
     try:
-        COUNTERS.listed += 1
         with os.scandir(top) as entries:
             projects = sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
         folders: list[_Folder] = []
@@ -354,7 +349,6 @@ def _session_names(directory: str) -> list[str]:
     found = _stat_or_none(directory)
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
-    COUNTERS.listed += 1
     with os.scandir(directory) as entries:
         return sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
 
@@ -408,7 +402,6 @@ def _learn(parent: str, name: str, project: str, *, identify: bool) -> _Learnt |
         return None
     except OSError:
         return _learn_slowly(parent, name, project, manifest, identify=identify)
-    COUNTERS.opened += 1
     data: bytes | None = None
     st = None
     try:
@@ -588,7 +581,7 @@ def _from_index(
     learnt: list[tuple[Any, ...]] = []
     gone: list[tuple[str, str]] = []
     changed: set[tuple[str, str]] = set()
-    total = checked = 0
+    total = 0
     identity = _index.identity
     still, salt = _derived.still, deriver.salt
     everyone = wanted.user_id is None and wanted.status is None
@@ -606,7 +599,6 @@ def _from_index(
             remembered = None
             if kept is not None and kept[0] == name:
                 remembered, kept = kept, next(known, None)
-                checked += 1
                 try:
                     st = stat_of(prefix + name + suffix)
                 except _MISSING:
@@ -646,8 +638,6 @@ def _from_index(
         while kept is not None:
             gone.append((parent, kept[0]))
             kept = next(known, None)
-    COUNTERS.stated += checked
-    COUNTERS.index_rows += checked
     scanned = {parent for parent, _, _ in folders}
     others = [p for p in index.summary_parents() if p not in scanned] if forget_others else []
     index.write_summaries(learnt, gone, others)
@@ -658,12 +648,10 @@ def _from_index(
 
     def remembered_rows() -> Iterator[Row]:
         if every:  # the index holds exactly the listed rows it was checked for
-            COUNTERS.index_rows += total - len(fresh)
             return index.newest_summaries()
         return filter(keep, index.newest_summaries())
 
     def keep(row: Row) -> bool:
-        COUNTERS.index_rows += 1
         return row[-2] in scanned and (row[-2], row[-1]) not in hidden and wanted(row[_USER], row[_STATUS])
 
     def rows() -> Iterator[Row]:
@@ -785,7 +773,6 @@ def _markdown_names(root: str, skip: set[str]) -> list[tuple[str, str]]:
     pending = [root]
     while pending:
         directory = pending.pop()
-        COUNTERS.listed += 1
         try:
             with os.scandir(directory) as listing:
                 entries = list(listing)
@@ -887,7 +874,6 @@ def _session_state(directory: str, workflows: str) -> tuple[str, int] | None:
     pending = [("", directory)]
     while pending:
         relative, path = pending.pop()
-        COUNTERS.listed += 1
         with os.scandir(path) as listing:
             for entry in listing:
                 name = entry.name
@@ -901,7 +887,6 @@ def _session_state(directory: str, workflows: str) -> tuple[str, int] | None:
                     pending.append((child, entry.path))
                     continue
                 st = entry.stat()
-                COUNTERS.stated += 1
                 entries.append((child, _index.identity(st)))
                 newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
     entries.sort()
