@@ -130,7 +130,7 @@ def test_a_review_that_arrives_by_git_pull_reaches_list_at_once(
 
 
 SESSIONS = 55
-"""Past ``scan.INDEX_MIN_SESSIONS``: a listing makes the index."""
+"""Past ``index.INDEX_MIN_SESSIONS``: a listing makes the index."""
 
 
 def grow(session: Path, count: int) -> list[str]:

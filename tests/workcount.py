@@ -70,7 +70,7 @@ class WorkCounters:
     """``os.stat`` and ``os.lstat`` calls on paths inside the root (``Path.stat``,
     ``is_file``, ``exists``, ``is_dir`` and ``os.path``'s tests go through them too).
     ``os.fstat`` of an open file is not counted, nor ``DirEntry.stat`` (a C method that
-    cannot be wrapped; only ``scan._session_state``, which keys a validation in the index,
+    cannot be wrapped; only ``validation._session_state``, which keys a validation in the index,
     calls it, once a file of each session it looks at)."""
     listed: int = 0
     """Folders inside the root listed: the ``os.scandir`` and ``os.listdir`` audit events

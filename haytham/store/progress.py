@@ -161,7 +161,7 @@ def outputs_of(
     """The agent outputs of ``phase_dir`` now: their digest and their files.
 
     The files are those ``CheckpointManager`` counts when it records a phase's digest: every
-    agent output file of the folder (``scan.agent_files``, ``agents`` first). Each is
+    agent output file of the folder (``phase_files.agent_files``, ``agents`` first). Each is
     ``stat``-ed; only when one of them changed since ``cache`` last saw the folder (or it
     never did) are they read and hashed, each once (through ``reads``, which knows the
     records a writer just wrote, so it parses nothing it wrote). A folder that is not there
