@@ -44,11 +44,13 @@ from pathlib import Path
 from typing import Any
 
 from haytham.format import HISTORY_ENTRY
-from haytham.format.document import COUNTERS
 from haytham.format.layout import MANIFEST_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.store import history
 from haytham.store.manager import CheckpointManager
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from workcount import counting
 
 PROJECT = "bench"
 AGENTS = ("analyst", "critic", "writer")
@@ -920,12 +922,12 @@ def s9(root: Path, sizes: Sizes, repeats: int) -> None:
     # fork of phase 2: files read against files copied
     session = full_session(base, "forkable")
     target_id = f"fork-{os.getpid()}"
-    COUNTERS.reset()
-    forked = manager.fork_session(PROJECT, session.name, target_id, 2)
+    with counting(base) as work:  # the files it opens, seen by an audit hook (tests/workcount.py)
+        forked = manager.fork_session(PROJECT, session.name, target_id, 2)
     copied = sum(
         1 for p in forked.rglob("*") if p.is_file() and "history" not in p.parts and p.name != MANIFEST_FILE
     )
-    opened = COUNTERS.opened
+    opened = work.opened
     shutil.rmtree(forked)
     ROWS.append(
         Row(

@@ -43,7 +43,8 @@ from haytham.format.reader import decode, split_label
 from haytham.format.yamlfile import VERSION_KEY, parse_yaml, take_version
 from haytham.store import journal
 from haytham.store.fs import DEFAULT_LOCK_TIMEOUT, atomic_write, confined, locked
-from haytham.store.scan import kind_of, session_dirs, session_files
+from haytham.store.scan import session_dirs
+from haytham.store.session_files import kind_of, session_files
 
 FINAL_NEWLINES_LABEL = "Final Newlines"
 

@@ -64,7 +64,7 @@ from haytham.store.copy import (
     write_session_dir,
 )
 from haytham.store.names import check_inside, check_name, check_no_case_twin, check_path_name
-from haytham.store.scan import kind_of
+from haytham.store.session_files import kind_of
 
 if TYPE_CHECKING:
     from haytham.store.manager import CheckpointManager

@@ -1,15 +1,32 @@
-"""Shared test set-up: the tests folder is importable (workers, crash harness), and the
-``isolated_git`` fixture for the tests that run real git."""
+"""Shared test set-up: the tests folder is importable (workers, crash harness), the
+``isolated_git`` fixture for the tests that run real git, and the ``counters`` fixture for
+the tests that count work (``tests/workcount.py``)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+if TYPE_CHECKING:
+    from workcount import WorkCounters
+
+
+@pytest.fixture
+def counters(tmp_path: Path) -> Iterator[WorkCounters]:
+    """The work done on the files under the test's ``tmp_path`` (and in haytham's parsing,
+    index and ordering code), counted from outside haytham while the test runs
+    (``workcount.counting``; ``reset`` starts again from zero)."""
+    from workcount import counting
+
+    with counting(tmp_path) as counts:
+        yield counts
 
 
 @pytest.fixture

@@ -27,7 +27,6 @@ from haytham.errors import DocumentError
 from haytham.format import AGENT_OUTPUT
 from haytham.format import agent_output as agent_output_module
 from haytham.format.agent_output import MAPPED_FROM, MAX_OUTPUT_BYTES
-from haytham.format.document import COUNTERS
 from haytham.records import AgentOutput
 
 TESTS = Path(__file__).resolve().parent
@@ -216,7 +215,6 @@ def test_loading_a_20_mb_output_holds_the_content_and_a_fixed_slack(tmp_path: Pa
     manager.save_agent_output("p", "s", 1, "writer", content)
     del content
     fresh = CheckpointManager(base_dir=tmp_path)
-    COUNTERS.reset()
     tracemalloc.start()
     try:
         outputs = fresh.get_phase_outputs("p", "s", [1])

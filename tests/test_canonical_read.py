@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from workcount import WorkCounters
 
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
-from haytham.format.document import COUNTERS
 from haytham.format.layout import FORMAT_VERSION
 from haytham.records import (
     FEEDBACK_ACTIONS,
@@ -310,15 +310,15 @@ def test_edited_history_entries(data: st.DataObject) -> None:
     assert_same(HISTORY_ENTRY, text)
 
 
-def test_plain_history_entries_take_the_canonical_path() -> None:
+def test_plain_history_entries_take_the_canonical_path(counters: WorkCounters) -> None:
     made = history.make_entry("0123456789ab", 3, "Build it", 2, "completed", "2024-01-02T03:04:05Z", "cp\n")
     review = dataclasses.replace(made, kind="review", feedback_text="ok", name="n 1", reason="why: this")
     for entry in (made, review):
         text = HISTORY_ENTRY.render(entry)
         assert HISTORY_ENTRY._canonical(text) == entry
-        COUNTERS.reset()
+        counters.reset()
         assert HISTORY_ENTRY.read(text, PATH) == (entry, [])
-        assert COUNTERS.canonical == COUNTERS.parsed == 1
+        assert counters.canonical == counters.parsed == 1
 
 
 @pytest.mark.parametrize(
@@ -387,7 +387,9 @@ def test_the_entry_hash_spells_its_content_as_json_dumps_does(values: list[Any])
     assert history._json_list(values) == json.dumps(values)
 
 
-def test_a_history_read_by_the_canonical_path_is_the_one_the_reader_gives(tmp_path: Path) -> None:
+def test_a_history_read_by_the_canonical_path_is_the_one_the_reader_gives(
+    tmp_path: Path, counters: WorkCounters
+) -> None:
     folder = tmp_path / "s" / history.HISTORY_DIR
     folder.mkdir(parents=True)
     plain = history.make_entry(None, 1, "Idea", 1, "completed", "2024-01-02T03:04:05Z", "cp")
@@ -397,10 +399,10 @@ def test_a_history_read_by_the_canonical_path_is_the_one_the_reader_gives(tmp_pa
     (folder / history.file_name(edited_by_hand)).write_text(hand, "utf-8")
     (folder / "20240101T000000Z_000000000000.md").write_bytes(b"# History Entry: \xff\n")
     (folder / "20240101T000001Z_000000000001.md").mkdir()
-    COUNTERS.reset()
+    counters.reset()
     entries, issues = history.read_entries(tmp_path / "s")
     assert entries == [plain, edited_by_hand]
-    assert COUNTERS.canonical == 1
+    assert counters.canonical == 1
     assert [(i.path.name if i.path else None, i.line) for i in issues] == [
         ("20240101T000000Z_000000000000.md", 1),
         ("20240101T000001Z_000000000001.md", None),
@@ -672,7 +674,7 @@ def test_corpus_manifests(path: Path) -> None:
 
 
 def test_every_file_haytham_writes_takes_the_canonical_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
 ) -> None:
     """A session saved through the API is validated without the general reader: every file
     it wrote is in its kind's canonical shape (a change to ``render`` that leaves a pattern
@@ -686,10 +688,10 @@ def test_every_file_haytham_writes_takes_the_canonical_path(
         manager.save_agent_output("acme", "s-1", phase, "writer", f"phase {phase} text\n")
         manager.save_checkpoint("acme", "s-1", phase, "completed", [{"agent_name": "writer"}])
     manager.save_user_feedback("acme", "s-1", 1, True, True, "Fine.")
-    COUNTERS.reset()
+    counters.reset()
     assert CheckpointManager(tmp_path).validate_paths() == []
-    assert COUNTERS.parsed > 0
-    assert COUNTERS.canonical == COUNTERS.parsed
-    COUNTERS.reset()
+    assert counters.parsed > 0
+    assert counters.canonical == counters.parsed
+    counters.reset()
     assert len(CheckpointManager(tmp_path).history("acme", "s-1")) > 2
-    assert COUNTERS.canonical == COUNTERS.parsed > 2
+    assert counters.canonical == counters.parsed > 2

@@ -13,7 +13,7 @@ import pytest
 from workers import PHASES, PROJECT, SESSION, content
 
 from haytham import CheckpointManager, HaythamError, LockTimeout
-from haytham.store.scan import kind_of
+from haytham.store.session_files import kind_of
 from haytham.store.validation import EDITED_FIELD
 
 WORKER = Path(__file__).resolve().parent / "workers.py"

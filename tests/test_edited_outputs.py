@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from workcount import WorkCounters
 
 from haytham.cli.main import cli
-from haytham.format.document import COUNTERS
 from haytham.format.layout import CHECKPOINT_FILE
 from haytham.store import index as _index
 from haytham.store import lifecycle
@@ -117,7 +117,7 @@ def test_resume_runs_the_later_phases_again_and_keeps_the_correction(base: Path)
 
 
 def test_a_second_status_reads_no_output_and_a_changed_one_is_hashed_once(
-    base: Path, monkeypatch: pytest.MonkeyPatch
+    base: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
 ) -> None:
     """The outputs digests are remembered by the files' identity (in the process): an
     unchanged session's outputs are never read again, a changed output once."""
@@ -125,10 +125,10 @@ def test_a_second_status_reads_no_output_and_a_changed_one_is_hashed_once(
     _progress.DIGESTS.clear()
 
     def status() -> int:
-        COUNTERS.reset()
+        counters.reset()
         result = CliRunner().invoke(cli, ["status", P, S, "--base-dir", str(base)])
         assert result.exit_code == 0, result.output
-        return COUNTERS.hashed
+        return counters.hashed
 
     assert status() == 6  # every output of the five completed phases (phase 2 has two)
     assert status() == 0
@@ -137,21 +137,21 @@ def test_a_second_status_reads_no_output_and_a_changed_one_is_hashed_once(
     assert status() == 0
 
 
-def test_an_output_changed_just_now_is_not_remembered(base: Path) -> None:
+def test_an_output_changed_just_now_is_not_remembered(base: Path, counters: WorkCounters) -> None:
     """git's racy rule: a file changed within ``RACY_NS`` of hashing may change again in the
     same tick of the file clock, so its digest is computed again at the next read."""
     _progress.DIGESTS.clear()
     output = correct_by_hand(base)
     phase_dir = output.parent
-    COUNTERS.reset()
+    counters.reset()
     first = _progress.outputs_digest_of(phase_dir)
     second = _progress.outputs_digest_of(phase_dir)
     assert first == second
-    assert COUNTERS.hashed == 2
+    assert counters.hashed == 2
 
 
 def test_digests_kept_in_the_index_spare_a_new_process_the_reads(
-    base: Path, monkeypatch: pytest.MonkeyPatch
+    base: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
 ) -> None:
     """``OutputDigests`` has the shape of the index's entries, so a listing keeps them there."""
     monkeypatch.setattr(_index, "RACY_NS", -(10**15))
@@ -160,9 +160,9 @@ def test_digests_kept_in_the_index_spare_a_new_process_the_reads(
     index = _index.Index.open(base)
     assert index is not None
     digests = _progress.OutputDigests(index.entries(_progress.DIGEST_KIND))
-    COUNTERS.reset()
+    counters.reset()
     digest = _progress.outputs_digest_of(phase_dir, cache=digests)
-    assert COUNTERS.hashed == 2
+    assert counters.hashed == 2
     index.store(_progress.DIGEST_KIND, digests.learnt(index.settled))
     index.close()
 
@@ -170,13 +170,13 @@ def test_digests_kept_in_the_index_spare_a_new_process_the_reads(
     assert reopened is not None
     fresh = _progress.OutputDigests(reopened.entries(_progress.DIGEST_KIND))
     reopened.close()
-    COUNTERS.reset()
+    counters.reset()
     assert _progress.outputs_digest_of(phase_dir, cache=fresh) == digest
-    assert COUNTERS.hashed == 0
+    assert counters.hashed == 0
     with (phase_dir / "competitor_analysis.md").open("a", encoding="utf-8") as handle:
         handle.write("- One more competitor.\n")
     assert _progress.outputs_digest_of(phase_dir, cache=fresh) != digest
-    assert COUNTERS.hashed == 2  # the phase's digest is one hash over both outputs
+    assert counters.hashed == 2  # the phase's digest is one hash over both outputs
 
 
 def test_a_legacy_checkpoint_without_a_digest_is_never_stale(base: Path) -> None:

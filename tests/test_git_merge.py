@@ -283,7 +283,7 @@ def test_two_sessions_of_one_project_on_two_clones_merge_cleanly(tmp_path: Path)
     assert status["session_count"] == 2 and status["latest_version"] == 2
     assert {s["status"] for s in status["sessions"]} == {"completed"}
     # the sessions only: validate_paths() of the whole tree takes history/changelog.md for a
-    # history entry (haytham.store.scan.kind_of), with or without git
+    # history entry (haytham.store.session_files.kind_of), with or without git
     assert CheckpointManager(b / "projects").validate_paths([b / "projects" / project_id / "sessions"]) == []
     assert git(b, "log", "--format=%H", "--", f"projects/{project_id}/project.yaml").stdout.count("\n") == 1
 

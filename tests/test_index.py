@@ -20,10 +20,10 @@ import pytest
 from haytham import CheckpointManager
 from haytham.store import fs as _storage
 from haytham.store import index as _index
-from haytham.store import phase_files, scan
+from haytham.store import phase_files, scan, session_files
 
 P = "proj"
-SESSIONS = 55  # past scan.INDEX_MIN_SESSIONS, so that a listing makes the index
+SESSIONS = 55  # past index.INDEX_MIN_SESSIONS, so that a listing makes the index
 
 
 @pytest.fixture(autouse=True)
@@ -333,9 +333,9 @@ def test_session_files_outside_sessions_match_the_plain_walk(tmp_path: Path) -> 
         for root in roots:
             for path in [root] if root.is_file() else sorted(root.rglob("*.md")):
                 inside = any(d in path.parents for d in sessions)
-                if path not in expected and scan.kind_of(path) is not None and not inside:
+                if path not in expected and session_files.kind_of(path) is not None and not inside:
                     expected.append(path)
-        assert list(scan.session_files(roots, outside=sessions)) == expected
+        assert list(session_files.session_files(roots, outside=sessions)) == expected
 
 
 def test_counting_session_files_gives_what_listing_them_gives(
@@ -360,11 +360,12 @@ def test_counting_session_files_gives_what_listing_them_gives(
         [session, base / "p1", session / "session_manifest.md"],
         [base / "missing"],
     ):
-        assert scan.count_session_files(roots) == len(list(scan.session_files(roots)))
+        assert session_files.count_session_files(roots) == len(list(session_files.session_files(roots)))
     monkeypatch.chdir(base)
     for relative in (
         [Path(".")],
         [Path("."), Path("p1")],
         [Path("p1/sessions/a/session_manifest.md"), Path(".")],
     ):
-        assert scan.count_session_files(relative) == len(list(scan.session_files(relative))) > 0
+        found = list(session_files.session_files(relative))
+        assert session_files.count_session_files(relative) == len(found) > 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from workcount import WorkCounters
 
 from haytham import CheckpointManager, ProjectManager
 from haytham.cli.main import cli
@@ -148,16 +149,21 @@ def test_doctor_finds_and_fixes_a_trace_in_every_folder_haytham_writes(manager: 
     assert manager.check(P, S) == []
 
 
-def test_doctor_finishes_a_committed_operation(manager: CheckpointManager) -> None:
+def test_doctor_finishes_a_committed_operation(manager: CheckpointManager, counters: WorkCounters) -> None:
     session = manager.session_dir(P, S)
     change = journal.Change(session, "save_checkpoint")
     change.write(session / "phase_1_concept" / "writer.md", "staged\n")
     staged_but_not_applied(change)
+    counters.reset()
     [finding] = [f for f in manager.check(P, S) if f.kind == "interrupted_operation"]
     assert "save_checkpoint was killed after its commit point" in finding.message
+    assert counters.recovered == 0  # found and reported, not finished
     manager.check(P, S, fix=True)
+    assert counters.recovered == 1
     assert (session / "phase_1_concept" / "writer.md").read_text() == "staged\n"
     assert journal.pending(session) is None
+    manager.check(P, S, fix=True)
+    assert counters.recovered == 1  # nothing left to finish
 
 
 def test_validate_warns_of_a_committed_operation_until_it_is_finished(manager: CheckpointManager) -> None:

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from workcount import WorkCounters
 
 from haytham.cli import main as cli_main
-from haytham.format.document import COUNTERS
 from haytham.format.layout import FEEDBACK_FILE, MANIFEST_FILE
 from haytham.store import index as _index
 from haytham.store import scan
@@ -130,7 +130,7 @@ def test_a_review_that_arrives_by_git_pull_reaches_list_at_once(
 
 
 SESSIONS = 55
-"""Past ``scan.INDEX_MIN_SESSIONS``: a listing makes the index."""
+"""Past ``index.INDEX_MIN_SESSIONS``: a listing makes the index."""
 
 
 def grow(session: Path, count: int) -> list[str]:
@@ -157,20 +157,20 @@ def invoke(*args: str) -> dict[str, str]:
 
 
 def test_a_warm_index_never_hides_a_review_written_by_hand(
-    work: Path, monkeypatch: pytest.MonkeyPatch
+    work: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
 ) -> None:
     monkeypatch.setattr(_index, "RACY_NS", -(10**15))  # files written just now may be remembered
     session = awaiting_session(work, "dd")
     names = grow(session, SESSIONS)
     assert invoke("--awaiting-review") == dict.fromkeys(names, "awaiting_review")  # makes the index
     assert (work / "projects" / _index.INDEX_DIR).is_dir()
-    COUNTERS.reset()
+    counters.reset()
     assert invoke("--awaiting-review") == dict.fromkeys(names, "awaiting_review")  # from the index
-    assert COUNTERS.opened == 0 and COUNTERS.parsed == 0
+    assert counters.opened == 0 and counters.parsed == 0
     approve_by_hand(session.parent / names[7])
-    COUNTERS.reset()
+    counters.reset()
     waiting = invoke("--awaiting-review")
-    assert COUNTERS.parsed > 0  # the changed session was derived again
+    assert counters.parsed > 0  # the changed session was derived again
     assert names[7] not in waiting and len(waiting) == SESSIONS - 1
     assert invoke("--status", "completed") == {names[7]: "completed"}
     assert invoke("--status", "awaiting_review") == waiting

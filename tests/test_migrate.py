@@ -29,7 +29,7 @@ from haytham.format.layout import FORMAT_VERSION, MANIFEST_FILE, PHASE_DIR, SESS
 from haytham.migrate import STEPS, Change, migrate
 from haytham.projects import ProjectManager
 from haytham.store.manager import CheckpointManager
-from haytham.store.scan import kind_of, session_files
+from haytham.store.session_files import kind_of, session_files
 
 CORPUS = Path(__file__).resolve().parent / "legacy" / "corpus" / "projects"
 Snapshot = dict[str, tuple[str, int] | None]

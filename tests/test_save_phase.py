@@ -11,10 +11,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from workcount import WorkCounters
 
 from haytham import CheckpointManager
 from haytham.errors import InvalidArgumentError
-from haytham.store import journal
 from haytham.store.events import Event
 
 P, S = "acme", "s-1"
@@ -81,31 +81,31 @@ def test_save_phase_writes_the_bytes_and_events_of_the_calls_one_by_one(tmp_path
     assert one.validate_session(P, S) == []
 
 
-def test_save_phase_is_one_journal_record_with_fewer_fsyncs(tmp_path: Path) -> None:
+def test_save_phase_is_one_journal_record_with_fewer_fsyncs(tmp_path: Path, counters: WorkCounters) -> None:
     calls, one = manager(tmp_path / "calls"), manager(tmp_path / "batch")
     for m, save in ((calls, per_call), (one, batch)):
         save(m, 1)  # the history folder exists from here on
-        journal.STATS.reset()
+        counters.reset()
         save(m, 2)
         if m is calls:
-            call_fsyncs = journal.STATS.fsyncs
+            call_fsyncs = counters.fsyncs
             continue
-        assert journal.STATS.records == 1
+        assert counters.records == 1
         # 8 staged files (3 outputs, checkpoint, 2 history entries, feedback, manifest),
         # the record, and each touched folder once: the phase, history/ and the session
-        assert journal.STATS.fsyncs == 8 + 1 + 3
-        assert journal.STATS.fsyncs < call_fsyncs
+        assert counters.fsyncs == 8 + 1 + 3
+        assert counters.fsyncs < call_fsyncs
 
 
-def test_saving_the_same_phase_again_changes_nothing(tmp_path: Path) -> None:
+def test_saving_the_same_phase_again_changes_nothing(tmp_path: Path, counters: WorkCounters) -> None:
     m = manager(tmp_path)
     batch(m, 1)
     before = files(tmp_path)
     seen = recorded(m)
-    journal.STATS.reset()
+    counters.reset()
     batch(m, 1)
     assert files(tmp_path) == before
-    assert journal.STATS.records == 0 and seen == []
+    assert counters.records == 0 and seen == []
 
 
 def test_outputs_alone_and_default_agent_rows(tmp_path: Path) -> None:

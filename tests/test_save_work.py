@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from workcount import WorkCounters
 
 from haytham.errors import DocumentError
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
-from haytham.format.document import COUNTERS
 from haytham.store import fs, journal
 from haytham.store import reads as reads_module
 from haytham.store.manager import CheckpointManager
@@ -134,15 +134,17 @@ def test_a_first_save_opens_no_file_that_does_not_exist_yet(manager: CheckpointM
 
 
 @pytest.mark.parametrize("save", [_phase, _per_call], ids=["save_phase", "per_call"])
-def test_each_save_parses_nothing_it_wrote_itself(manager: CheckpointManager, save: Any) -> None:
+def test_each_save_parses_nothing_it_wrote_itself(
+    manager: CheckpointManager, save: Any, counters: WorkCounters
+) -> None:
     """The written records go into the read cache: the next save and the next load find
     them there instead of parsing the files again."""
     save(manager, "first")
-    COUNTERS.reset()
+    counters.reset()
     save(manager, "second", "Better now.")
     manager.load_session(P, S)
     manager.get_phase_outputs(P, S)
-    assert COUNTERS.parsed <= 1  # the feedback's own check of its plain rendering, at most
+    assert counters.parsed <= 1  # the feedback's own check of its plain rendering, at most
 
 
 def test_the_per_call_saves_open_the_manifest_once_each(manager: CheckpointManager) -> None:

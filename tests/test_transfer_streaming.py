@@ -14,12 +14,12 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from workcount import WorkCounters, counting
 
 from haytham import CheckpointManager, transfer
 from haytham.errors import DocumentError, SessionExistsError
 from haytham.format import AGENT_OUTPUT
 from haytham.format import document as document_format
-from haytham.format.document import COUNTERS
 
 P, S = "acme", "s-1"
 SIZE = 20 * 1000 * 1000
@@ -133,24 +133,26 @@ def test_an_output_may_be_larger_than_the_other_files(
 @pytest.mark.parametrize("outputs", [4, 8])
 def test_an_import_opens_and_parses_each_file_once(tmp_path: Path, outputs: int) -> None:
     """Counted work, as tests/test_work_counts.py does: each staged file is read back once
-    and each markdown file parsed once, so an import is linear in its files."""
+    and each markdown file parsed once, so an import is linear in its files (the files
+    opened are counted in the base directory imported into: the archive itself is read
+    too, once, from outside it)."""
     source = _session(tmp_path / "source", *(f"output {n}\n" * (n * 40_000) for n in range(outputs)))
     archive = transfer.export_session(source, P, S, tmp_path / "s.tar.gz")
     with tarfile.open(archive) as opened:
         files = [m.name.split("/", 3)[3] for m in opened.getmembers() if m.isfile()]
     assert sum(name.endswith(".md") for name in files) > outputs  # outputs, the manifest, history
-    COUNTERS.reset()
-    transfer.import_session(CheckpointManager(base_dir=tmp_path / "base"), archive)
+    with counting(tmp_path / "base") as counters:
+        transfer.import_session(CheckpointManager(base_dir=tmp_path / "base"), archive)
     staged = [name for name in files if name not in ("session_manifest.md", "workflow.yaml")]
-    assert COUNTERS.opened == len(staged)
-    assert COUNTERS.parsed == sum(name.endswith(".md") for name in files)
+    assert counters.opened == len(staged)
+    assert counters.parsed == sum(name.endswith(".md") for name in files)
 
 
-def test_loading_a_large_output_opens_and_parses_it_once(tmp_path: Path) -> None:
+def test_loading_a_large_output_opens_and_parses_it_once(tmp_path: Path, counters: WorkCounters) -> None:
     path = tmp_path / "writer.md"
     source = _session(tmp_path / "source", "z" * 3_000_000)
     path.write_bytes(next((tmp_path / "source").rglob("agent0.md")).read_bytes())
     del source
-    COUNTERS.reset()
+    counters.reset()
     assert AGENT_OUTPUT.load(path).content == "z" * 3_000_000
-    assert (COUNTERS.opened, COUNTERS.parsed) == (1, 1)
+    assert (counters.opened, counters.parsed) == (1, 1)

@@ -1,8 +1,9 @@
 """The complexity class of the slow paths, pinned by counting work, never by timing.
 
 Each test runs an operation on a tree of N and of 2N (and 3N) identical sessions, or on a
-history of N and 2N entries, and compares what ``haytham.format.document.COUNTERS`` counted
-(files opened and parsed, stats, directory listings, index rows, ordering steps). Linear
+history of N and 2N entries, and compares the work ``tests/workcount.py`` counted from
+outside haytham (files opened and parsed, stats, directory listings, index rows, ordering
+steps). Linear
 work grows by the same amount for each N added; a quadratic path fails these tests
 deterministically, on any machine, at any load.
 """
@@ -18,9 +19,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from workcount import WorkCounters
 
 from haytham.cli import main as cli_main
-from haytham.format.document import COUNTERS
 from haytham.format.layout import MANIFEST_FILE
 from haytham.records import HistoryEntry
 from haytham.store import history
@@ -54,14 +55,14 @@ def _grow(template: Path, count: int) -> None:
         manifest.write_text(manifest.read_text("utf-8").replace("s-000", name), "utf-8")
 
 
-def _work(operation: Callable[[], object]) -> dict[str, int]:
+def _work(counters: WorkCounters, operation: Callable[[], object]) -> dict[str, int]:
     """The work ``operation`` does, as a new process would do it: this process's digests of
     output files (``progress.DIGESTS``, which remembers a file only once it is older than
     ``progress.RACY_NS``) are forgotten first, so that no count depends on the clock."""
     _progress.DIGESTS.clear()
-    COUNTERS.reset()
+    counters.reset()
     operation()
-    return COUNTERS.snapshot()
+    return counters.snapshot()
 
 
 def _assert_linear(runs: list[dict[str, int]], keys: Iterable[str]) -> None:
@@ -79,29 +80,29 @@ def template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return _template(tmp_path / "projects")
 
 
-def test_validating_a_tree_does_the_same_work_per_session(template: Path) -> None:
+def test_validating_a_tree_does_the_same_work_per_session(template: Path, counters: WorkCounters) -> None:
     base = template.parents[2]
     runs = []
     for count in (4, 8, 12):
         _grow(template, count)
-        COUNTERS.reset()
+        counters.reset()
         result = CliRunner().invoke(cli_main.cli, ["validate", "--base-dir", str(base)])
-        runs.append(COUNTERS.snapshot())
+        runs.append(counters.snapshot())
         assert result.exit_code == 0, result.output
     _assert_linear(runs, ("opened", "parsed", "listed", "stated"))
 
 
-def test_validating_two_files_reads_only_those_files(template: Path) -> None:
+def test_validating_two_files_reads_only_those_files(template: Path, counters: WorkCounters) -> None:
     base = template.parents[2]
     _grow(template, 30)
     files = [template / MANIFEST_FILE, base / P / "sessions" / "s-017" / MANIFEST_FILE]
-    work = _work(lambda: CheckpointManager(base).validate_paths(files))
+    work = _work(counters, lambda: CheckpointManager(base).validate_paths(files))
     assert work["opened"] == 2 and work["parsed"] == 2
     assert work["listed"] == 0 and work["index_rows"] == 0
 
 
 def test_validating_with_an_index_reads_it_once_per_run(
-    template: Path, monkeypatch: pytest.MonkeyPatch
+    template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
 ) -> None:
     """The old command validated one session at a time and reloaded the whole index for
     each: rows read grew with the square of the sessions."""
@@ -111,7 +112,9 @@ def test_validating_with_an_index_reads_it_once_per_run(
     for count in (60, 120):
         _grow(template, count)
         assert CliRunner().invoke(cli_main.cli, ["validate", "--base-dir", str(base)]).exit_code == 0
-        work = _work(lambda: CliRunner().invoke(cli_main.cli, ["validate", "--base-dir", str(base)]))
+        work = _work(
+            counters, lambda: CliRunner().invoke(cli_main.cli, ["validate", "--base-dir", str(base)])
+        )
         assert work["index_rows"] == count  # every session remembered, the index read once
         assert work["parsed"] == 0
 
@@ -130,7 +133,7 @@ folder, the five phase folders of its mode (three of them still empty) and the c
 and output in each of the two that ran."""
 
 
-def test_listing_reads_each_fact_file_once(template: Path) -> None:
+def test_listing_reads_each_fact_file_once(template: Path, counters: WorkCounters) -> None:
     """Without an index: one open a manifest, a checkpoint and an output; no ``stat`` of a
     manifest or checkpoint (the open finds them; a listing of each session folder and phase
     folder says which exist), one of each output (what its digest is remembered by)."""
@@ -138,26 +141,26 @@ def test_listing_reads_each_fact_file_once(template: Path) -> None:
     runs = []
     for count in (5, 10, 15):
         _grow(template, count)
-        runs.append(_work(lambda: CheckpointManager(base).list_sessions()))
+        runs.append(_work(counters, lambda: CheckpointManager(base).list_sessions()))
         assert runs[-1]["opened"] == FACTS_READ * count
         assert runs[-1]["parsed"] == runs[-1]["canonical"] == FACTS_PARSED * count
     _assert_linear(runs, ("opened", "parsed", "listed", "stated"))
     assert runs[1]["stated"] - runs[0]["stated"] == 2 * 5  # the two outputs of each new session
-    piped = _work(lambda: CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)]))
+    piped = _work(counters, lambda: CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)]))
     assert piped["opened"] == FACTS_READ * 15 and piped["parsed"] == FACTS_PARSED * 15
 
 
-def test_a_hand_edited_manifest_is_parsed_by_the_full_reader(template: Path) -> None:
+def test_a_hand_edited_manifest_is_parsed_by_the_full_reader(template: Path, counters: WorkCounters) -> None:
     base = template.parents[2]
     _grow(template, 4)
     manifest = template.parent / "s-002" / MANIFEST_FILE
     manifest.write_text(manifest.read_text("utf-8").replace("- User ID: ada", "- user id:   ada"), "utf-8")
-    work = _work(lambda: CheckpointManager(base).list_sessions())
+    work = _work(counters, lambda: CheckpointManager(base).list_sessions())
     assert work["opened"] == FACTS_READ * 4 and work["parsed"] == FACTS_PARSED * 4 + 1
 
 
 def test_a_listing_with_an_index_stats_each_fact_file_and_reads_none(
-    template: Path, monkeypatch: pytest.MonkeyPatch
+    template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
 ) -> None:
     """A warm listing: one ``stat`` a fact file of each session, each remembered row read
     twice (to check it, then newest first to show it), no file opened or parsed."""
@@ -167,17 +170,19 @@ def test_a_listing_with_an_index_stats_each_fact_file_and_reads_none(
     runs = []
     for count in (60, 120, 180):
         _grow(template, count)
-        learning = _work(lambda: CheckpointManager(base).list_sessions())
+        learning = _work(counters, lambda: CheckpointManager(base).list_sessions())
         assert learning["opened"] == FACTS_READ * 60  # only the new sessions are read
         assert learning["parsed"] == FACTS_PARSED * 60
-        runs.append(_work(lambda: CheckpointManager(base).list_sessions()))
+        runs.append(_work(counters, lambda: CheckpointManager(base).list_sessions()))
         assert runs[-1]["opened"] == 0 and runs[-1]["parsed"] == 0
         assert runs[-1]["index_rows"] == 2 * count
     _assert_linear(runs, ("stated", "index_rows"))
     assert runs[1]["stated"] - runs[0]["stated"] == FACTS_STATED * 60
 
 
-def test_a_changed_session_is_derived_again_once(template: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_session_is_derived_again_once(
+    template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
+) -> None:
     """A review written by hand into one session of a warm index: the next listing derives
     that session alone (its manifest, checkpoints and the new review file), the one after
     it nothing."""
@@ -191,11 +196,11 @@ def test_a_changed_session_is_derived_again_once(template: Path, monkeypatch: py
         "# User Feedback: Concept Expansion\n\n## Review Status\n- Reviewed: false\n- Approved: false\n",
         "utf-8",
     )
-    changed = _work(lambda: CheckpointManager(base).list_sessions())
+    changed = _work(counters, lambda: CheckpointManager(base).list_sessions())
     assert changed["opened"] == FACTS_READ + 1 and changed["parsed"] == FACTS_PARSED + 1
     by_id = {s.session_id: s for s in CheckpointManager(base).list_sessions()}
     assert by_id["s-031"].status == "awaiting_review" and by_id["s-030"].status == "in_progress"
-    again = _work(lambda: CheckpointManager(base).list_sessions())
+    again = _work(counters, lambda: CheckpointManager(base).list_sessions())
     assert again["opened"] == 0 and again["parsed"] == 0
 
 
@@ -211,7 +216,7 @@ def test_a_listing_makes_its_summaries_as_it_is_iterated(template: Path) -> None
 
 @pytest.mark.parametrize("indexed", [False, True])
 def test_finding_orphans_lists_only_the_folders_without_a_manifest(
-    template: Path, monkeypatch: pytest.MonkeyPatch, indexed: bool
+    template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters, indexed: bool
 ) -> None:
     """A listing finds a session folder that lost its manifest where it finds no manifest:
     healthy sessions cost what they cost without the check (a fixed part and the same work
@@ -224,7 +229,7 @@ def test_finding_orphans_lists_only_the_folders_without_a_manifest(
     for count in sizes:
         _grow(template, count)
         CheckpointManager(base).list_sessions()  # an index learns them
-        healthy.append(_work(lambda: CheckpointManager(base).iter_sessions()))
+        healthy.append(_work(counters, lambda: CheckpointManager(base).iter_sessions()))
     each = {
         k: (healthy[1][k] - healthy[0][k]) // (sizes[1] - sizes[0]) for k in ("listed", "opened", "parsed")
     }
@@ -235,7 +240,7 @@ def test_finding_orphans_lists_only_the_folders_without_a_manifest(
         (template.parent / name / MANIFEST_FILE).unlink()
         for _ in range(2):  # an index never remembers an orphan: found again each time
             listing = CheckpointManager(base).iter_sessions()
-            work = _work(lambda: CheckpointManager(base).iter_sessions())
+            work = _work(counters, lambda: CheckpointManager(base).iter_sessions())
             assert work["listed"] == fixed["listed"] + each["listed"] * (count - lost) + lost
             assert work["opened"] == each["opened"] * (count - lost)
             assert work["parsed"] == each["parsed"] * (count - lost)
@@ -261,11 +266,11 @@ def _entries(count: int, branches: int = 0, seed: int = 7) -> list[HistoryEntry]
     return made
 
 
-def test_ordering_a_history_takes_steps_linear_in_its_length() -> None:
+def test_ordering_a_history_takes_steps_linear_in_its_length(counters: WorkCounters) -> None:
     steps = []
     for count in (500, 1000, 2000):
         entries = _entries(count)
-        work = _work(lambda entries=entries: history.in_order(entries))  # type: ignore[misc]
+        work = _work(counters, lambda entries=entries: history.in_order(entries))  # type: ignore[misc]
         steps.append(work["steps"])
     assert steps[1] - steps[0] == (steps[2] - steps[1]) // 2
 
@@ -304,7 +309,7 @@ def test_ordering_gives_what_the_quadratic_ordering_gave(seed: int) -> None:
     assert [id(e) for e in history.in_order(entries)] == [id(e) for e in _reference_order(entries)]
 
 
-def test_reading_a_history_opens_each_entry_once(template: Path) -> None:
+def test_reading_a_history_opens_each_entry_once(template: Path, counters: WorkCounters) -> None:
     base = template.parents[2]
     manager = CheckpointManager(base)
     runs = []
@@ -315,17 +320,17 @@ def test_reading_a_history_opens_each_entry_once(template: Path) -> None:
             manager.save_checkpoint(
                 P, "s-000", 1, "completed", [{"agent_name": "writer"}], name=f"save {made}"
             )
-        runs.append(_work(lambda: CheckpointManager(base).history(P, "s-000")))
+        runs.append(_work(counters, lambda: CheckpointManager(base).history(P, "s-000")))
     _assert_linear(runs, ("opened", "parsed", "steps"))
 
 
-def test_forking_phase_two_reads_only_phase_one(template: Path) -> None:
+def test_forking_phase_two_reads_only_phase_one(template: Path, counters: WorkCounters) -> None:
     base = template.parents[2]
     manager = CheckpointManager(base)
-    small = _work(lambda: manager.fork_session(P, "s-000", "fork-a", 2))
+    small = _work(counters, lambda: manager.fork_session(P, "s-000", "fork-a", 2))
     manager.save_agent_output(P, "s-000", 3, "writer", "x" * 100_000)
     manager.save_checkpoint(P, "s-000", 3, "completed", [{"agent_name": "writer"}])
-    grown = _work(lambda: manager.fork_session(P, "s-000", "fork-b", 2))
+    grown = _work(counters, lambda: manager.fork_session(P, "s-000", "fork-b", 2))
     assert grown["opened"] == small["opened"]
     assert (manager.session_dir(P, "fork-b") / "phase_1_concept" / "writer.md").is_file()
 

@@ -25,7 +25,8 @@ from haytham.cli.common import (
 from haytham.store import orphans
 from haytham.store.doctor import Finding, check_folders
 from haytham.store.manager import CheckpointManager
-from haytham.store.scan import count_session_files, session_dirs
+from haytham.store.scan import session_dirs
+from haytham.store.session_files import count_session_files
 
 JSON_OUTPUT: dict[str, dict[str, str]] = {
     "validate": {

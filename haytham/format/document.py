@@ -29,50 +29,6 @@ from haytham.format.version import read_version
 R = TypeVar("R")
 
 
-@dataclasses.dataclass
-class WorkCounters:
-    """How much work reading has done in this process, for tests that pin a complexity class.
-
-    A test resets ``COUNTERS``, runs an operation on a tree of N and of 2N sessions (or a
-    history of N and 2N entries) and compares: a path that does quadratic work fails
-    deterministically, with no timing involved. Plain integer increments, so keeping them
-    costs nothing measurable; they are never read by haytham itself.
-    """
-
-    opened: int = 0
-    """Files opened and read (``read_file``)."""
-    parsed: int = 0
-    """Texts parsed into a record (a read-cache hit is not a parse)."""
-    stated: int = 0
-    """``stat`` calls made by the tree scans (``haytham.store.scan``)."""
-    listed: int = 0
-    """Directories listed by the tree scans."""
-    steps: int = 0
-    """Entries examined while putting a history in order (``haytham.store.history.in_order``)."""
-    index_rows: int = 0
-    """Rows read from a base directory's index (``haytham.store.index.Index.entries``)."""
-    hashed: int = 0
-    """Agent output files read to compute a phase's outputs digest as the files say now
-    (``haytham.store.progress.outputs_of``); a digest remembered by the files' identity reads none."""
-    canonical: int = 0
-    """Parses that took a kind's canonical path (``DocumentFormat._canonical``): a text in
-    exactly the shape haytham renders, read by one compiled pattern (counted in ``parsed``
-    too)."""
-
-    def reset(self) -> None:
-        """Start counting from zero."""
-        for field in dataclasses.fields(self):
-            setattr(self, field.name, 0)
-
-    def snapshot(self) -> dict[str, int]:
-        """The counts now, by name."""
-        return dataclasses.asdict(self)
-
-
-COUNTERS = WorkCounters()
-"""The process's work counters (see ``WorkCounters``)."""
-
-
 def to_json(value: Any) -> Any:
     """A record as plain JSON data (tuples become lists), for schemas and exports."""
     kind = type(value)
@@ -189,14 +145,11 @@ class DocumentFormat(ABC, Generic[R]):
         if fast:
             found = self._canonical(text)
             if found is not None:
-                COUNTERS.parsed += 1
-                COUNTERS.canonical += 1
                 return found, []
         return self._read_with(self._reader(text, path, fast=fast))
 
     def _read_with(self, reader: Reader) -> tuple[R | None, list[Issue]]:
         """The record and issues of the document ``reader`` holds."""
-        COUNTERS.parsed += 1
         data = self._collect(reader)
         read_version(reader, self.version_section)
         for section, meant in misnamed(
@@ -382,7 +335,6 @@ def map_file(path: Path, limit: int | None, smallest: int) -> bytes | mmap.mmap:
 
 def _read_file(path: Path, limit: int | None, map_from: int | None) -> bytes | mmap.mmap:
     fd = os.open(path, os.O_RDONLY)
-    COUNTERS.opened += 1
     try:
         first = os.read(fd, _CHUNK)
         if len(first) < _CHUNK and not os.read(fd, 1):

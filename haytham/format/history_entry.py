@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from haytham.format import values as v
-from haytham.format.document import COUNTERS, DocumentFormat
+from haytham.format.document import DocumentFormat
 from haytham.format.layout import FORMAT_VERSION
 from haytham.format.markdown import first_fence, plain_characters
 from haytham.format.patterns import lazy
@@ -165,11 +165,7 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             return None
-        found = self._canonical(text)  # a BOM or a CR is refused here, so decode() would agree
-        if found is not None:
-            COUNTERS.parsed += 1
-            COUNTERS.canonical += 1
-        return found
+        return self._canonical(text)  # a BOM or a CR is refused here, so decode() would agree
 
     def render(self, record: HistoryEntry) -> str:
         metadata = {

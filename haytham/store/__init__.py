@@ -13,8 +13,10 @@ the time it ran, not the time it waited), ``lease`` (who holds a session's run l
 without taking it), ``orphans`` (session folders that lost their manifest), ``derived`` (a
 listing's summary of a session, derived from its files), ``phase_files`` (which files of a
 phase folder are agent outputs), ``history``, ``attempts``, ``fork``,
-``copy`` (whole session folders), ``scan`` (listing), ``index``, ``validation`` and
-``disagreements`` (linting session files), ``doctor``, ``events``; ``store`` (what every
+``copy`` (whole session folders), ``scan`` (the sessions under a base directory and their
+listing), ``session_files`` (which files are session files, of what kind, under any
+paths), ``index``, ``validation`` and ``disagreements`` (linting session files, results
+remembered in the index), ``doctor``, ``events``; ``store`` (what every
 operation shares), ``session`` (a session as read), ``reads`` (what one transaction read),
 ``transaction`` (the one write path), ``saving`` and ``reruns`` (the writes, each a
 transaction), ``handle`` (``SessionHandle``: one session's reads and writes) and ``manager``
@@ -28,6 +30,7 @@ PUBLIC_MODULES = (
     "lifecycle",
     "progress",
     "scan",
+    "session_files",
     "doctor",
     "events",
     "fs",

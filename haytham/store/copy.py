@@ -28,7 +28,7 @@ from haytham.store import fs as _storage
 from haytham.store import journal
 from haytham.store.doctor import restore_replaced
 from haytham.store.names import check_name
-from haytham.store.scan import kind_of
+from haytham.store.session_files import kind_of
 
 
 def is_session_path(relative: str) -> bool:

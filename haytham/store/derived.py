@@ -27,7 +27,7 @@ from pathlib import Path
 
 from haytham.errors import HaythamError, InvalidArgumentError, Issue
 from haytham.format import CHECKPOINT
-from haytham.format.document import COUNTERS, read_file
+from haytham.format.document import read_file
 from haytham.format.layout import CHECKPOINT_FILE, MANIFEST_FILE, PHASE_DIR_PREFIX, WORKFLOW_FILE
 from haytham.format.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow, load_workflow
 from haytham.records import PhaseCheckpoint
@@ -69,7 +69,6 @@ def gather(directory: str, manifest: os.stat_result | None, salt: str) -> Facts:
     names: list[str] = []
     files: dict[str, frozenset[str]] = {}
     linked = False
-    COUNTERS.listed += 1
     with os.scandir(directory) as entries:
         found = [(e.name, e) for e in entries if e.name[0] != "." and e.name != MANIFEST_FILE]
     if len(found) > 1:
@@ -82,7 +81,6 @@ def gather(directory: str, manifest: os.stat_result | None, salt: str) -> Facts:
             linked = linked or entry.is_symlink()
             names.append(name)
             try:
-                COUNTERS.listed += 1
                 with os.scandir(entry.path) as inside:
                     markdown = sorted(
                         (e.name, e.is_symlink())
@@ -117,9 +115,7 @@ def key_of(
         own = stat_of(directory)
         stats = [stat_of(prefix + name) for name in names]
     except (FileNotFoundError, NotADirectoryError):
-        COUNTERS.stated += 1 + len(names)
         return None
-    COUNTERS.stated += 1 + len(stats)
     signature = [salt, identity(own), identity(manifest)]
     newest = max(own.st_mtime_ns, own.st_ctime_ns, manifest.st_mtime_ns, manifest.st_ctime_ns)
     for st in stats:

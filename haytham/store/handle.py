@@ -52,6 +52,7 @@ from haytham.store.doctor import remove_traces, written_folders
 from haytham.store.events import Event
 from haytham.store.fork import files_at_entry, fork_files
 from haytham.store.names import (
+    PhaseDirs,
     check_agent_name,
     check_inside,
     check_name,
@@ -61,7 +62,6 @@ from haytham.store.names import (
 )
 from haytham.store.phase_files import agent_files
 from haytham.store.review_time import hand_review_time
-from haytham.store.scan import PhaseDirs
 from haytham.store.session import Session
 from haytham.store.store import Store
 from haytham.store.transaction import Transaction, transaction

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from haytham.errors import DocumentError, Issue
 from haytham.format import HISTORY_ENTRY, ReadCache, layout
-from haytham.format.document import COUNTERS
 from haytham.records import HistoryEntry, PhaseStatus
 from haytham.store.clock import parse_timestamp
 
@@ -164,7 +163,6 @@ def _entry_names(folder: str) -> list[str]:
         names = os.listdir(folder)
     except OSError:  # none, not a folder, or unreadable: no entries, as the glob gave
         return []
-    COUNTERS.listed += 1
     return sorted(name for name in names if name.endswith(".md"))
 
 
@@ -177,7 +175,6 @@ def _small_file(location: str) -> bytes | None:
     except OSError:
         return None
     try:
-        COUNTERS.opened += 1
         data = os.read(fd, _SMALL)
         if len(data) < _SMALL:
             return data
@@ -212,12 +209,11 @@ def in_order(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
     duplicate) is dropped. When no entry is ready but some remain (a cycle, which only hand
     edits make), the earliest remaining one is placed alone and the rounds go on. Every
     entry is examined a bounded number of times, so this is O(n log n) in the history's
-    length (``COUNTERS.steps`` counts the examinations; a test pins them).
+    length (``tests/test_work_counts.py`` pins it, counting the lines this module executes).
     """
     pending = sorted(entries, key=_order_key)
     known = {e.entry_id for e in pending}
     if _is_chain(pending, known):  # the usual history: the rounds would place one entry each
-        COUNTERS.steps += len(pending)
         return pending
     return _rounds(pending, known)
 
@@ -238,17 +234,14 @@ def _rounds(pending: list[HistoryEntry], known: set[str]) -> list[HistoryEntry]:
         if not ready:  # a cycle can only come from hand edits; keep every entry anyway
             while pending[earliest].entry_id in placed:
                 earliest += 1
-                COUNTERS.steps += 1
             ready = [pending[earliest]]
         fresh: list[str] = []
         for entry in ready:
-            COUNTERS.steps += 1
             ordered.append(entry)
             if entry.entry_id not in placed:
                 placed.add(entry.entry_id)
                 fresh.append(entry.entry_id)
         following = [c for parent in fresh for c in children.get(parent, ()) if c.entry_id not in placed]
-        COUNTERS.steps += len(following)
         ready = sorted(following, key=_order_key)
     return ordered
 

@@ -28,6 +28,7 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
+import json
 import os
 import sys
 import threading
@@ -35,8 +36,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from haytham.errors import Issue
 from haytham.format import layout
-from haytham.format.document import COUNTERS
 
 if TYPE_CHECKING:  # imported when an index is opened, so a run without one never pays
     import sqlite3
@@ -172,7 +173,6 @@ class Index:
                 ).fetchall()
         except sqlite3.Error:
             return {}
-        COUNTERS.index_rows += len(rows)
         return {path: (ident, value) for path, ident, value in rows}
 
     def store(self, kind: str, rows: Iterable[tuple[str, str, str]], *, forget: Iterable[str] = ()) -> None:
@@ -329,6 +329,31 @@ straight from it: no sort, no lookup in the table. Two listed sessions can tie o
 project and session only when one is in the listing root's own ``sessions`` folder and the
 other in a project folder named like the root; the deeper one comes first, as in the files'
 order (``haytham.store.scan``)."""
+
+
+INDEX_MIN_SESSIONS = 50
+"""A base directory gets an index once a listing (or a validation) finds this many sessions;
+an index that exists is always used."""
+
+
+def issues_to_json(issues: Iterable[Issue]) -> str:
+    """Issues as the index keeps them (a listed session's warnings, a validation's result)."""
+    return json.dumps([_issue_data(issue) for issue in issues])
+
+
+def issues_from_json(data: str) -> list[Issue]:
+    """The issues ``issues_to_json`` kept."""
+    return [_issue(item) for item in json.loads(data)]
+
+
+def _issue_data(issue: Issue) -> list[Any]:
+    where = None if issue.path is None else os.fspath(issue.path)
+    return [where, issue.line, issue.field, issue.message, issue.severity]
+
+
+def _issue(data: list[Any]) -> Issue:
+    path, line, field, message, *severity = data  # no severity: remembered by an older haytham
+    return Issue(None if path is None else Path(path), line, field, message, *severity)
 
 
 def _sqlite_error(message: str) -> Exception:

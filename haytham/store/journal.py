@@ -69,21 +69,6 @@ UNREAD = Unread.UNREAD
 """``Change.write``'s ``current`` when the caller has not read the target: it is read there."""
 
 
-@dataclass
-class Stats:
-    """What the journal did since the process started (or ``reset``): for tests and benchmarks."""
-
-    fsyncs: int = 0
-    records: int = 0
-    recovered: int = 0
-
-    def reset(self) -> None:
-        self.fsyncs = self.records = self.recovered = 0
-
-
-STATS = Stats()
-
-
 @dataclass(frozen=True)
 class Conflict:
     """A step recovery did not apply because a person changed its target since."""
@@ -122,17 +107,12 @@ def file_digest(path: Path) -> str:
         return ABSENT
 
 
-def _fsync_fd(fd: int) -> None:
-    STATS.fsyncs += 1
-    os.fsync(fd)
-
-
 def fsync_dir(directory: Path) -> None:
-    """fsync the folder ``directory`` (counted in ``STATS``); StorageError names it."""
+    """fsync the folder ``directory``; StorageError names it."""
     with _naming(directory):
         fd = os.open(directory, os.O_RDONLY)
         try:
-            _fsync_fd(fd)
+            os.fsync(fd)
         finally:
             os.close(fd)
 
@@ -163,7 +143,7 @@ def _write_synced(path: Path, data: bytes | Iterable[bytes]) -> None:
             view = memoryview(chunk)
             while view:
                 view = view[os.write(fd, view) :]
-        _fsync_fd(fd)
+        os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -371,7 +351,6 @@ class Change:
                     _write_synced(record, data)
                     if SYNC_NEW_NAMES:
                         fsync_dir(self.folder)
-                STATS.records += 1
         except BaseException:
             with contextlib.suppress(OSError):
                 if not single and os.path.lexists(record):
@@ -502,7 +481,6 @@ def recover(folder: Path) -> list[Conflict]:
                     fsync_dir(directory)
         found.record.unlink(missing_ok=True)
         fsync_dir(folder)
-    STATS.recovered += 1
     return conflicts
 
 
@@ -605,7 +583,6 @@ def remove_leftovers(folder: Path) -> list[Path]:
 
 __all__ = [
     "ABSENT",
-    "STATS",
     "UNREAD",
     "Change",
     "Conflict",

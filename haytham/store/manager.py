@@ -39,18 +39,10 @@ from haytham.store.arguments import feedback_fields, output_fields
 from haytham.store.doctor import Finding, check_session
 from haytham.store.handle import SessionHandle
 from haytham.store.names import check_path_name
-from haytham.store.scan import (
-    SessionListing,
-    SessionSummary,
-    iter_sessions,
-    kind_of,
-    list_sessions,
-    session_dirs,
-    session_files,
-    validate_sessions,
-)
+from haytham.store.scan import SessionListing, SessionSummary, iter_sessions, list_sessions, session_dirs
+from haytham.store.session_files import kind_of, session_files
 from haytham.store.store import Store
-from haytham.store.validation import phase_issues, session_issues
+from haytham.store.validation import phase_issues, session_issues, validate_sessions
 
 
 class CheckpointManager(Store):

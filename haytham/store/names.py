@@ -12,6 +12,11 @@ Two rules, because data on disk must never become unreadable by a name rule:
 User ids are data, never path components: ``check_user_id`` checks only that one is text
 that fits on a line; ``user_dir_name`` is the one place a user id is turned into a folder
 name, by encoding it.
+
+A path made of such names must also stay inside the base directory: ``check_inside``
+resolves it; ``check_below`` and ``PhaseDirs`` give the same answer with one ``lstat`` a
+name when no symlink is on the way (a session's folder and its phase folders are checked
+on every operation).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Collection
 from pathlib import Path
 
@@ -202,3 +208,60 @@ def check_inside(base_dir: Path, path: Path) -> Path:
             field="path",
         )
     return path
+
+
+def check_below(base_dir: Path, path: Path) -> Path:
+    """``check_inside(base_dir, path)`` for a ``path`` built as ``base_dir`` joined with plain
+    names: one ``lstat`` per name below ``base_dir`` instead of resolving every component of
+    both paths. When none of those names is a symlink the path resolves to the resolved base
+    directory plus the names, so it is inside; otherwise ``check_inside`` itself decides."""
+    base_parts = base_dir.parts
+    parts = path.parts
+    if parts[: len(base_parts)] != base_parts or ".." in parts:
+        return check_inside(base_dir, path)
+    current = os.fspath(base_dir)
+    for name in parts[len(base_parts) :]:
+        current = os.path.join(current, name)
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:
+            continue  # resolving goes on with the name as it is, as realpath does
+        if stat.S_ISLNK(mode):
+            return check_inside(base_dir, path)
+    return path
+
+
+class PhaseDirs:
+    """A session's phase directories, each checked as ``check_inside`` checks it, without
+    resolving the session directory again for every phase.
+
+    ``check_inside(base, session / name)`` resolves every component of the path. When ``name``
+    is one plain component that is not a symlink, the result is the resolved session
+    directory plus ``name``, so it is inside ``base`` exactly when the session directory is;
+    anything else (a symlink, an odd name, a session outside) takes ``check_inside`` itself.
+    ``session_checked`` says the caller has just checked the session directory itself.
+    """
+
+    def __init__(self, base_dir: Path, session_dir: Path, *, session_checked: bool = False) -> None:
+        self.base_dir = base_dir
+        self.session_dir = session_dir
+        if session_checked:
+            self._inside = True
+        else:
+            root = base_dir.resolve()
+            home = session_dir.resolve()
+            self._inside = home == root or root in home.parents
+
+    def get(self, name: str) -> tuple[Path, bool]:
+        """The phase directory ``name`` (checked) and whether it is an existing directory."""
+        path = self.session_dir / name
+        plain = name not in ("", ".", "..") and "/" not in name and (os.altsep or "/") not in name
+        if self._inside and plain:
+            try:
+                mode = os.lstat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return path, False
+            if not stat.S_ISLNK(mode):
+                return path, stat.S_ISDIR(mode)
+        checked = check_inside(self.base_dir, path)
+        return checked, checked.is_dir()

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from haytham.errors import HaythamError, Issue
 from haytham.format import CHECKPOINT, ReadCache
-from haytham.format.document import COUNTERS
 from haytham.format.layout import (
     CHECKPOINT_FILE,
     MANIFEST_FILE,
@@ -90,7 +89,6 @@ def find(folder: str | os.PathLike[str]) -> Orphan | None:
     holds something that is not hidden; None when it holds a manifest (even one that does
     not read: the readers report that one), nothing but hidden names (a lock, a temporary
     file: nothing of a person's), or cannot be listed. One listing of the folder."""
-    COUNTERS.listed += 1
     try:
         with os.scandir(folder) as entries:
             found = {entry.name: entry for entry in entries if not entry.name.startswith(".")}
@@ -140,7 +138,6 @@ def under(root: Path, sessions: Collection[Path]) -> list[Orphan]:
 def _folder_names(directory: str) -> list[str]:
     """The sorted names of the folders in ``directory`` that are not hidden ([] if none)."""
     try:
-        COUNTERS.listed += 1
         with os.scandir(directory) as entries:
             return sorted(e.name for e in entries if not e.name.startswith(".") and e.is_dir())
     except OSError:

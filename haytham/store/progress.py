@@ -21,7 +21,6 @@ from pathlib import Path
 
 from haytham.errors import HaythamError
 from haytham.format import AGENT_OUTPUT, FEEDBACK, ReadCache
-from haytham.format.document import COUNTERS
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition
 from haytham.records import (
@@ -162,7 +161,7 @@ def outputs_of(
     """The agent outputs of ``phase_dir`` now: their digest and their files.
 
     The files are those ``CheckpointManager`` counts when it records a phase's digest: every
-    agent output file of the folder (``scan.agent_files``, ``agents`` first). Each is
+    agent output file of the folder (``phase_files.agent_files``, ``agents`` first). Each is
     ``stat``-ed; only when one of them changed since ``cache`` last saw the folder (or it
     never did) are they read and hashed, each once (through ``reads``, which knows the
     records a writer just wrote, so it parses nothing it wrote). A folder that is not there
@@ -172,7 +171,6 @@ def outputs_of(
         paths = agent_files(phase_dir, agents)
     except (FileNotFoundError, NotADirectoryError):
         return Outputs(lifecycle.outputs_digest({}), ())
-    COUNTERS.listed += 1
     signature = []
     files = []
     present = []
@@ -182,7 +180,6 @@ def outputs_of(
             st = os.stat(path)
         except FileNotFoundError:
             continue  # removed since the folder was listed: not an output now
-        COUNTERS.stated += 1
         signature.append(f"{path.name}={_index.identity(st)}")
         files.append((path.name, st.st_mtime_ns))
         present.append(path)
@@ -194,15 +191,19 @@ def outputs_of(
         began = time.time_ns()
         contents = {}
         for path in present:
-            COUNTERS.hashed += 1
-            record = AGENT_OUTPUT.read_path(path, cache=reads)[0]
-            contents[path.stem] = (
-                record.content if record is not None else path.read_bytes().decode("utf-8", "replace")
-            )
+            contents[path.stem] = _output_text(path, reads)
         digest = lifecycle.outputs_digest(contents)
         if cache is not None and newest < began - RACY_NS:
             cache.remember(key, identity, digest, newest)
     return Outputs(digest, tuple(files))
+
+
+def _output_text(path: Path, reads: ReadCache | None) -> str:
+    """The content an agent output file contributes to its phase's outputs digest: its
+    record's ``## Output`` (through ``reads``), or the whole file when it does not read.
+    Called once a file each time a digest is computed from the files (tests count it)."""
+    record = AGENT_OUTPUT.read_path(path, cache=reads)[0]
+    return record.content if record is not None else path.read_bytes().decode("utf-8", "replace")
 
 
 def outputs_digest_of(

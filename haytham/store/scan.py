@@ -1,37 +1,33 @@
-"""Whole-tree operations: list the sessions under a base directory, validate any path.
+"""The sessions under a base directory: where they are (``session_dirs``) and their listing.
 
-Listing derives each session's state from its files (``haytham.store.derived``) and keeps
-what it derived in the index while the files are unchanged, so it stays cheap for thousands
-of sessions; validation accepts what a linter would: the base dir, a project, a session or a
-single file.
+Sessions live in ``{project}/sessions/{session}`` folders that hold a manifest;
+``session_dirs`` finds them with one listing of each ``sessions`` folder. ``list_sessions``
+and ``iter_sessions`` (``haytham list``, the review inbox, ``prune``, ``stats``) make each
+session's summary: the manifest's ids and times, the state derived from its files
+(``haytham.store.derived``), remembered in the index (``haytham.store.index``) while the
+files are unchanged, so a listing stays cheap for thousands of sessions.
+
+The walk of any paths for session files is in ``session_files``, the validation of many
+sessions in ``validation``, and the checks that a path stays inside the base directory in
+``names``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import errno
-import hashlib
 import heapq
 import itertools
-import json
 import os
 import stat
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from haytham.errors import DocumentError, Issue
-from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
-from haytham.format.document import COUNTERS
+from haytham.format import MANIFEST
 from haytham.format.layout import (
-    ATTEMPTS_DIR,
-    CHECKPOINT_FILE,
-    FEEDBACK_FILE,
-    HISTORY_DIR,
-    HISTORY_ENTRY_NAME,
     MANIFEST_FILE,
-    PHASE_DIR_PREFIX,
     SESSIONS_DIR,
 )
 from haytham.format.reader import decode
@@ -42,8 +38,6 @@ from haytham.store import derived as _derived
 from haytham.store import index as _index
 from haytham.store import orphans as _orphans
 from haytham.store.disagreements import folder_disagreements
-from haytham.store.fs import LOCK_NAME, TMP_SUFFIX
-from haytham.store.names import check_inside
 
 
 @dataclass(frozen=True)
@@ -118,7 +112,6 @@ a longer one goes to ``MANIFEST.read_path``, which knows the size limit."""
 
 
 def _stat_or_none(path: str) -> os.stat_result | None:
-    COUNTERS.stated += 1
     try:
         return os.stat(path)
     except _MISSING:
@@ -135,7 +128,6 @@ def _scan_manifests(root: Path) -> list[tuple[str, str, os.stat_result | None]]:
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
     result: list[tuple[str, str, os.stat_result | None]] = []
-    COUNTERS.listed += 1
     with os.scandir(top) as entries:
         projects = sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
     for parent in [*((project, SESSIONS_DIR) for project in projects), (SESSIONS_DIR,)]:
@@ -152,7 +144,6 @@ def _scan_sessions(directory: str) -> list[tuple[str, str, os.stat_result]]:
     found = _stat_or_none(directory)
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
-    COUNTERS.listed += 1
     with os.scandir(directory) as entries:
         names = sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
     prefix = os.path.join(directory, "")
@@ -164,11 +155,6 @@ def _scan_sessions(directory: str) -> list[tuple[str, str, os.stat_result]]:
         if st is not None:
             sessions.append((name, manifest, st))
     return sessions
-
-
-INDEX_MIN_SESSIONS = 50
-"""A base directory gets an index (``haytham/_index.py``) once a listing finds this many
-sessions; an index that exists is always used."""
 
 
 _FIELDS = _index.SUMMARY_COLUMNS
@@ -335,7 +321,6 @@ def _folders(root: Path) -> list[_Folder] | None:
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
     try:
-        COUNTERS.listed += 1
         with os.scandir(top) as entries:
             projects = sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
         folders: list[_Folder] = []
@@ -354,7 +339,6 @@ def _session_names(directory: str) -> list[str]:
     found = _stat_or_none(directory)
     if found is None or not stat.S_ISDIR(found.st_mode):
         return []
-    COUNTERS.listed += 1
     with os.scandir(directory) as entries:
         return sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
 
@@ -408,7 +392,6 @@ def _learn(parent: str, name: str, project: str, *, identify: bool) -> _Learnt |
         return None
     except OSError:
         return _learn_slowly(parent, name, project, manifest, identify=identify)
-    COUNTERS.opened += 1
     data: bytes | None = None
     st = None
     try:
@@ -470,8 +453,8 @@ def _from_files(
     create: bool = True,
 ) -> SessionListing:
     """The listing read from the files alone, one compact row a session sorted in memory;
-    with ``create``, a listing that finds ``INDEX_MIN_SESSIONS`` or more makes the index and
-    fills it."""
+    with ``create``, a listing that finds ``index.INDEX_MIN_SESSIONS`` or more makes the
+    index and fills it."""
     identify = _index.enabled()
     rows: list[Row] = []
     issues: list[Issue] = []
@@ -492,7 +475,7 @@ def _from_files(
         elif everyone or wanted(row[_USER], row[_STATUS]):
             issues += found
             rows.append(row)
-    if create and count >= INDEX_MIN_SESSIONS and learnt:
+    if create and count >= _index.INDEX_MIN_SESSIONS and learnt:
         index = _index.Index.open(base_dir, create=True)
         if index is not None:
             settled = index.settled
@@ -546,7 +529,7 @@ def _stored(
     listed session under the key of its fact files (their names kept beside it), a manifest
     that cannot be read under its own identity."""
     values = (None,) * len(_FIELDS) if row is None else row[:-2]
-    issues = json.dumps([_issue_data(issue) for issue in found]) if found else None
+    issues = _index.issues_to_json(found) if found else None
     if row is None or facts is None:
         key, names = _index.identity(st), None
     else:
@@ -588,7 +571,7 @@ def _from_index(
     learnt: list[tuple[Any, ...]] = []
     gone: list[tuple[str, str]] = []
     changed: set[tuple[str, str]] = set()
-    total = checked = 0
+    total = 0
     identity = _index.identity
     still, salt = _derived.still, deriver.salt
     everyone = wanted.user_id is None and wanted.status is None
@@ -606,7 +589,6 @@ def _from_index(
             remembered = None
             if kept is not None and kept[0] == name:
                 remembered, kept = kept, next(known, None)
-                checked += 1
                 try:
                     st = stat_of(prefix + name + suffix)
                 except _MISSING:
@@ -619,11 +601,11 @@ def _from_index(
                     if remembered[3] is None and remembered[2] and everyone:
                         total += 1
                     elif not remembered[2]:
-                        issues += _issues(remembered[3])
+                        issues += _index.issues_from_json(remembered[3])
                     elif wanted(remembered[4], remembered[5]):
                         total += 1
                         if remembered[3]:
-                            issues += _issues(remembered[3])
+                            issues += _index.issues_from_json(remembered[3])
                     continue
                 changed.add((parent, name))
             got = _know(parent, name, project, deriver, identify=True)
@@ -646,8 +628,6 @@ def _from_index(
         while kept is not None:
             gone.append((parent, kept[0]))
             kept = next(known, None)
-    COUNTERS.stated += checked
-    COUNTERS.index_rows += checked
     scanned = {parent for parent, _, _ in folders}
     others = [p for p in index.summary_parents() if p not in scanned] if forget_others else []
     index.write_summaries(learnt, gone, others)
@@ -658,12 +638,10 @@ def _from_index(
 
     def remembered_rows() -> Iterator[Row]:
         if every:  # the index holds exactly the listed rows it was checked for
-            COUNTERS.index_rows += total - len(fresh)
             return index.newest_summaries()
         return filter(keep, index.newest_summaries())
 
     def keep(row: Row) -> bool:
-        COUNTERS.index_rows += 1
         return row[-2] in scanned and (row[-2], row[-1]) not in hidden and wanted(row[_USER], row[_STATUS])
 
     def rows() -> Iterator[Row]:
@@ -684,283 +662,3 @@ def _newest_first(row: Row) -> tuple[Any, ...]:
     """The listing's order (reversed): newest update, then project and session, then the
     deeper folder (a project's before the root's own ``sessions``, as ``_folders`` finds them)."""
     return (row[_UPDATED], row[_PROJECT], row[_SESSION], row[-2].count(os.sep))
-
-
-def _issues(data: str) -> list[Issue]:
-    return [_issue(item) for item in json.loads(data)]
-
-
-def _issue_data(issue: Issue) -> list[Any]:
-    where = None if issue.path is None else os.fspath(issue.path)
-    return [where, issue.line, issue.field, issue.message, issue.severity]
-
-
-def _issue(data: list[Any]) -> Issue:
-    path, line, field, message, *severity = data  # no severity: remembered by an older haytham
-    return Issue(None if path is None else Path(path), line, field, message, *severity)
-
-
-def kind_of(path: Path) -> DocumentFormat[object] | None:
-    """The document kind of a session file, judged by its name and place; None if not one."""
-    return kind_named(path.name, path.parent.name, path.parent.parent.name)
-
-
-def kind_named(name: str, parent: str, grandparent: str) -> DocumentFormat[object] | None:
-    """``kind_of`` a file called ``name`` in a folder ``parent`` inside ``grandparent``
-    (for a walk that has the names as text and makes no ``Path``)."""
-    if not name.endswith(".md") or name.startswith("."):
-        return None
-    if name == MANIFEST_FILE:
-        return MANIFEST  # type: ignore[return-value]
-    if parent == HISTORY_DIR:
-        # A session's entries are named by time and id; a project's history/changelog.md is
-        # not a session file.
-        is_entry = HISTORY_ENTRY_NAME.fullmatch(name) is not None
-        return HISTORY_ENTRY if is_entry else None  # type: ignore[return-value]
-    if not (parent.startswith(PHASE_DIR_PREFIX) or grandparent == ATTEMPTS_DIR):
-        return None
-    if name == CHECKPOINT_FILE:
-        return CHECKPOINT  # type: ignore[return-value]
-    if name == FEEDBACK_FILE:
-        return FEEDBACK  # type: ignore[return-value]
-    return AGENT_OUTPUT  # type: ignore[return-value]
-
-
-def session_files(paths: Iterable[Path], *, outside: Collection[Path] = ()) -> Iterator[Path]:
-    """Every session file under ``paths`` (a file is taken as it is), each once, in order.
-
-    Files inside a directory of ``outside`` (some ``d in file.parents``) are left out, and
-    such directories are not even walked.
-    """
-    skip = set(outside)
-    seen: set[Path] = set()
-    for path in paths:
-        if skip and (path in skip or not skip.isdisjoint(path.parents)):
-            continue
-        candidates = [path] if path.is_file() else sorted(_markdown_files(path, skip))
-        for candidate in candidates:
-            if candidate not in seen and kind_of(candidate) is not None:
-                seen.add(candidate)
-                yield candidate
-
-
-def count_session_files(paths: Iterable[Path]) -> int:
-    """``len(list(session_files(paths)))``, without making, sorting or hashing a ``Path``
-    for each file (``haytham validate`` counts a tree of thousands of sessions)."""
-    seen: set[str] = set()
-    for path in paths:
-        if path.is_file():
-            if kind_of(path) is not None:
-                seen.add(os.fspath(path))
-            continue
-        for directory, name in _markdown_names(os.fspath(path), set()):
-            parent, folder = os.path.split(directory)
-            if kind_named(name, folder, os.path.basename(parent)) is not None:
-                seen.add(_child(directory, name))
-    return len(seen)
-
-
-_IGNORED_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
-
-
-def _markdown_files(root: Path, skip: set[Path]) -> list[Path]:
-    """``root.rglob("*.md")`` (any entry named ``*.md``; symlinked directories are not
-    entered, unreadable ones are passed over) without descending into ``skip``."""
-    if not root.is_dir():
-        return []
-    skipped = {os.fspath(directory) for directory in skip}
-    return [Path(directory, name) for directory, name in _markdown_names(os.fspath(root), skipped)]
-
-
-def _child(directory: str, name: str) -> str:
-    """``os.fspath(Path(directory) / name)``: what pathlib spells, ``.`` left out."""
-    return name if directory == os.curdir else os.path.join(directory, name)
-
-
-def _markdown_names(root: str, skip: set[str]) -> list[tuple[str, str]]:
-    """``_markdown_files`` as (folder, name) text pairs."""
-    if not os.path.isdir(root):
-        return []
-    found: list[tuple[str, str]] = []
-    pending = [root]
-    while pending:
-        directory = pending.pop()
-        COUNTERS.listed += 1
-        try:
-            with os.scandir(directory) as listing:
-                entries = list(listing)
-        except PermissionError:
-            continue
-        for entry in entries:
-            name = entry.name
-            if name.endswith(".md"):
-                found.append((directory, name))
-            try:
-                is_dir = entry.is_dir()
-            except OSError as error:
-                if error.errno not in _IGNORED_ERRNOS:
-                    raise
-                continue
-            if is_dir and not entry.is_symlink():
-                child = _child(directory, name)
-                if child not in skip:
-                    pending.append(child)
-    return found
-
-
-def validate_sessions(
-    directories: Iterable[Path],
-    validate: Callable[[Path], list[Issue]],
-    workflows: str,
-    *,
-    progress: Callable[[int], None] | None = None,
-) -> list[Issue]:
-    """``validate(directory)`` for each session directory, in order, remembered in the
-    index of its base directory while none of the session's files changes.
-
-    ``workflows`` names the workflow definitions the validation used (a fingerprint): a
-    result is used again only with the same definitions. A session holding a symlink is
-    always validated afresh. Each base directory's index is opened and read once for the
-    whole run; ``progress(done)`` is called after each session.
-    """
-    directories = list(directories)
-    bases: dict[Path, list[Path]] = {}
-    for directory in directories:
-        bases.setdefault(_base_of(directory), []).append(directory)
-    indexes = {
-        base: _index.Index.open(base, create=len(group) >= INDEX_MIN_SESSIONS)
-        for base, group in bases.items()
-    }
-    issues: list[Issue] = []
-    known = {base: index.entries("validate") for base, index in indexes.items() if index is not None}
-    learnt: dict[Path, list[tuple[str, str, str]]] = {base: [] for base in known}
-    for done, directory in enumerate(directories, 1):
-        issues += _validate_one(directory, validate, workflows, indexes, known, learnt)
-        if progress is not None:
-            progress(done)
-    for base, index in indexes.items():
-        if index is not None:
-            seen = {os.fspath(d) for d in bases[base]}
-            bulk = len(seen) >= INDEX_MIN_SESSIONS  # a big run also forgets sessions that are gone
-            gone = [
-                name for name in known.get(base, {}) if bulk and name not in seen and not os.path.isdir(name)
-            ]
-            index.store("validate", learnt.get(base, ()), forget=gone)
-            index.close()
-    return issues
-
-
-def _validate_one(
-    directory: Path,
-    validate: Callable[[Path], list[Issue]],
-    workflows: str,
-    indexes: dict[Path, _index.Index | None],
-    known: dict[Path, dict[str, tuple[str, str]]],
-    learnt: dict[Path, list[tuple[str, str, str]]],
-) -> list[Issue]:
-    """One session of ``validate_sessions``: remembered, or validated (and learnt)."""
-    base = _base_of(directory)
-    index = indexes[base]
-    name = os.fspath(directory)
-    state = _session_state(name, workflows) if index is not None else None
-    if index is not None and state is not None:
-        kept = known[base].get(name)
-        if kept is not None and kept[0] == state[0]:
-            return [_issue(data) for data in json.loads(kept[1])]
-    found = validate(directory)
-    if index is not None and state is not None and index.settled(state[1]):
-        learnt[base].append((name, state[0], json.dumps([_issue_data(i) for i in found])))
-    return found
-
-
-def _base_of(session_dir: Path) -> Path:
-    """The base directory of ``{base}/{project}/sessions/{session}``."""
-    parents = session_dir.parents
-    return parents[2] if len(parents) > 2 else session_dir
-
-
-def _session_state(directory: str, workflows: str) -> tuple[str, int] | None:
-    """A digest of every file of a session directory (name, device, inode, size, times) and
-    the newest change time among them; None when the directory holds a symlink."""
-    entries: list[tuple[str, str]] = []
-    newest = 0
-    pending = [("", directory)]
-    while pending:
-        relative, path = pending.pop()
-        COUNTERS.listed += 1
-        with os.scandir(path) as listing:
-            for entry in listing:
-                name = entry.name
-                if name == LOCK_NAME or (name.startswith(".") and name.endswith(TMP_SUFFIX)):
-                    continue  # the lock and temporary files are never read by a validation
-                if entry.is_symlink():
-                    return None
-                child = f"{relative}/{name}"
-                if entry.is_dir():
-                    entries.append((child, "dir"))
-                    pending.append((child, entry.path))
-                    continue
-                st = entry.stat()
-                COUNTERS.stated += 1
-                entries.append((child, _index.identity(st)))
-                newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
-    entries.sort()
-    digest = hashlib.sha256(f"{workflows}\n{entries!r}".encode()).hexdigest()
-    return digest, newest
-
-
-def check_below(base_dir: Path, path: Path) -> Path:
-    """``check_inside(base_dir, path)`` for a ``path`` built as ``base_dir`` joined with plain
-    names: one ``lstat`` per name below ``base_dir`` instead of resolving every component of
-    both paths. When none of those names is a symlink the path resolves to the resolved base
-    directory plus the names, so it is inside; otherwise ``check_inside`` itself decides."""
-    base_parts = base_dir.parts
-    parts = path.parts
-    if parts[: len(base_parts)] != base_parts or ".." in parts:
-        return check_inside(base_dir, path)
-    current = os.fspath(base_dir)
-    for name in parts[len(base_parts) :]:
-        current = os.path.join(current, name)
-        try:
-            mode = os.lstat(current).st_mode
-        except OSError:
-            continue  # resolving goes on with the name as it is, as realpath does
-        if stat.S_ISLNK(mode):
-            return check_inside(base_dir, path)
-    return path
-
-
-class PhaseDirs:
-    """A session's phase directories, each checked as ``check_inside`` checks it, without
-    resolving the session directory again for every phase.
-
-    ``check_inside(base, session / name)`` resolves every component of the path. When ``name``
-    is one plain component that is not a symlink, the result is the resolved session
-    directory plus ``name``, so it is inside ``base`` exactly when the session directory is;
-    anything else (a symlink, an odd name, a session outside) takes ``check_inside`` itself.
-    ``session_checked`` says the caller has just checked the session directory itself.
-    """
-
-    def __init__(self, base_dir: Path, session_dir: Path, *, session_checked: bool = False) -> None:
-        self.base_dir = base_dir
-        self.session_dir = session_dir
-        if session_checked:
-            self._inside = True
-        else:
-            root = base_dir.resolve()
-            home = session_dir.resolve()
-            self._inside = home == root or root in home.parents
-
-    def get(self, name: str) -> tuple[Path, bool]:
-        """The phase directory ``name`` (checked) and whether it is an existing directory."""
-        path = self.session_dir / name
-        plain = name not in ("", ".", "..") and "/" not in name and (os.altsep or "/") not in name
-        if self._inside and plain:
-            try:
-                mode = os.lstat(path).st_mode
-            except (FileNotFoundError, NotADirectoryError):
-                return path, False
-            if not stat.S_ISLNK(mode):
-                return path, stat.S_ISDIR(mode)
-        checked = check_inside(self.base_dir, path)
-        return checked, checked.is_dir()

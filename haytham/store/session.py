@@ -8,8 +8,7 @@ from pathlib import Path
 from haytham.errors import UnknownPhaseError
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.records import SessionManifest
-from haytham.store.names import check_inside
-from haytham.store.scan import PhaseDirs
+from haytham.store.names import PhaseDirs, check_inside
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,8 @@ from haytham.store import journal, lifecycle, orphans
 from haytham.store import progress as _progress
 from haytham.store.clock import Clock, format_timestamp, utc_now
 from haytham.store.events import EventBus
-from haytham.store.names import check_path_name
+from haytham.store.names import check_below, check_path_name
 from haytham.store.reads import Reads
-from haytham.store.scan import check_below
 from haytham.store.session import Session
 
 R = TypeVar("R")

@@ -3,13 +3,16 @@
 ``session_issues`` checks every file of one session (manifest, checkpoints, agent outputs,
 feedback, archived attempts, history) and where the manifest disagrees with the
 checkpoints; ``phase_issues`` the files of one phase. ``CheckpointManager.validate_paths``
-runs them over any paths, remembering results in the base directory's index.
+runs them over any paths (``session_files`` finds the files), and ``validate_sessions``
+remembers each session's result in the base directory's index while none of its files
+changes, so validating a tree of thousands of unchanged sessions reads none of them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -19,10 +22,12 @@ from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE, 
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.records import PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import history, journal, lifecycle
+from haytham.store import index as _index
 from haytham.store import progress as _progress
 from haytham.store.disagreements import disagreements, folder_disagreements
+from haytham.store.fs import LOCK_NAME, TMP_SUFFIX
 from haytham.store.phase_files import agent_files, agents_among
-from haytham.store.scan import kind_of
+from haytham.store.session_files import kind_of
 
 WorkflowOf = Callable[[Path, SessionManifest], Workflow]
 """How the manager finds a session's workflow: its own copy, else the registered one."""
@@ -313,3 +318,102 @@ def phase_files(
         has_feedback,
         has_feedback and _is_file(entries, feedback_path),
     )
+
+
+def validate_sessions(
+    directories: Iterable[Path],
+    validate: Callable[[Path], list[Issue]],
+    workflows: str,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> list[Issue]:
+    """``validate(directory)`` for each session directory, in order, remembered in the
+    index of its base directory while none of the session's files changes.
+
+    ``workflows`` names the workflow definitions the validation used (a fingerprint): a
+    result is used again only with the same definitions. A session holding a symlink is
+    always validated afresh. Each base directory's index is opened and read once for the
+    whole run; ``progress(done)`` is called after each session.
+    """
+    directories = list(directories)
+    bases: dict[Path, list[Path]] = {}
+    for directory in directories:
+        bases.setdefault(_base_of(directory), []).append(directory)
+    indexes = {
+        base: _index.Index.open(base, create=len(group) >= _index.INDEX_MIN_SESSIONS)
+        for base, group in bases.items()
+    }
+    issues: list[Issue] = []
+    known = {base: index.entries("validate") for base, index in indexes.items() if index is not None}
+    learnt: dict[Path, list[tuple[str, str, str]]] = {base: [] for base in known}
+    for done, directory in enumerate(directories, 1):
+        issues += _validate_one(directory, validate, workflows, indexes, known, learnt)
+        if progress is not None:
+            progress(done)
+    for base, index in indexes.items():
+        if index is not None:
+            seen = {os.fspath(d) for d in bases[base]}
+            bulk = len(seen) >= _index.INDEX_MIN_SESSIONS  # a big run also forgets sessions that are gone
+            gone = [
+                name for name in known.get(base, {}) if bulk and name not in seen and not os.path.isdir(name)
+            ]
+            index.store("validate", learnt.get(base, ()), forget=gone)
+            index.close()
+    return issues
+
+
+def _validate_one(
+    directory: Path,
+    validate: Callable[[Path], list[Issue]],
+    workflows: str,
+    indexes: dict[Path, _index.Index | None],
+    known: dict[Path, dict[str, tuple[str, str]]],
+    learnt: dict[Path, list[tuple[str, str, str]]],
+) -> list[Issue]:
+    """One session of ``validate_sessions``: remembered, or validated (and learnt)."""
+    base = _base_of(directory)
+    index = indexes[base]
+    name = os.fspath(directory)
+    state = _session_state(name, workflows) if index is not None else None
+    if index is not None and state is not None:
+        kept = known[base].get(name)
+        if kept is not None and kept[0] == state[0]:
+            return _index.issues_from_json(kept[1])
+    found = validate(directory)
+    if index is not None and state is not None and index.settled(state[1]):
+        learnt[base].append((name, state[0], _index.issues_to_json(found)))
+    return found
+
+
+def _base_of(session_dir: Path) -> Path:
+    """The base directory of ``{base}/{project}/sessions/{session}``."""
+    parents = session_dir.parents
+    return parents[2] if len(parents) > 2 else session_dir
+
+
+def _session_state(directory: str, workflows: str) -> tuple[str, int] | None:
+    """A digest of every file of a session directory (name, device, inode, size, times) and
+    the newest change time among them; None when the directory holds a symlink."""
+    entries: list[tuple[str, str]] = []
+    newest = 0
+    pending = [("", directory)]
+    while pending:
+        relative, path = pending.pop()
+        with os.scandir(path) as listing:
+            for entry in listing:
+                name = entry.name
+                if name == LOCK_NAME or (name.startswith(".") and name.endswith(TMP_SUFFIX)):
+                    continue  # the lock and temporary files are never read by a validation
+                if entry.is_symlink():
+                    return None
+                child = f"{relative}/{name}"
+                if entry.is_dir():
+                    entries.append((child, "dir"))
+                    pending.append((child, entry.path))
+                    continue
+                st = entry.stat()
+                entries.append((child, _index.identity(st)))
+                newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    entries.sort()
+    digest = hashlib.sha256(f"{workflows}\n{entries!r}".encode()).hexdigest()
+    return digest, newest

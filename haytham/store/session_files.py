@@ -1,0 +1,135 @@
+"""Which files are session files, and of what kind: the walk that ``haytham validate``,
+``migrate`` and the copies of a session rely on.
+
+A file's kind (manifest, checkpoint, agent output, feedback, history entry) is judged by its
+name and place alone (``kind_of``), so a tree can be sorted into session files without
+opening one. ``session_files`` finds them under any paths, as a linter takes files and
+folders; ``count_session_files`` counts them for a progress bar without making a ``Path``
+for each. The walk lists each folder once (``os.scandir``), enters no symlinked folder and
+passes over a folder it may not read.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Collection, Iterable, Iterator
+from pathlib import Path
+
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
+from haytham.format.layout import (
+    ATTEMPTS_DIR,
+    CHECKPOINT_FILE,
+    FEEDBACK_FILE,
+    HISTORY_DIR,
+    HISTORY_ENTRY_NAME,
+    MANIFEST_FILE,
+    PHASE_DIR_PREFIX,
+)
+
+
+def kind_of(path: Path) -> DocumentFormat[object] | None:
+    """The document kind of a session file, judged by its name and place; None if not one."""
+    return kind_named(path.name, path.parent.name, path.parent.parent.name)
+
+
+def kind_named(name: str, parent: str, grandparent: str) -> DocumentFormat[object] | None:
+    """``kind_of`` a file called ``name`` in a folder ``parent`` inside ``grandparent``
+    (for a walk that has the names as text and makes no ``Path``)."""
+    if not name.endswith(".md") or name.startswith("."):
+        return None
+    if name == MANIFEST_FILE:
+        return MANIFEST  # type: ignore[return-value]
+    if parent == HISTORY_DIR:
+        # A session's entries are named by time and id; a project's history/changelog.md is
+        # not a session file.
+        is_entry = HISTORY_ENTRY_NAME.fullmatch(name) is not None
+        return HISTORY_ENTRY if is_entry else None  # type: ignore[return-value]
+    if not (parent.startswith(PHASE_DIR_PREFIX) or grandparent == ATTEMPTS_DIR):
+        return None
+    if name == CHECKPOINT_FILE:
+        return CHECKPOINT  # type: ignore[return-value]
+    if name == FEEDBACK_FILE:
+        return FEEDBACK  # type: ignore[return-value]
+    return AGENT_OUTPUT  # type: ignore[return-value]
+
+
+def session_files(paths: Iterable[Path], *, outside: Collection[Path] = ()) -> Iterator[Path]:
+    """Every session file under ``paths`` (a file is taken as it is), each once, in order.
+
+    Files inside a directory of ``outside`` (some ``d in file.parents``) are left out, and
+    such directories are not even walked.
+    """
+    skip = set(outside)
+    seen: set[Path] = set()
+    for path in paths:
+        if skip and (path in skip or not skip.isdisjoint(path.parents)):
+            continue
+        candidates = [path] if path.is_file() else sorted(_markdown_files(path, skip))
+        for candidate in candidates:
+            if candidate not in seen and kind_of(candidate) is not None:
+                seen.add(candidate)
+                yield candidate
+
+
+def count_session_files(paths: Iterable[Path]) -> int:
+    """``len(list(session_files(paths)))``, without making, sorting or hashing a ``Path``
+    for each file (``haytham validate`` counts a tree of thousands of sessions)."""
+    seen: set[str] = set()
+    for path in paths:
+        if path.is_file():
+            if kind_of(path) is not None:
+                seen.add(os.fspath(path))
+            continue
+        for directory, name in _markdown_names(os.fspath(path), set()):
+            parent, folder = os.path.split(directory)
+            if kind_named(name, folder, os.path.basename(parent)) is not None:
+                seen.add(_child(directory, name))
+    return len(seen)
+
+
+_IGNORED_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+
+
+def _markdown_files(root: Path, skip: set[Path]) -> list[Path]:
+    """``root.rglob("*.md")`` (any entry named ``*.md``; symlinked directories are not
+    entered, unreadable ones are passed over) without descending into ``skip``."""
+    if not root.is_dir():
+        return []
+    skipped = {os.fspath(directory) for directory in skip}
+    return [Path(directory, name) for directory, name in _markdown_names(os.fspath(root), skipped)]
+
+
+def _child(directory: str, name: str) -> str:
+    """``os.fspath(Path(directory) / name)``: what pathlib spells, ``.`` left out."""
+    return name if directory == os.curdir else os.path.join(directory, name)
+
+
+def _markdown_names(root: str, skip: set[str]) -> list[tuple[str, str]]:
+    """``_markdown_files`` as (folder, name) text pairs."""
+    if not os.path.isdir(root):
+        return []
+    found: list[tuple[str, str]] = []
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = list(listing)
+        except PermissionError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.endswith(".md"):
+                found.append((directory, name))
+            try:
+                is_dir = entry.is_dir()
+            except OSError as error:
+                if error.errno not in _IGNORED_ERRNOS:
+                    raise
+                continue
+            if is_dir and not entry.is_symlink():
+                child = _child(directory, name)
+                if child not in skip:
+                    pending.append(child)
+    return found
