@@ -277,6 +277,7 @@ def new_console(stream: IO[str] | None = None) -> Console:
         force_terminal=terminal,
         force_interactive=terminal,
         highlight=False,
+        emoji=False,  # a name like ":a:" is printed as written, never as an emoji
         width=None if terminal else 500,
     )
 
