@@ -132,6 +132,12 @@ class StoragePermissionError(StorageError, PermissionError):
     """A StorageError for ``EACCES``/``EPERM``: still a ``PermissionError``."""
 
 
+class UnsafeFileError(StorageError):
+    """A file haytham will not read or write through: a symlink leading out of the base
+    directory, a FIFO, device or socket where a file should be, or (for a write in place) a
+    file with more than one hard link. Nothing of it was read or written."""
+
+
 class StorageIsADirectoryError(StorageError, IsADirectoryError):
     """A StorageError for a folder where a file should be: still an ``IsADirectoryError``."""
 

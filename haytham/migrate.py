@@ -29,7 +29,8 @@ from typing import Any
 
 from haytham.errors import DocumentError, Issue
 from haytham.format import AGENT_OUTPUT
-from haytham.format.document import DocumentFormat, read_file
+from haytham.format.document import DocumentFormat
+from haytham.format.guard import read_file
 from haytham.format.layout import (
     FORMAT_LABEL,
     FORMAT_VERSION,

@@ -42,6 +42,7 @@ from haytham.errors import (
     SessionExistsError,
     UnsafeNameError,
 )
+from haytham.format.guard import read_file
 from haytham.format.layout import (
     CHANGELOG_FILE,
     FORMAT_VERSION,
@@ -315,10 +316,10 @@ class ProjectManager:
             with journal.Change(directory, "complete_session") as change:
                 change.write(path, requirements_content)
                 change.write(
-                    latest, requirements_content if newest == path else newest.read_bytes().decode("utf-8")
+                    latest, requirements_content if newest == path else read_file(newest).decode("utf-8")
                 )
                 self._stage_log(change, data, "Session completed", fields + extra, now)
-            if path.read_bytes() != requirements_content.encode("utf-8"):
+            if read_file(path) != requirements_content.encode("utf-8"):
                 raise DocumentError("reads back different from what was written", path=path)
         return {"version": version, "path": str(path), "latest_path": str(latest)}
 
@@ -382,7 +383,7 @@ class ProjectManager:
     def _read_project(self, project_id: str) -> dict[str, Any]:
         path = self.project_dir(project_id) / PROJECT_FILE
         try:
-            data = path.read_bytes()
+            data = read_file(path)
         except (FileNotFoundError, NotADirectoryError):
             raise self._missing(project_id) from None
         return _parse_project(decode(data, path), path, project_id)
@@ -430,7 +431,7 @@ class ProjectManager:
         """The changelog's text with one more event."""
         path = self.project_dir(project["project_id"]) / CHANGELOG
         try:
-            text = decode(path.read_bytes(), path)
+            text = decode(read_file(path), path)
         except FileNotFoundError:
             text = _heading(project["project_name"])
         if not text.endswith("\n"):
@@ -611,7 +612,7 @@ def _completed_version(
         if found is None or found.group(2).split("~")[0] != session_id:
             continue
         try:
-            same = (outputs / name).read_bytes() == expected
+            same = read_file(outputs / name) == expected
         except OSError:
             return None
         return (number, name) if same else None

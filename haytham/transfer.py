@@ -44,10 +44,9 @@ from haytham.errors import (
     UnsafePathError,
     storage_error,
 )
-from haytham.format import MANIFEST
-from haytham.format import document as document_format
+from haytham.format import MANIFEST, guard
 from haytham.format.agent_output import AGENT_OUTPUT, MAPPED_FROM, MAX_OUTPUT_BYTES
-from haytham.format.document import map_file, read_file
+from haytham.format.guard import map_file, opened, read_file
 from haytham.format.layout import HISTORY_DIR, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
@@ -490,8 +489,8 @@ def _read_bounded(path: Path, limit: int) -> bytes:
     """The bytes of ``path``, refused (DocumentError) when it holds more than ``limit``, which
     is checked before the file is read into memory."""
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
+        with opened(path) as (fd, info), open(fd, "rb", closefd=False) as handle:
+            size = info.st_size
             if size > limit:
                 raise DocumentError(f"is {_size(size)}: an export may be at most {_size(limit)}", path=path)
             data = handle.read(limit + 1)
@@ -554,7 +553,8 @@ def _archive_members(path: Path) -> Generator[_Member, None, None]:
     total = count = 0
     try:
         with (
-            open(path, "rb") as raw,
+            opened(path) as (fd, _),
+            open(fd, "rb", closefd=False) as raw,
             gzip.GzipFile(fileobj=raw, mode="rb") as unzipped,
             _open_stream(_Bounded(unzipped, path)) as archive,
         ):
@@ -648,7 +648,7 @@ def _chunks(stream: IO[bytes], path: Path) -> Iterator[bytes]:
 def _file_limit(relative: str) -> int:
     """The most bytes the file ``relative`` of an export may hold: its kind's limit."""
     kind = kind_of(Path(relative))
-    return (kind.max_bytes if kind is not None else None) or document_format.MAX_DOCUMENT_BYTES
+    return (kind.max_bytes if kind is not None else None) or guard.MAX_DOCUMENT_BYTES
 
 
 def _open_stream(stream: io.RawIOBase) -> tarfile.TarFile:

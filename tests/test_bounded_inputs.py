@@ -17,8 +17,7 @@ from click.testing import CliRunner
 
 from haytham import CheckpointManager, DocumentError, transfer
 from haytham.cli.main import cli
-from haytham.format import CHECKPOINT
-from haytham.format import document as document_format
+from haytham.format import CHECKPOINT, guard
 from haytham.format.yamlfile import MAX_YAML_CHARS, parse_yaml
 from haytham.projects import ProjectManager
 
@@ -234,7 +233,7 @@ def test_an_oversized_markdown_file_is_refused_before_it_is_read(
 ) -> None:
     path = tmp_path / "checkpoint.md"
     path.write_text("# Phase Checkpoint: x\n" + "y" * 100_000, encoding="utf-8")
-    monkeypatch.setattr(document_format, "MAX_DOCUMENT_BYTES", 70_000)
+    monkeypatch.setattr(guard, "MAX_DOCUMENT_BYTES", 70_000)
     with pytest.raises(DocumentError) as caught:
         CHECKPOINT.load(path)
     assert str(caught.value) == (

@@ -303,13 +303,17 @@ def test_session_discovery_matches_the_globs(tmp_path: Path) -> None:
 
 
 def _plain_agent_files(directory: Path, order: tuple[str, ...]) -> list[Path]:
-    """The rule stated plainly: ``*.md`` files, not hidden, not the phase's own, ordered."""
+    """The rule stated plainly: ``*.md`` entries but real folders (a symlink, a FIFO, a
+    dangling link count: reading one names it), not hidden, not the phase's own, ordered."""
     own = {"checkpoint.md", "user_feedback.md", "session_manifest.md"}
     rank = {name: index for index, name in enumerate(order)}
     found = (
         p
         for p in directory.iterdir()
-        if p.suffix == ".md" and p.name not in own and not p.name.startswith(".") and p.is_file()
+        if p.suffix == ".md"
+        and p.name not in own
+        and not p.name.startswith(".")
+        and not (p.is_dir() and not p.is_symlink())
     )
     return sorted(found, key=lambda p: (rank.get(p.stem, len(rank)), p.name))
 

@@ -307,9 +307,9 @@ def test_a_save_over_an_output_above_the_other_files_limit_keeps_its_added_secti
     """An agent output may be larger than the limit of the files parsed whole (its kind's
     ``max_bytes``): a save over one reads it up to that limit and keeps a person's section.
     The other files' limit is made small here, so the output need not be 64 MiB."""
-    from haytham.format import document
+    from haytham.format import guard
 
-    monkeypatch.setattr(document, "MAX_DOCUMENT_BYTES", 1 << 20)
+    monkeypatch.setattr(guard, "MAX_DOCUMENT_BYTES", 1 << 20)
     big = "x" * (2 << 20) + "\n"
     manager.save_phase(P, S, 1, {"writer": big}, "completed")
     path = manager.phase_dir(P, S, 1) / "writer.md"

@@ -90,7 +90,7 @@ def test_a_dangling_lock_symlink_is_never_followed(manager: CheckpointManager, o
     os.symlink(target, lock)
     message = (
         f"{lock} is a symlink (to {target}): haytham never writes through a symlink inside "
-        f"{manager.session_dir(P, S)}; replace it with a real file or folder"
+        f"{manager.base_dir}; replace it with a real file or folder"
     )
     with pytest.raises(UnsafePathError) as caught:
         manager.save_agent_output(P, S, 1, "writer", "x")

@@ -18,8 +18,7 @@ from workcount import WorkCounters, counting
 
 from haytham import CheckpointManager, transfer
 from haytham.errors import DocumentError, SessionExistsError
-from haytham.format import AGENT_OUTPUT
-from haytham.format import document as document_format
+from haytham.format import AGENT_OUTPUT, guard
 
 P, S = "acme", "s-1"
 SIZE = 20 * 1000 * 1000
@@ -117,7 +116,7 @@ def test_an_output_may_be_larger_than_the_other_files(
     """The limit of an agent output is its own (``MAX_OUTPUT_BYTES``): exported and imported
     past ``MAX_DOCUMENT_BYTES``, which still holds the other files."""
     source = _session(tmp_path / "source", "x" * 300_000)
-    monkeypatch.setattr(document_format, "MAX_DOCUMENT_BYTES", 100_000)
+    monkeypatch.setattr(guard, "MAX_DOCUMENT_BYTES", 100_000)
     archive = transfer.export_session(source, P, S, tmp_path / "s.tar.gz")
     target = CheckpointManager(base_dir=tmp_path / "base")
     transfer.import_session(target, archive)

@@ -257,11 +257,11 @@ def _counting_lines(real: Callable[..., Any]) -> Callable[..., Any]:
     return counted
 
 
-def _counting_recover(real: Callable[[Path], Any]) -> Callable[[Path], Any]:
+def _counting_recover(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
-    def counted(folder: Path) -> Any:
+    def counted(folder: Path, *args: Any) -> Any:
         held = _is(os.fspath(Path(folder) / JOURNAL_FILE), stat.S_ISREG)
-        result = real(folder)
+        result = real(folder, *args)
         if held and _ACTIVE:
             _ACTIVE[-1].counts.recovered += 1
         return result

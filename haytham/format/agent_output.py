@@ -22,7 +22,8 @@ from typing import Any, ClassVar
 
 from haytham.errors import DocumentError, Issue
 from haytham.format import values as v
-from haytham.format.document import DocumentFormat, ReadCache, _record_or_raise, map_file
+from haytham.format.document import DocumentFormat, ReadCache, _record_or_raise
+from haytham.format.guard import map_file
 from haytham.format.layout import FORMAT_VERSION
 from haytham.format.markdown import first_fence, iter_fences, normalise_label, plain_characters
 from haytham.format.patterns import lazy

@@ -9,9 +9,7 @@ cannot be stale). Records are frozen, so sharing them is safe.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import mmap
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -20,7 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from haytham.errors import DocumentError, Issue, StorageError, storage_error
+from haytham.errors import DocumentError, Issue, StorageError
+from haytham.format.guard import read_file
 from haytham.format.reader import Reader, decode
 from haytham.format.schema import certainly_valid
 from haytham.format.sections import SectionSpec, keep_added, misnamed
@@ -240,10 +239,12 @@ class DocumentFormat(ABC, Generic[R]):
         if not self.sections:
             text, canonical = (self.render(record) if rendered is None else rendered), True
         else:
-            try:
-                old_text = None if old is None else old.decode("utf-8")
-            except UnicodeDecodeError:
-                old_text = None
+            old_text = None
+            if old is not None:
+                try:
+                    old_text = old.decode("utf-8")
+                except UnicodeDecodeError as error:  # a person's bytes it cannot keep: refuse
+                    raise _not_rewritten(old, path, error) from None
             text, canonical = self._render_over(record, old_text, rendered)
         if cache is not None and canonical and len(text) <= cache.max_item_chars:
             try:
@@ -293,68 +294,24 @@ class DocumentFormat(ABC, Generic[R]):
             raise DocumentError(first.message, path=path, field=first.field)
 
 
-_CHUNK = 1 << 16
-MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
-"""The largest markdown file haytham reads: a larger one is a DocumentError, never read."""
 _Key = tuple[type, type, str | None]
 """A read's cache key: the kind, and the path's type and text."""
+
+
+def _not_rewritten(data: bytes, path: Path, error: UnicodeDecodeError) -> DocumentError:
+    """The refusal to rewrite a file whose bytes are not UTF-8 (a person's Latin-1 notes, a
+    lone surrogate): rewriting it would drop what cannot be decoded, so nothing is written."""
+    return DocumentError(
+        f"byte {data[error.start]:#04x} is not UTF-8: haytham rewrites only UTF-8 files, so "
+        "nothing was written and no byte of it is lost; save it as UTF-8 and run the command again",
+        path=path,
+        line=data[: error.start].count(b"\n") + 1,
+    )
 
 
 def _key(kind: DocumentFormat[Any], path: Path | None) -> _Key:
     """The cache key of a read: the kind and the path (as text, whose hash is cheap)."""
     return (type(kind), type(path), None if path is None else os.fspath(path))
-
-
-def read_file(path: Path, limit: int | None = None) -> bytes:
-    """The bytes of the file at ``path``: what ``Path.read_bytes`` gives, with fewer layers
-    (a small file is one ``read`` and a second one that finds the end).
-
-    A file of more than ``limit`` bytes (None: ``MAX_DOCUMENT_BYTES``) is a DocumentError,
-    judged by its size before it is read. An OSError other than a missing file is a
-    StorageError naming ``path`` in plain words (``checkpoint.md`` that is a folder: "... is a
-    folder where a file should be")."""
-    try:
-        found = _read_file(path, limit, None)
-    except OSError as error:
-        raise storage_error(error, path, "read") from error
-    assert isinstance(found, bytes)
-    return found
-
-
-def map_file(path: Path, limit: int | None, smallest: int) -> bytes | mmap.mmap:
-    """``read_file``, except that a file of more than ``smallest`` bytes comes back mapped
-    read-only (``mmap``), not read: a caller that decodes only the parts it needs (an agent
-    output's header and content, ``str(memoryview(mapped)[a:b], "utf-8")``) then never holds
-    the file's bytes beside its text. The mapped pages are the system's page cache, which it
-    may evict; the caller closes the mapping."""
-    try:
-        return _read_file(path, limit, smallest)
-    except OSError as error:
-        raise storage_error(error, path, "read") from error
-
-
-def _read_file(path: Path, limit: int | None, map_from: int | None) -> bytes | mmap.mmap:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        first = os.read(fd, _CHUNK)
-        if len(first) < _CHUNK and not os.read(fd, 1):
-            return first
-        size = os.fstat(fd).st_size
-        most, kind = (MAX_DOCUMENT_BYTES, "") if limit is None else (limit, " of this kind")
-        if size > most:
-            raise DocumentError(
-                f"is {size:,} bytes long: haytham reads session files{kind} of at most {most:,} bytes "
-                "(docs/formats.md, Limits)",
-                path=path,
-            )
-        if map_from is not None and size > map_from:
-            with contextlib.suppress(ValueError):  # shrunk since fstat: read what is there
-                return mmap.mmap(fd, size, access=mmap.ACCESS_READ)  # it outlives the descriptor
-        os.lseek(fd, 0, os.SEEK_SET)
-        with open(fd, "rb", buffering=0, closefd=False) as handle:
-            return handle.readall()
-    finally:
-        os.close(fd)
 
 
 def _has_other_headings(old_text: str, new_text: str) -> bool:

@@ -8,12 +8,12 @@ themselves are fine (a workflow may reuse a list); docs/formats.md, "Limits", li
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from haytham.errors import DocumentError, storage_error
+from haytham.errors import DocumentError
+from haytham.format.guard import read_file
 from haytham.format.layout import FORMAT_VERSION
 from haytham.format.reader import decode
 
@@ -30,21 +30,18 @@ VERSION_KEY = "format"
 
 def read_yaml(path: Path) -> str:
     """The text of the YAML file at ``path``, refused (DocumentError) by its size before it
-    is read when it is longer than ``MAX_YAML_CHARS`` bytes could hold; OSErrors other than
-    a missing file are StorageErrors naming it."""
-    try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > 4 * MAX_YAML_CHARS:  # no UTF-8 text of the limit is longer
-                raise DocumentError(
-                    f"is {size:,} bytes long: haytham reads YAML files of at most "
-                    f"{MAX_YAML_CHARS:,} characters",
-                    path=path,
-                )
-            data = handle.read()
-    except OSError as error:
-        raise storage_error(error, path, "read") from error
-    return decode(data, path)
+    is read when it is longer than ``MAX_YAML_CHARS`` bytes could hold; read through the
+    guarded path (``haytham.format.guard``), so OSErrors other than a missing file are
+    StorageErrors naming it."""
+
+    def too_long(size: int) -> DocumentError:
+        return DocumentError(
+            f"is {size:,} bytes long: haytham reads YAML files of at most {MAX_YAML_CHARS:,} characters",
+            path=path,
+        )
+
+    # No UTF-8 text of the limit is longer than 4 bytes a character.
+    return decode(read_file(path, 4 * MAX_YAML_CHARS, too_long=too_long), path)
 
 
 def parse_yaml(text: str, path: Path) -> tuple[yaml.Node | None, Any]:

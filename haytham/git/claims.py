@@ -36,6 +36,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from haytham.errors import GitError, SessionClaimed
+from haytham.format.guard import read_file
 from haytham.format.layout import CLAIM_FILE
 from haytham.git.repository import commit_paths, relative_to_root, run_git
 from haytham.git.sync import (
@@ -69,7 +70,7 @@ def new_worker_id() -> str:
 def read_claim(session_dir: Path) -> Claim | None:
     """The claim in a session's folder, or None (no file, or one that cannot be read)."""
     try:
-        data = json.loads((session_dir / CLAIM_FILE).read_text("utf-8"))
+        data = json.loads(read_file(session_dir / CLAIM_FILE, 1 << 16).decode("utf-8"))
         return Claim(
             str(data["worker"]),
             str(data["host"]),

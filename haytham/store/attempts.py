@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from haytham.errors import storage_error
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK
+from haytham.format.guard import read_file
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE
 from haytham.records import Attempt, PhaseCheckpoint
 from haytham.store import journal
@@ -28,11 +28,7 @@ def stage_archive(change: journal.Change, directory: Path, number: int) -> None:
     target = directory / ATTEMPTS_DIR / str(number)
     for path in [directory / CHECKPOINT_FILE, *agent_files(directory), directory / FEEDBACK_FILE]:
         if path.is_file() and not (target / path.name).exists():
-            try:
-                data = path.read_bytes()
-            except OSError as error:
-                raise storage_error(error, path, "read") from error
-            change.write(target / path.name, data)
+            change.write(target / path.name, read_file(path, AGENT_OUTPUT.max_bytes))
     for path in agent_files(directory):
         change.remove(path)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from haytham.errors import SessionExistsError, UnsafeNameError, UnsafePathError
-from haytham.format.document import read_file
+from haytham.format.guard import read_file
 from haytham.format.layout import (
     ATTEMPTS_DIR,
     HISTORY_DIR,
@@ -156,9 +156,8 @@ def write_session_dir(
     try:
         _storage.make_dirs(target.parent)
         with _storage.locked(project_dir, lock_timeout, f"project {project_dir.name}"):
-            journal.recover(project_dir)
+            journal.recover(project_dir)  # and what killed writers staged
             restore_replaced(project_dir)
-            journal.remove_leftovers(project_dir)  # no record: what killed writers staged
             staging = project_dir / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}{STAGING_SUFFIX}"
             if callable(files):
                 filled = Staging(staging)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from haytham.errors import HaythamError, InvalidArgumentError, Issue
 from haytham.format import CHECKPOINT
-from haytham.format.document import read_file
+from haytham.format.guard import read_file
 from haytham.format.layout import CHECKPOINT_FILE, MANIFEST_FILE, PHASE_DIR_PREFIX, WORKFLOW_FILE
 from haytham.format.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow, load_workflow
 from haytham.records import PhaseCheckpoint

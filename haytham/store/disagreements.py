@@ -15,6 +15,7 @@ import dataclasses
 from pathlib import Path
 
 from haytham.errors import Issue
+from haytham.format.guard import read_file
 from haytham.format.markdown import Section, iter_unfenced_lines, normalise_label, parse_document
 from haytham.records import SessionManifest
 
@@ -148,7 +149,7 @@ class _Lines:
     """The lines of a manifest's parts, found by its sections as the reader finds them."""
 
     def __init__(self, path: Path) -> None:
-        self.document = parse_document(path.read_text(encoding="utf-8", errors="replace"))
+        self.document = parse_document(read_file(path).decode("utf-8", "replace"))
 
     def heading(self, title: str) -> int | None:
         section = self.document.find(title)

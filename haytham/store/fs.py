@@ -34,8 +34,9 @@ try:
 except ImportError:  # pragma: no cover - Windows: filelock
     fcntl = None  # type: ignore[assignment]
 
-from haytham.errors import LockTimeout, StorageAction, UnsafePathError, storage_error
+from haytham.errors import LockTimeout, StorageAction, UnsafeFileError, UnsafePathError, storage_error
 from haytham.format import layout
+from haytham.format.guard import read_file
 
 TMP_SUFFIX = layout.TMP_SUFFIX
 LOCK_NAME = layout.LOCK_FILE
@@ -55,6 +56,7 @@ GITIGNORE_TEXT = (
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted as a lock file never blocks the open
 _ROOTS: ContextVar[tuple[str, ...]] = ContextVar("haytham_confined_roots", default=())
 """The directories (absolute, as written) below which every write is checked for symlinks."""
 
@@ -141,11 +143,9 @@ def file_version(path: Path) -> tuple[str, bytes | None]:
     it back with its write; the writer compares it under the lock (``save_user_feedback``'s
     ``expected_version``), so a write over a version nobody saw is refused."""
     try:
-        data = path.read_bytes()
+        data = read_file(path)
     except FileNotFoundError:
         return NO_FILE, None
-    except OSError as error:
-        raise storage_error(error, path, "read") from error
     return hashlib.sha256(data).hexdigest()[:20], data
 
 
@@ -412,14 +412,15 @@ def flock_path(path: str, timeout: float, what: str, directory: Path, *, create:
     pause = 0.001
     while True:
         if create:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK, 0o644)
         else:
             try:
-                fd = os.open(path, os.O_RDWR | _NOFOLLOW)
+                fd = os.open(path, os.O_RDWR | _NOFOLLOW | _NONBLOCK)
             except OSError as error:
                 if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                     raise
-                fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+                fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+        _check_own_file(fd, path)
         try:
             fcntl.flock(fd, (fcntl.LOCK_EX if create else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except OSError as error:
@@ -439,6 +440,22 @@ def flock_path(path: str, timeout: float, what: str, directory: Path, *, create:
         if same:
             return fd
         os.close(fd)
+
+
+def _check_own_file(fd: int, path: str) -> None:
+    """Refuse (closing ``fd``) a lock or lease file that is not a regular file of its own: a
+    record written into a file with a second hard link would land wherever that other name
+    is, outside the tree too (git never makes hard links; a person or a program did)."""
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode) and info.st_nlink <= 1:
+        return
+    os.close(fd)
+    how = f"has {info.st_nlink} hard links" if stat.S_ISREG(info.st_mode) else "is not a regular file"
+    raise UnsafeFileError(
+        f"{path} {how}: haytham writes its lock and lease records only into a file of its "
+        "own; remove it (it holds no content) and run the command again",
+        path=Path(path),
+    )
 
 
 @contextlib.contextmanager

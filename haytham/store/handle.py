@@ -420,7 +420,7 @@ class SessionHandle:
         with self.store.locked(directory, self.project_id, self.session_id):  # rolls it forward
             return True
 
-    def lock(self) -> AbstractContextManager[None]:
+    def lock(self) -> AbstractContextManager[object]:
         """Hold the session's lock (after recovering an interrupted change) while the block
         runs, for code that changes the session's files beside the handle's own writes."""
         return self.store.locked(self.directory, self.project_id, self.session_id)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from haytham.errors import DocumentError, Issue
 from haytham.format import HISTORY_ENTRY, ReadCache, layout
+from haytham.format.guard import read_small
 from haytham.records import HistoryEntry, PhaseStatus
 from haytham.store.clock import parse_timestamp
 
@@ -168,24 +169,10 @@ def _entry_names(folder: str) -> list[str]:
 
 def _small_file(location: str) -> bytes | None:
     """The bytes of a file of at most 64 KiB (every entry haytham writes but one of a huge
-    checkpoint), in one read; None for a larger file or any error, which ``read_path``
-    then meets and reports as it always does."""
-    try:
-        fd = os.open(location, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        data = os.read(fd, _SMALL)
-        if len(data) < _SMALL:
-            return data
-        return None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-_SMALL = 1 << 16
+    checkpoint), in one guarded read; None for a larger file or anything else, which
+    ``read_path`` then meets and reports as it always does."""
+    found = read_small(location)
+    return None if found is None else found[0]
 
 
 def _read_entry(

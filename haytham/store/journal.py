@@ -4,10 +4,11 @@ A ``Change`` collects the steps of one operation (write a file, remove a file, m
 folder, move a staged folder into place, rename a folder, remove a folder haytham owns).
 Nothing a reader looks at changes while it is being built:
 
-1. Every new file's content is staged as a hidden temporary file beside its target
-   (``.{name}.{pid}.{hex}.haytham-tmp``) and fsynced; a file whose folder does not exist yet
-   is staged in the nearest folder that does, and the folder is made by a ``mkdir`` step
-   after the commit point, so no reader ever sees a new folder (an attempt) half filled.
+1. Every new file's content is staged as a hidden temporary file in the change's own folder
+   (``.{name}.{pid}.{hex}.haytham-tmp``) and fsynced; a folder that does not exist yet is
+   made by a ``mkdir`` step after the commit point, so no reader ever sees a new folder (an
+   attempt) half filled. Staging in one folder means the next writer finds everything a
+   change that never committed left by listing that one folder.
 2. The record ``.haytham-journal`` is written into the change's folder (the session folder,
    or the project folder for project-level and folder-level operations) and fsynced with
    its folder. That is the commit point: before it the operation has not happened (the
@@ -16,8 +17,9 @@ Nothing a reader looks at changes while it is being built:
 3. The steps are applied in order, every touched folder is fsynced once, and the record is
    removed.
 
-``recover(folder)`` rolls an interrupted operation forward: the next writer runs it under
-the folder's lock before it changes anything, and so does ``doctor --fix``. It is idempotent
+``recover(folder)`` rolls an interrupted operation forward and removes what an operation
+that never committed staged: the next writer runs it under the folder's lock before it
+changes anything, and so does ``doctor --fix``. It is idempotent
 and never loses a person's edit: each file step records the hash of its target before and
 after; a target that holds neither was edited by a person since, and is left as it is and
 reported (``Conflict``).
@@ -47,6 +49,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from haytham.errors import StorageAction, storage_error
+from haytham.format.agent_output import MAX_OUTPUT_BYTES
+from haytham.format.guard import chunks
 from haytham.format.layout import JOURNAL_FILE, STAGING_SUFFIX, TMP_SUFFIX
 from haytham.store import fs
 
@@ -101,10 +105,13 @@ def digest(data: bytes) -> str:
 
 def file_digest(path: Path) -> str:
     """The sha256 of the file at ``path``, ``absent`` when there is none (or not a file)."""
+    hashed = hashlib.sha256()
     try:
-        return digest(path.read_bytes())
+        for piece in chunks(path, MAX_OUTPUT_BYTES):
+            hashed.update(piece)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return ABSENT
+    return hashed.hexdigest()
 
 
 def fsync_dir(directory: Path) -> None:
@@ -269,7 +276,8 @@ class Change:
             error = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
             raise storage_error(error, path, "write")
         self._claim(path)
-        folder = self._stage_folder(path.parent)
+        self._stage_folder(path.parent)  # plans the mkdir steps of folders that do not exist yet
+        folder = self.folder  # every file is staged here, where the next writer looks first
         staged = folder / _hidden_name(path.name, TMP_SUFFIX)
         self._staged.append(staged)
         with _naming(path):
@@ -455,16 +463,27 @@ def pending(folder: Path) -> Pending | None:
     return Pending(record, found[0], found[1])
 
 
-def recover(folder: Path) -> list[Conflict]:
+def recover(folder: Path, names: set[str] | None = None) -> list[Conflict]:
     """Finish the operation whose record is in ``folder`` (the caller holds its lock).
 
     A complete record is rolled forward; a record cut short means the operation never
-    committed, so it is just removed (its staged files are leftovers). Returns the steps
-    left undone because a person had changed their target since.
+    committed, so it is just removed. Then the files an operation that never committed
+    staged in ``folder`` are removed (``remove_leftovers``). Returns the steps left undone
+    because a person had changed their target since. ``names``: when given, filled with
+    what ``folder`` holds afterwards (its one listing, for a caller that needs it too).
     """
     found = pending(folder)
-    if found is None:
-        return []
+    conflicts = [] if found is None else _roll_forward(folder, found)
+    listed = _listing(folder)
+    for path in remove_leftovers(folder, listed):  # what a change that never committed staged
+        listed.discard(path.name)
+    if names is not None:
+        names.update(listed)
+    return conflicts
+
+
+def _roll_forward(folder: Path, found: Pending) -> list[Conflict]:
+    """``recover`` of a folder that holds a record ``found``."""
     _check(found.record, folder)
     for step in found.steps:  # every path, before any step is applied
         for relative in (step.path, step.staged):
@@ -560,21 +579,26 @@ def _apply_step(step: Step, target: Path, staged: Path | None, check: bool) -> C
     return None
 
 
-def leftovers(folder: Path) -> list[Path]:
-    """Staged temporary files and staging folders directly in ``folder`` (read only)."""
+def leftovers(folder: Path, names: set[str] | None = None) -> list[Path]:
+    """Staged temporary files and staging folders directly in ``folder`` (read only), among
+    ``names`` when the caller listed it already."""
+    found = _listing(folder) if names is None else names
+    return sorted(folder / n for n in found if n.startswith(".") and n.endswith((TMP_SUFFIX, STAGING_SUFFIX)))
+
+
+def _listing(folder: Path) -> set[str]:
     try:
-        names = os.listdir(folder)
+        return set(os.listdir(folder))
     except (FileNotFoundError, NotADirectoryError):
-        return []
-    return sorted(folder / n for n in names if n.startswith(".") and n.endswith((TMP_SUFFIX, STAGING_SUFFIX)))
+        return set()
 
 
-def remove_leftovers(folder: Path) -> list[Path]:
+def remove_leftovers(folder: Path, names: set[str] | None = None) -> list[Path]:
     """Remove what ``leftovers`` finds (the caller holds the folder's lock and there is no
     record: nothing staged there was committed)."""
     fs.check_no_symlink(folder)
     removed = []
-    for path in leftovers(folder):
+    for path in leftovers(folder, names):
         with _naming(path, "remove"):
             _remove_any(path)
         removed.append(path)

@@ -27,9 +27,13 @@ import stat
 from datetime import datetime, timezone
 from pathlib import Path
 
+from haytham.format.guard import read_file
 from haytham.format.layout import LEASE_FILE
 from haytham.records import LeaseHolder
 from haytham.store.clock import format_timestamp
+
+_MOST = 1 << 16
+"""The longest lease record read: one JSON line, a few hundred bytes."""
 
 LOCKS_TABLE = "/proc/locks"
 """The kernel's table of the file locks held on this machine (Linux)."""
@@ -42,7 +46,7 @@ def read_holder(session_dir: Path) -> LeaseHolder | None:
     its last record until the next run overwrites it (``holder`` checks).
     """
     try:
-        data = json.loads((session_dir / LEASE_FILE).read_text("utf-8"))
+        data = json.loads(read_file(session_dir / LEASE_FILE, _MOST).decode("utf-8"))
         return LeaseHolder(str(data["host"]), int(data["pid"]), str(data["user"]), str(data["since"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None

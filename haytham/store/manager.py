@@ -600,7 +600,7 @@ class CheckpointManager(Store):
         """
         return self.session(project_id, session_id).recover()
 
-    def lock(self, project_id: str, session_id: str) -> AbstractContextManager[None]:
+    def lock(self, project_id: str, session_id: str) -> AbstractContextManager[object]:
         """Hold the session's OS lock, the one every save takes, for as long as the block runs.
 
         For code that changes a session's files beside the manager's own methods (retention

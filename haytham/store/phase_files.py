@@ -19,6 +19,9 @@ def agent_files(directory: Path, order: Sequence[str] = ()) -> list[Path]:
     files, those named in ``order`` first, then the rest by name.
 
     Read with one ``os.scandir`` (whose entries know their type), not a ``stat`` per file.
+    Every entry but a folder counts, a FIFO, device or symlink too: reading it then refuses
+    it with an error naming it (``haytham.format.guard``), where skipping it would make an
+    output vanish without a word.
     """
     with os.scandir(directory) as entries:
         return agents_among(directory, list(entries), order)
@@ -35,7 +38,7 @@ def agents_among(
         if e.name.endswith(".md")
         and not e.name.startswith(".")
         and e.name not in OWN_SESSION_FILES
-        and e.is_file()
+        and not e.is_dir(follow_symlinks=False)
     ]
     names.sort(key=lambda n: (rank.get(n[:-3], len(rank)), n))
     return [directory / name for name in names]

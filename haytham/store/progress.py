@@ -21,9 +21,11 @@ from pathlib import Path
 
 from haytham.errors import HaythamError
 from haytham.format import AGENT_OUTPUT, FEEDBACK, ReadCache
+from haytham.format.guard import read_file
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition
 from haytham.records import (
+    AgentOutput,
     CurrentPhase,
     PhaseCheckpoint,
     PhaseRow,
@@ -151,6 +153,19 @@ class Outputs:
     """Each output file's name and last modification time (ns), in the folder's order."""
 
 
+def output_text(path: Path, record: AgentOutput | None) -> str:
+    """What an agent output file says for the outputs digest: its content, or for a file
+    that does not read as an output, its bytes as they are (a hand edit that broke the
+    format still changes the digest), or the reason it cannot be read at all (a symlink out
+    of the tree, a FIFO), never anything of a file outside the tree."""
+    if record is not None:
+        return record.content
+    try:
+        return read_file(path, AGENT_OUTPUT.max_bytes).decode("utf-8", "replace")
+    except (HaythamError, OSError) as error:
+        return f"\0unreadable: {error}"
+
+
 def outputs_of(
     phase_dir: Path,
     agents: Sequence[str] = (),
@@ -202,8 +217,7 @@ def _output_text(path: Path, reads: ReadCache | None) -> str:
     """The content an agent output file contributes to its phase's outputs digest: its
     record's ``## Output`` (through ``reads``), or the whole file when it does not read.
     Called once a file each time a digest is computed from the files (tests count it)."""
-    record = AGENT_OUTPUT.read_path(path, cache=reads)[0]
-    return record.content if record is not None else path.read_bytes().decode("utf-8", "replace")
+    return output_text(path, AGENT_OUTPUT.read_path(path, cache=reads)[0])
 
 
 def outputs_digest_of(

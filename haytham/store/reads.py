@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from haytham.errors import DocumentError
 from haytham.format import DocumentFormat, ReadCache
-from haytham.format.document import read_file
+from haytham.format.guard import read_file
 from haytham.store import journal
 
 R = TypeVar("R")
@@ -38,6 +38,10 @@ class Reads:
         self._names: dict[str, set[str]] = {}
         """Both by path as text: a ``Path``'s text is kept, its hash is computed anew each time."""
         self._rendered: dict[tuple[type, int], tuple[Any, str]] = {}
+
+    def know(self, folder: Path, names: set[str]) -> None:
+        """Take ``names`` as the listing of ``folder``, listed by the caller under the lock."""
+        self._names[os.fspath(folder)] = names
 
     def listing(self, folder: Path) -> set[str]:
         """The names in ``folder`` (none when it does not exist), listed once."""

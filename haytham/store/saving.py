@@ -53,7 +53,6 @@ def save_checkpoint(
     if previous == record and name is None and reason is None:
         return path, []  # the same data again: no byte changes, no history entry
     tx.phase_folder(phase_num)
-    tx.remove_session_leftovers()
     with tx.change("save_checkpoint") as change:
         manifest = tx.stage_checkpoint(change, session, path, record, now, name, reason, current=current)
     return path, checkpoint_events(tx, phase.number, path, checked.status, manifest)
@@ -104,7 +103,6 @@ def save_phase(
     session = tx.session
     phase = session.phase(phase_num)
     directory = tx.phase_folder(phase_num)
-    tx.remove_session_leftovers()
     written = []
     for fields in outputs.values():
         path, output = output_change(tx, directory, phase, fields)
@@ -223,7 +221,6 @@ def keep_edited_outputs(tx: Transaction, phase_num: int) -> bool:
         return False
     record = dataclasses.replace(previous, outputs_digest=digest)
     tx.phase_folder(phase_num)
-    tx.remove_session_leftovers()
     with tx.change("save_checkpoint") as change:
         tx.stage_checkpoint(
             change,
@@ -332,9 +329,8 @@ def outputs_digest(
         for path in agent_files(directory, [run.agent_name for run in runs]):
             if path.stem in staged:
                 continue
-            record = tx.reads.record(AGENT_OUTPUT, path, tx.store.cache)
-            outputs[path.stem] = (
-                record.content if record is not None else path.read_bytes().decode("utf-8", "replace")
+            outputs[path.stem] = _progress.output_text(
+                path, tx.reads.record(AGENT_OUTPUT, path, tx.store.cache)
             )
     outputs.update(staged)
     return lifecycle.outputs_digest(outputs)

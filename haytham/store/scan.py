@@ -26,6 +26,7 @@ from typing import Any
 
 from haytham.errors import DocumentError, Issue
 from haytham.format import MANIFEST
+from haytham.format.guard import read_small
 from haytham.format.layout import (
     MANIFEST_FILE,
     SESSIONS_DIR,
@@ -106,7 +107,6 @@ def _glob_session_dirs(root: Path) -> Iterator[Path]:
 
 
 _MISSING = (FileNotFoundError, NotADirectoryError)
-_CHUNK = 1 << 16
 """A manifest shorter than this is read in one ``read`` (and one more that finds the end);
 a longer one goes to ``MANIFEST.read_path``, which knows the size limit."""
 
@@ -386,25 +386,10 @@ def _learn(parent: str, name: str, project: str, *, identify: bool) -> _Learnt |
         manifest = f"{parent}{os.sep}{name}{os.sep}{MANIFEST_FILE}"
     else:
         manifest = os.path.join(parent, name, MANIFEST_FILE)
-    try:
-        fd = os.open(manifest, os.O_RDONLY)
-    except _MISSING:
-        return None
-    except OSError:
+    found = read_small(manifest)
+    if found is None:  # none, large, a link out, a FIFO, an error: the full reader says which
         return _learn_slowly(parent, name, project, manifest, identify=identify)
-    data: bytes | None = None
-    st = None
-    try:
-        st = os.fstat(fd) if identify else None
-        first = os.read(fd, _CHUNK)
-        if len(first) < _CHUNK and not os.read(fd, 1):
-            data = first
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    if data is None:  # a large file, a folder, an error: the full reader says what it is
-        return _learn_slowly(parent, name, project, manifest, identify=identify)
+    data, st = found
     try:
         text = decode(data, None)
     except DocumentError:

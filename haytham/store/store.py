@@ -24,7 +24,7 @@ from haytham.errors import (
     SessionNotFoundError,
 )
 from haytham.format import CHECKPOINT, MANIFEST, DocumentFormat, ReadCache
-from haytham.format.document import read_file
+from haytham.format.guard import guard_tree, read_file
 from haytham.format.layout import CHECKPOINT_FILE, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.workflow import BUILTIN_WORKFLOWS, Workflow, load_workflow
 from haytham.records import PhaseCheckpoint, SessionManifest
@@ -52,6 +52,7 @@ class Store:
         workflows: Iterable[Workflow] = (),
     ) -> None:
         self.base_dir = Path(base_dir)
+        guard_tree(self.base_dir)  # every read below it stays inside it
         self.clock: Clock = clock or utc_now
         self.lock_timeout = lock_timeout
         self.workflows: dict[str, Workflow] = dict(BUILTIN_WORKFLOWS)
@@ -204,12 +205,16 @@ class Store:
     # ---------------------------------------------------------------- writing
 
     @contextlib.contextmanager
-    def locked(self, directory: Path, project_id: str, session_id: str) -> Iterator[None]:
+    def locked(self, directory: Path, project_id: str, session_id: str) -> Iterator[set[str]]:
         """Hold the session's lock; first finish an operation a killed writer left half done
-        (``journal.recover``), so every writer starts from a whole state."""
-        with _storage.locked(directory, self.lock_timeout, f"session {project_id}/{session_id}"):
-            journal.recover(directory)
-            yield
+        and remove what one that never committed staged (``journal.recover``), so every
+        writer starts from a whole, clean state. Yields the names the session folder holds
+        then (its one listing)."""
+        what = f"session {project_id}/{session_id}"
+        names: set[str] = set()
+        with _storage.locked(directory, self.lock_timeout, what, root=self.base_dir):
+            journal.recover(directory, names)
+            yield names
 
     def render(self, kind: DocumentFormat[R], path: Path, record: R, reads: Reads | None = None) -> str:
         """The text of ``record`` for ``path``, checked against its schema first (over the

@@ -36,8 +36,9 @@ R = TypeVar("R")
 def transaction(store: Store, project_id: str, session_id: str) -> Iterator[Transaction]:
     """Hold the session's lock (after recovering an interrupted change) and read it once."""
     home = store.session_home(project_id, session_id)
-    with store.locked(home, project_id, session_id):
+    with store.locked(home, project_id, session_id) as names:
         reads = Reads()
+        reads.know(home, names)
         yield Transaction(store, project_id, session_id, store.read_session(home, reads), reads)
 
 
@@ -73,11 +74,6 @@ class Transaction:
         for leftover in _storage.remove_leftovers(directory, names):
             names.discard(leftover.name)
         return directory
-
-    def remove_session_leftovers(self) -> None:
-        """Remove the temporary files dead writers left in the session's own folder."""
-        directory = self.session.directory
-        _storage.remove_leftovers(directory, self.reads.listing(directory))
 
     # ---------------------------------------------------------------- staging
 

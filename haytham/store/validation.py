@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from haytham.errors import Issue
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST, ReadCache
+from haytham.format.guard import guard_tree
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.records import PhaseCheckpoint, SessionManifest, UserFeedback
@@ -339,6 +340,8 @@ def validate_sessions(
     bases: dict[Path, list[Path]] = {}
     for directory in directories:
         bases.setdefault(_base_of(directory), []).append(directory)
+    for base in bases:
+        guard_tree(base)  # a session's files are read inside its base directory only
     indexes = {
         base: _index.Index.open(base, create=len(group) >= _index.INDEX_MIN_SESSIONS)
         for base, group in bases.items()

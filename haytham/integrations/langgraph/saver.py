@@ -38,6 +38,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import INTERRUPT
 
 from haytham.errors import SessionExistsError, SessionNotFoundError, UnsafeNameError
+from haytham.format.guard import read_file
 from haytham.format.layout import LANGGRAPH_DIR, MANIFEST_FILE, REMOVING_SUFFIX, SESSIONS_DIR
 from haytham.integrations.langgraph import files
 from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW, MODE, open_review
@@ -386,14 +387,14 @@ class HaythamSaver(BaseCheckpointSaver[int]):
     def _read_checkpoint(self, folder: Path, checkpoint_id: str) -> files.StoredCheckpoint | None:
         try:
             path = folder / files.checkpoint_file(checkpoint_id)
-            data = path.read_bytes()
+            data = read_file(path)
         except (FileNotFoundError, NotADirectoryError, UnsafeNameError):
             return None
         return files.parse_checkpoint(data.decode("utf-8"), self.serde, path)
 
     def _read_writes(self, path: Path) -> _Writes:
         try:
-            data = path.read_bytes()
+            data = read_file(path)
         except (FileNotFoundError, NotADirectoryError):
             return []
         return files.parse_writes(data.decode("utf-8"), self.serde, path)

@@ -1,0 +1,270 @@
+"""The one guarded read: every file haytham reads from a tree is opened here.
+
+Sessions arrive by ``git pull``, by import and by hand, so any file may be hostile. A read
+therefore holds three promises, whatever the caller:
+
+- **Never out of the tree.** A store registers its base directory (``guard_tree``). A file
+  below a registered tree is read only when the file actually opened lies inside the tree's
+  real path: a symlink (of the file or of any folder above it) that stays inside the tree is
+  followed, one that leads out is refused with an ``UnsafeFileError`` naming the link and
+  where it points, and nothing of the target is read. The check is of the open descriptor
+  itself (``/proc/self/fd`` on Linux), so a link swapped in between a check and the open
+  changes nothing. Writes never go through a link at all (``haytham.store.fs``).
+- **Regular files only.** The open never blocks (``O_NONBLOCK``: a FIFO would wait for a
+  writer forever) and the descriptor is ``fstat``-ed first: a FIFO, device, socket or
+  folder where a file should be is refused before one byte is read.
+- **Never past a limit.** A file longer than its kind's documented limit is refused by its
+  size before it is read; a file that grows while it is read is read up to the limit and
+  refused then, so no read ever holds more than the limit in memory.
+
+Outside every registered tree (a file named on the command line, a workflow beside the
+project) the last two promises still hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import mmap
+import os
+import stat
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from haytham.errors import DocumentError, UnsafeFileError, storage_error
+
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+"""The largest markdown file haytham reads: a larger one is a DocumentError, never read."""
+_CHUNK = 1 << 16
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_FD_LINKS = "/proc/self/fd"
+_HAS_FD_LINKS = sys.platform.startswith("linux") and os.path.isdir(_FD_LINKS)
+
+_TREES: dict[str, str] = {}
+"""The guarded trees: each registered base directory (absolute, as given) and its real path."""
+_KIND_NAMES = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def guard_tree(base_dir: str | os.PathLike[str]) -> None:
+    """Bound every later read below ``base_dir`` to the tree (see the module's docstring).
+
+    Idempotent and cheap; the real path is taken now, so a base directory that is itself a
+    symlink (a projects folder on another disk) is a tree like any other.
+    """
+    absolute = os.path.abspath(base_dir)
+    if absolute not in _TREES:
+        _TREES[absolute] = os.path.realpath(absolute)
+
+
+def tree_of(path: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """The innermost guarded tree holding ``path`` (as given, real), or None: the tree whose
+    files these are."""
+    current = os.path.abspath(path)
+    while True:
+        real = _TREES.get(current)
+        if real is not None:
+            return current, real
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+@contextlib.contextmanager
+def opened(path: str | os.PathLike[str]) -> Iterator[tuple[int, os.stat_result]]:
+    """An open read-only descriptor of the regular file at ``path`` and its ``fstat``, under
+    the guards of this module; closed when the block ends.
+
+    Raises FileNotFoundError for a missing file, ``UnsafeFileError`` for a file that is not a
+    regular file or that lies out of its tree, and a StorageError naming the file for any
+    other OSError.
+    """
+    try:
+        fd = os.open(path, _FLAGS)
+    except OSError as error:
+        mode = _mode(path) if error.errno == errno.ENXIO else None  # a socket: no open reaches it
+        if mode is not None:
+            raise _not_regular(path, mode) from error
+        raise storage_error(error, path, "read") from error
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            cause = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+            raise storage_error(cause, path, "read") from cause
+        if not stat.S_ISREG(info.st_mode):
+            raise _not_regular(path, info.st_mode)
+        _check_inside(fd, path)
+        yield fd, info
+    finally:
+        os.close(fd)
+
+
+def read_file(
+    path: Path, limit: int | None = None, *, too_long: Callable[[int], DocumentError] | None = None
+) -> bytes:
+    """The bytes of the regular file at ``path``, read under the guards of this module.
+
+    A file of more than ``limit`` bytes (None: ``MAX_DOCUMENT_BYTES``) is a DocumentError
+    (``too_long(size)`` when given, for a kind that words its limit its own way), judged by
+    its size before it is read. An OSError other than a missing file is a StorageError
+    naming ``path`` in plain words ("... is a folder where a file should be")."""
+    found = _read(path, limit, None, too_long)
+    assert isinstance(found, bytes)
+    return found
+
+
+def map_file(path: Path, limit: int | None, smallest: int) -> bytes | mmap.mmap:
+    """``read_file``, except that a file of more than ``smallest`` bytes comes back mapped
+    read-only (``mmap``), not read: a caller that decodes only the parts it needs (an agent
+    output's header and content, ``str(memoryview(mapped)[a:b], "utf-8")``) then never holds
+    the file's bytes beside its text. The mapped pages are the system's page cache, which it
+    may evict; the caller closes the mapping."""
+    return _read(path, limit, smallest, None)
+
+
+def read_small(path: str | os.PathLike[str], most: int = _CHUNK) -> tuple[bytes, os.stat_result] | None:
+    """The bytes and ``fstat`` of the regular file at ``path``, inside its tree and shorter
+    than ``most`` bytes, in one read; None for anything else (missing, larger, a link out, a
+    FIFO, an error), which the caller then reads with ``read_file`` to learn what it is.
+
+    The fast path of the scans that read one small file per session folder."""
+    try:
+        fd = os.open(path, _FLAGS)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size >= most:
+            return None
+        _check_inside(fd, path)
+        data = os.read(fd, most)
+        return (data, info) if len(data) < most else None
+    except OSError:  # a link out (UnsafeFileError) too: read_file names it
+        return None
+    finally:
+        os.close(fd)
+
+
+def chunks(path: str | os.PathLike[str], limit: int) -> Iterator[bytes]:
+    """The bytes of the regular file at ``path`` in pieces, under the guards of this module,
+    for a reader that streams (a digest, an archive): memory stays one piece whatever the
+    size. A file longer than ``limit`` is a DocumentError, before a piece or once it grew."""
+    with opened(path) as (fd, info):
+        if info.st_size > limit:
+            raise _too_long(Path(path), info.st_size, limit)
+        total = 0
+        while True:
+            try:
+                piece = os.read(fd, 1 << 20)
+            except OSError as error:
+                raise storage_error(error, path, "read") from error
+            if not piece:
+                return
+            total += len(piece)
+            if total > limit:
+                raise _too_long(Path(path), total, limit)
+            yield piece
+
+
+def _read(
+    path: Path, limit: int | None, map_from: int | None, too_long: Callable[[int], DocumentError] | None
+) -> bytes | mmap.mmap:
+    most = MAX_DOCUMENT_BYTES if limit is None else limit
+    refuse = too_long or (lambda size: _too_long(path, size, limit))
+    with opened(path) as (fd, info):
+        if info.st_size > most:
+            raise refuse(info.st_size)
+        if map_from is not None and info.st_size > map_from:
+            with contextlib.suppress(ValueError, OSError):  # shrunk since fstat: read it
+                return mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ)  # outlives fd
+        try:
+            pieces: list[bytes] = []
+            total = 0
+            while True:
+                chunk = os.read(fd, max(_CHUNK, info.st_size + 1 - total))
+                if not chunk:
+                    return b"".join(pieces)
+                total += len(chunk)
+                if total > most:  # grew while it was read
+                    raise refuse(total)
+                pieces.append(chunk)
+        except OSError as error:
+            raise storage_error(error, path, "read") from error
+
+
+def _check_inside(fd: int, path: str | os.PathLike[str]) -> None:
+    tree = tree_of(path)
+    if tree is None:
+        return
+    root, real_root = tree
+    if _HAS_FD_LINKS:
+        try:
+            real = os.readlink(f"{_FD_LINKS}/{fd}")
+        except OSError:
+            real = os.path.realpath(path)
+    else:  # pragma: no cover - no /proc: the path resolved now
+        real = os.path.realpath(path)
+    if real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep):
+        return
+    raise _leads_out(path, root, real)
+
+
+def _leads_out(path: str | os.PathLike[str], root: str, real: str) -> UnsafeFileError:
+    link = _first_link(os.path.abspath(path), root)
+    if link is None:  # a hard-to-see way out (a bind mount, a link replaced since): the fact
+        how = f"it is {real}"
+    else:
+        try:
+            target = os.readlink(link)
+        except OSError:
+            target = "?"
+        how = f"{link} is a symlink to {target}"
+    return UnsafeFileError(
+        f"{path} leads out of {root} ({how}): haytham reads no file outside its base "
+        "directory; replace the link with a real file",
+        path=Path(path),
+        brief=f"this file leads out of the base directory ({how}): haytham does not read it",
+    )
+
+
+def _first_link(absolute: str, root: str) -> str | None:
+    """The outermost symlink between ``root`` and ``absolute``, for the error's message."""
+    current = root
+    rest = absolute[len(root.rstrip(os.sep)) + 1 :].split(os.sep) if absolute != root else []
+    for part in rest:
+        current = os.path.join(current, part)
+        with contextlib.suppress(OSError):
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return current
+    return None
+
+
+def _mode(path: str | os.PathLike[str]) -> int | None:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return None
+
+
+def _not_regular(path: str | os.PathLike[str], mode: int) -> UnsafeFileError:
+    kind = next((name for test, name in _KIND_NAMES if test(mode)), "not a regular file")
+    return UnsafeFileError(
+        f"{path} is {kind} where a file should be: haytham reads regular files only",
+        path=Path(path),
+        brief=f"this file is {kind} where a file should be: haytham reads regular files only",
+    )
+
+
+def _too_long(path: Path, size: int, limit: int | None) -> DocumentError:
+    most, kind = (MAX_DOCUMENT_BYTES, "") if limit is None else (limit, " of this kind")
+    return DocumentError(
+        f"is {size:,} bytes long: haytham reads session files{kind} of at most {most:,} bytes "
+        "(docs/formats.md, Limits)",
+        path=path,
+    )
