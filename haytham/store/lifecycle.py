@@ -405,6 +405,24 @@ def outputs_digest(outputs: Mapping[str, str]) -> str:
     digest = hashlib.sha256()
     for name in sorted(outputs):
         for part in (name, outputs[name]):
-            data = part.encode("utf-8", "surrogatepass")
-            digest.update(len(data).to_bytes(8, "big") + data)
+            _hash_text(digest, part)
     return digest.hexdigest()[:16]
+
+
+_PIECE = 1 << 20
+
+
+def _hash_text(digest: hashlib._Hash, text: str) -> None:
+    """Add ``text``'s UTF-8 length and bytes to ``digest``, a piece at a time: a 256 MB
+    output is hashed without a second copy of it in memory."""
+    if text.isascii():  # known without a scan: the length in bytes is the length
+        size = len(text)
+    else:
+        size = sum(len(_utf8(text[i : i + _PIECE])) for i in range(0, len(text), _PIECE))
+    digest.update(size.to_bytes(8, "big"))
+    for start in range(0, len(text), _PIECE):
+        digest.update(_utf8(text[start : start + _PIECE]))
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")

@@ -1,0 +1,75 @@
+"""Memory bounded by the limits (issue 24, item 2): every read command over the largest agent
+output haytham accepts (256 MiB) stays within the bound docs/formats.md ("Limits") documents:
+about twice the output's size (its mapped pages, which are the system's page cache, and its
+text) plus 100 MB. Peak RSS of each command is measured in its own process (``os.wait4``).
+
+Slow tier: the output alone is a 255 MiB file.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from small_workflow import SMALL
+
+from haytham import CheckpointManager
+
+pytestmark = pytest.mark.slow
+P, S = "acme", "s-1"
+SIZE = 255 * 1024 * 1024
+BOUND = 2 * SIZE + 100 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("big") / "base"
+    manager = CheckpointManager(base, workflows=[SMALL])
+    manager.create_session(P, S, "u", SMALL, "full")
+    line = "x" * 99 + "\n"
+    manager.save_phase(P, S, 1, {"writer": line * (SIZE // len(line))}, "completed")
+    return base
+
+
+MEASURED = """
+import atexit, runpy, sys
+def report():
+    with open("/proc/self/status") as status:
+        peak = next(line for line in status if line.startswith("VmHWM:"))
+    sys.stderr.write("\\n" + peak.split()[1] + "\\n")
+atexit.register(report)
+sys.argv = ["haytham", *sys.argv[1:]]
+runpy.run_module("haytham", run_name="__main__")
+"""
+"""``python -m haytham`` that reports its peak resident memory (``VmHWM``, in KiB) last on
+stderr: the high-water mark of this process's own memory only, which ``ru_maxrss`` is not
+(it keeps the forking parent's before ``exec``)."""
+
+
+def peak_rss(args: list[str], cwd: Path) -> tuple[int, int]:
+    """The exit code and peak resident memory in bytes of ``haytham ARGS`` run alone."""
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURED, *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    return done.returncode, int(done.stderr.split()[-1]) * 1024
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate", "base"],
+        ["list", "--base-dir", "base"],
+        ["status", P, S, "--base-dir", "base"],
+        ["show", P, S, "--base-dir", "base"],
+        ["doctor", P, S, "--base-dir", "base"],
+        ["export", P, S, "-o", "out.tar.gz", "--base-dir", "base"],
+        ["feedback", P, S, "1", "--approve", "--base-dir", "base"],
+    ],
+    ids=lambda args: args[0],
+)
+def test_a_read_of_the_largest_output_stays_within_the_documented_bound(base: Path, args: list[str]) -> None:
+    code, peak = peak_rss(args, base.parent)
+    assert code in (0, 1)
+    assert peak <= BOUND, f"haytham {' '.join(args)}: peak {peak / 2**20:.0f} MiB > {BOUND / 2**20:.0f} MiB"
