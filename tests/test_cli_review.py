@@ -438,3 +438,68 @@ def test_diff_compares_two_attempts_of_a_phase(base: Path, awaiting: Path) -> No
     assert "compare two of a kind" in mixed.output
     assert run(base, "diff", f"{P}/{S}:1", f"{P}/{S}:1#2").exit_code == 2
     assert run_json(base, "diff", f"{P}/{S}", f"{P}/{S}")["same"] is True  # the old forms still work
+
+
+def bytes_editor(tmp_path: Path, body: str) -> dict[str, str | None]:
+    """An $EDITOR that runs ``body`` on the file's bytes (``data``), in place, counting its
+    openings in ``count`` (0 the first time)."""
+    script = tmp_path / "edit_bytes.py"
+    counter = tmp_path / "count"
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nfrom pathlib import Path\n"
+        f"counter = Path({str(counter)!r})\ncount = int(counter.read_text()) if counter.exists() else 0\n"
+        "counter.write_text(str(count + 1))\nif count > 4:\n    sys.exit(1)  # a loop: fail the test, not hang\n"
+        "path = Path(sys.argv[1])\ndata = path.read_bytes()\n"
+        + textwrap.dedent(body)
+        + "path.write_bytes(data)\n"
+    )
+    script.chmod(0o755)
+    return {"EDITOR": str(script), "VISUAL": None}
+
+
+APPROVE = (
+    b"data = data.replace(b'Reviewed: false', b'Reviewed: yes')\n"
+    b"data = data.replace(b'Approved: false', b'Approved: yes')\n"
+)
+
+
+def test_an_editor_that_saves_a_bom_is_understood(base: Path, awaiting: Path, tmp_path: Path) -> None:
+    """Issue 25, item 3: a BOM saved by the editor failed every editor review ("does not start
+    with a '# User Feedback' title") while validate accepted the same file."""
+    env = bytes_editor(tmp_path, APPROVE.decode() + "data = b'\\xef\\xbb\\xbf' + data\n")
+    result = run(base, "feedback", P, S, "1", env=env)
+    assert result.exit_code == 0, result.output
+    assert "Reviewed: yes; approved: yes" in result.output
+    assert "- Approved: yes" in awaiting.read_text("utf-8")
+
+
+def test_an_editor_that_saves_latin1_reopens_on_the_line_and_saves_nothing_replaced(
+    base: Path, awaiting: Path, tmp_path: Path
+) -> None:
+    """A person's bytes are never replaced (issue 24, item 5): the editor's Latin-1 save
+    reopens it with the line named; the UTF-8 save that follows is what is kept."""
+    env = bytes_editor(
+        tmp_path,
+        APPROVE.decode()
+        + "if count == 0:\n    data += b'\\n## Notes\\n\\ncaf\\xe9\\n'  # saved as Latin-1\n"
+        + "else:  # reopened with the line named and the byte shown as U+FFFD: the person fixes it\n"
+        + "    data = data.replace('caf\\ufffd'.encode(), 'caf\\xe9'.encode())\n",
+    )
+    result = run(base, "feedback", P, S, "1", env=env)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "count").read_text() == "2"
+    saved = awaiting.read_bytes()
+    assert "café".encode() in saved and b"\xef\xbf\xbd" not in saved
+
+
+def test_a_review_file_that_is_not_utf8_is_refused_before_the_editor_opens(
+    base: Path, awaiting: Path, tmp_path: Path
+) -> None:
+    awaiting.write_bytes(awaiting.read_bytes() + b"\n## Notes\n\ncaf\xe9\n")
+    before = awaiting.read_bytes()
+    env = bytes_editor(tmp_path, APPROVE.decode())
+    result = run(base, "feedback", P, S, "1", env=env)
+    assert result.exit_code == 1, result.output
+    assert "is not UTF-8" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "count").exists()
+    assert awaiting.read_bytes() == before

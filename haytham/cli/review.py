@@ -36,6 +36,7 @@ from haytham.errors import (
 )
 from haytham.format import FEEDBACK
 from haytham.format.layout import FEEDBACK_FILE
+from haytham.format.reader import decode
 from haytham.git.sync import sync
 from haytham.records import UserFeedback
 from haytham.store import fs
@@ -82,7 +83,7 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
     if not path.exists():
         manager.save_user_feedback(project, session, phase, reviewed=False, approved=False, action="pending")
     version, original = fs.file_version(path)
-    text = (original or b"").decode("utf-8", errors="replace")
+    text = decode(original or b"", path)  # bytes that are not UTF-8 are refused, never replaced
     record, issues = FEEDBACK.read(text, path)
     refused: list[Issue] = []
     """Why the manager refused the last text that read right (shown like a mistake)."""
@@ -94,7 +95,7 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
             shown = with_banner(body, [*issues, *refused], path)
             copy.write_bytes(shown.encode("utf-8"))
             click.edit(filename=str(copy))
-            edited = copy.read_bytes().decode("utf-8", errors="replace")
+            edited, undecodable = _as_saved(copy.read_bytes(), path)
             if edited == shown:  # closed without a change: quit
                 if body == text:
                     return Edited("unchanged", path, record)
@@ -103,8 +104,10 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
                 found = (*FEEDBACK.read(body, copy)[1], *refused)
                 return Edited("abandoned", path, record, found, copy)
             body = strip_banner(edited)
-            refused = []
+            refused = [] if undecodable is None else [undecodable]
             new_record, issues = FEEDBACK.read(body, path)
+            if undecodable is not None:
+                continue
             if new_record is None:
                 continue
             if body == text:
@@ -123,6 +126,17 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
     finally:
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _as_saved(data: bytes, path: Path) -> tuple[str, Issue | None]:
+    """The text an editor saved, read as every file is (``decode``): a BOM some editors add
+    is dropped, CRLF line ends become LF. Bytes that are not UTF-8 (an editor set to
+    Latin-1) come back replaced, with the issue that names their line: the editor reopens
+    on it and nothing is saved."""
+    try:
+        return decode(data, None), None
+    except DocumentError as error:
+        return data.decode("utf-8", errors="replace"), Issue(path, error.line, None, error.message)
 
 
 def with_banner(text: str, issues: Sequence[Issue], path: Path) -> str:
