@@ -21,7 +21,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Iterable
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote_from_bytes, urlencode, urlsplit
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
@@ -118,7 +118,7 @@ class GuardMiddleware:
                 new_cookies.append(f"{TOKEN_COOKIE}={given}; Path=/; HttpOnly; SameSite=Strict")
                 rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
                 path = scope.get("raw_path") or scope["path"].encode("utf-8")
-                await _redirect(path.decode("latin-1") + (f"?{rest}" if rest else ""), new_cookies, send)
+                await _redirect(local_path(path) + (f"?{rest}" if rest else ""), new_cookies, send)
                 return
             if not self.guard.token_ok(request.cookies.get(TOKEN_COOKIE)):
                 await _plain(
@@ -163,6 +163,19 @@ def _same_origin(request: Request) -> bool:
     return urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower()
 
 
+_PATH_SAFE = "/%!$&'()*+,;=:@-._~"
+"""The characters ``local_path`` leaves as they are; every other one is percent-encoded."""
+
+
+def local_path(path: bytes) -> str:
+    """``path`` as a ``Location`` that can only name a page of this server: one leading slash
+    (``//evil.example/`` would be another host to a browser, and so would ``/\\evil.example``,
+    which browsers read as ``//``), with backslashes, control characters and spaces
+    percent-encoded, so nothing a browser strips or turns into a slash is left."""
+    encoded = quote_from_bytes(path, safe=_PATH_SAFE)
+    return "/" + encoded.lstrip("/")
+
+
 async def _plain(status: int, text: str, send: Send) -> None:
     body = text.encode("utf-8")
     headers = [(k.encode(), v.encode()) for k, v in HEADERS.items()]
@@ -172,6 +185,7 @@ async def _plain(status: int, text: str, send: Send) -> None:
 
 
 async def _redirect(location: str, cookies: list[str], send: Send) -> None:
+    """A 303 to ``location``, a path of this server (``local_path``), never another host."""
     headers = [(k.encode(), v.encode()) for k, v in HEADERS.items()]
     headers += [(b"location", location.encode("latin-1")), (b"content-length", b"0")]
     headers += [(b"set-cookie", c.encode("latin-1")) for c in cookies]
