@@ -27,7 +27,7 @@ from starlette.testclient import TestClient
 from haytham import CheckpointManager
 from haytham.run.demo import run_demo
 from haytham.web.app import create_app
-from haytham.web.security import Guard
+from haytham.web.security import LOOPBACK_HOSTS, Guard
 
 P, S = "demo", "idea-001"
 TOKEN = "s3cret-token"
@@ -110,3 +110,66 @@ def test_the_token_redirect_stays_on_this_server(manager: CheckpointManager, pat
 def test_the_token_redirect_keeps_an_ordinary_path(off_localhost: TestClient) -> None:
     answer = off_localhost.get(f"/p/{P}/s/{S}?token={TOKEN}", follow_redirects=False)
     assert answer.status_code == 303 and answer.headers["location"] == f"/p/{P}/s/{S}"
+
+
+# ------------------------------------------------------------ item 10: host names
+
+
+@pytest.fixture
+def loopback(manager: CheckpointManager) -> Iterator[TestClient]:
+    """The app as plain ``haytham serve`` makes it: the loopback names only, no token."""
+    with TestClient(create_app(str(manager.base_dir)), base_url="http://127.0.0.1") as client:
+        yield client
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[::1].evil.example",
+        "[::1].evil.example:8765",
+        "127.0.0.1.evil.example",
+        "localhost.evil.example:8765",
+        "evil.localhost",
+        "[::1]evil",
+        "[::2]:8765",
+        "::1",
+        "localhost:8765:1",
+        "localhost@evil.example",
+        "",
+    ],
+)
+def test_a_host_that_only_looks_like_the_loopback_is_refused(loopback: TestClient, host: str) -> None:
+    answer = loopback.get("/", headers={"host": host})
+    assert answer.status_code == 403, answer.text
+    assert answer.headers["x-frame-options"] == "DENY"  # refused with the security headers
+
+
+@pytest.mark.parametrize(
+    "host", ["localhost", "LOCALHOST:8765", "127.0.0.1", "127.0.0.1:80", "[::1]", "[::1]:8765", "[0::1]:8765"]
+)
+def test_the_loopback_names_with_any_port_are_answered(loopback: TestClient, host: str) -> None:
+    assert loopback.get("/", headers={"host": host}).status_code == 200
+
+
+def test_the_configured_host_is_answered_and_no_other(manager: CheckpointManager) -> None:
+    cases = (
+        ("127.0.0.2", "127.0.0.2:8765", "127.0.0.2.evil.example"),
+        ("::1", "[::1]:9000", "[::1].evil.example:9000"),
+        ("[::1]", "[::1]", "[::1].evil.example"),
+        ("review.local", "REVIEW.local:8765", "review.local.evil.example"),
+    )
+    for configured, host, lookalike in cases:
+        guard = Guard(hosts=(*LOOPBACK_HOSTS, configured))
+        with TestClient(
+            create_app(str(manager.base_dir), guard=guard), base_url="http://127.0.0.1"
+        ) as client:
+            assert client.get("/", headers={"host": host}).status_code == 200, host
+            assert client.get("/", headers={"host": lookalike}).status_code == 403, lookalike
+            assert client.get("/", headers={"host": "evil.example"}).status_code == 403
+
+
+def test_off_localhost_any_host_name_is_answered_with_the_token(off_localhost: TestClient) -> None:
+    """``--host 0.0.0.0`` answers whatever name reaches it (docs: the token guards it instead)."""
+    assert off_localhost.get("/", headers={"host": "reviews.example:8765"}).status_code == 403  # no token
+    entered = off_localhost.get(f"/?token={TOKEN}", headers={"host": "reviews.example:8765"})
+    assert entered.status_code == 200

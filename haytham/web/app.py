@@ -37,7 +37,14 @@ from haytham.errors import (
 from haytham.store.manager import CheckpointManager
 from haytham.web import actions, pages
 from haytham.web.report import report_html
-from haytham.web.security import CSRF_COOKIE, CSRF_FIELD, Guard, GuardMiddleware, browser_csrf_cookie
+from haytham.web.security import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    Guard,
+    GuardMiddleware,
+    TrustedHosts,
+    browser_csrf_cookie,
+)
 from haytham.web.templating import STATIC, render
 
 MAX_FORM_FIELD = 100_000
@@ -177,7 +184,7 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
     }
     return Starlette(
         routes=routes,
-        middleware=[Middleware(GuardMiddleware, guard=guard)],
+        middleware=[Middleware(TrustedHosts, guard=guard), Middleware(GuardMiddleware, guard=guard)],
         exception_handlers=handlers,
     )
 
