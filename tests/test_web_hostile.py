@@ -10,10 +10,11 @@ line, or a real writer process.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import pytest
 
@@ -173,3 +174,26 @@ def test_off_localhost_any_host_name_is_answered_with_the_token(off_localhost: T
     assert off_localhost.get("/", headers={"host": "reviews.example:8765"}).status_code == 403  # no token
     entered = off_localhost.get(f"/?token={TOKEN}", headers={"host": "reviews.example:8765"})
     assert entered.status_code == 200
+
+
+# -------------------------------------------------- item 13: the download's file name
+
+HOSTILE_PROJECT = "x\"; filename*=UTF-8''evil.exe; a=\"é"
+
+
+def test_the_report_download_name_cannot_add_parameters(
+    manager: CheckpointManager, loopback: TestClient
+) -> None:
+    """A project folder whose name holds a quote: the header names the report, nothing else."""
+    (manager.base_dir / P).rename(manager.base_dir / HOSTILE_PROJECT)
+    answer = loopback.get(f"/p/{quote(HOSTILE_PROJECT, safe='')}/s/{S}/report")
+    assert answer.status_code == 200, answer.text
+    header = answer.headers["content-disposition"]
+    params = header.split(";")
+    assert params[0] == "attachment" and len(params) == 3, header
+    fallback, extended = (p.strip() for p in params[1:])
+    assert re.fullmatch(r'filename="[\x20-\x7e]*"', fallback) and fallback.count('"') == 2, header
+    assert "\\" not in fallback and ";" not in fallback and "=" not in fallback.removeprefix("filename=")
+    assert extended.startswith("filename*=UTF-8''")
+    assert unquote(extended.removeprefix("filename*=UTF-8''")) == f"{HOSTILE_PROJECT}-{S}-report.html"
+    assert re.fullmatch(r"[A-Za-z0-9%!#$&+.^_`|~-]*", extended.removeprefix("filename*=UTF-8''")), header
