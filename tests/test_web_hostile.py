@@ -9,8 +9,11 @@ line, or a real writer process.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
+import shutil
+import threading
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,9 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from haytham import CheckpointManager
+from haytham.format import document
 from haytham.run.demo import run_demo
+from haytham.store import journal
 from haytham.web.app import create_app
 from haytham.web.security import LOOPBACK_HOSTS, Guard
 
@@ -197,3 +202,90 @@ def test_the_report_download_name_cannot_add_parameters(
     assert extended.startswith("filename*=UTF-8''")
     assert unquote(extended.removeprefix("filename*=UTF-8''")) == f"{HOSTILE_PROJECT}-{S}-report.html"
     assert re.fullmatch(r"[A-Za-z0-9%!#$&+.^_`|~-]*", extended.removeprefix("filename*=UTF-8''")), header
+
+
+# ----------------------------------------------------- item 12: a read racing a writer
+
+
+def rerun_phase_1(manager: CheckpointManager) -> None:
+    """What a rerun of phase 1 writes: it is archived as an attempt (its outputs and review
+    removed from the phase folder), run again and saved whole."""
+    agents = [run.agent_name for run in manager.load_checkpoint(P, S, 1).agents]
+    manager.archive_from(P, S, 1)
+    manager.save_phase(P, S, 1, {a: f"# Again\n\n{a} ran again\n" for a in agents}, "completed")
+
+
+def request_during_a_write(
+    base: Path, url: str, first_step_at: int, monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, str, int]:
+    """``url`` requested while a real writer thread runs ``rerun_phase_1`` on the session
+    under ``base``, interleaved exactly: the writer's first file-system step of a journaled
+    operation is made just before the page's ``first_step_at``-th file read, and each further
+    step just before the next read. (status, page, steps made during the request)."""
+    go, done, stop = threading.Semaphore(0), threading.Semaphore(0), threading.Event()
+    apply_step, read_file = journal._apply_step, document.read_file
+    steps, reads, failure = [0], itertools.count(), []
+
+    def step_when_a_page_reads(*args: Any) -> object:
+        while not stop.is_set() and not go.acquire(timeout=0.05):
+            pass
+        try:
+            return apply_step(*args)
+        finally:
+            steps[0] += 0 if stop.is_set() else 1
+            done.release()
+
+    def read_after_a_step(*args: Any, **kwargs: Any) -> bytes:
+        if threading.current_thread() is not writer and next(reads) >= first_step_at and writer.is_alive():
+            go.release()  # let the writer make one step, and wait until it has
+            while not done.acquire(timeout=0.05) and writer.is_alive():
+                pass
+        return read_file(*args, **kwargs)
+
+    def write() -> None:
+        try:
+            rerun_phase_1(CheckpointManager(base))
+        except BaseException as error:
+            failure.append(error)
+
+    with (
+        monkeypatch.context() as patch,
+        TestClient(create_app(str(base)), base_url="http://127.0.0.1") as client,
+    ):
+        patch.setattr(journal, "_apply_step", step_when_a_page_reads)
+        patch.setattr(document, "read_file", read_after_a_step)
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        try:
+            answer = client.get(url)
+        finally:
+            made = steps[0]
+            stop.set()  # the rest of the write runs on its own
+            writer.join(timeout=60)
+    assert not failure, failure
+    return answer.status_code, answer.text, made
+
+
+@pytest.mark.parametrize(("page", "stride"), [("/phase/1", 1), ("", 1), ("/report", 5)])
+def test_a_read_sees_the_session_before_or_after_each_step_of_a_write(
+    manager: CheckpointManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page: str, stride: int
+) -> None:
+    """Issue 24, item 12: under a flood of requests while a writer saved, the report of an
+    existing session was a 404 (a phase page read an output again that the writer's archive
+    had removed since the page first read it). Here every step of a rerun's writes lands at
+    every place of the request in turn, each on a fresh copy of the session: no place may
+    make it anything but the page. (The report, which reads every phase and makes some 120
+    reads, is tried at every fifth place, to stay quick; its phase pages are tried at every
+    place above.)"""
+    url = f"/p/{P}/s/{S}{page}"
+    interleaved = 0
+    for first_step_at in itertools.count(0, stride):
+        base = tmp_path / f"copy-{first_step_at}"
+        shutil.copytree(manager.base_dir, base)
+        status, text, steps = request_during_a_write(base, url, first_step_at, monkeypatch)
+        assert status == 200, f"{url} with the write's steps from read {first_step_at}: {status}\n{text}"
+        if steps == 0:  # the page made fewer reads than that: every place was tried
+            break
+        interleaved += 1
+        shutil.rmtree(base)
+    assert interleaved >= 5  # the page read files, and the steps landed among its reads

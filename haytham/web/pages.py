@@ -16,8 +16,10 @@ from datetime import datetime
 from pathlib import Path
 
 from haytham.errors import HaythamError, NotFoundError
+from haytham.format import AGENT_OUTPUT
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
+from haytham.store import attempts as _attempts
 from haytham.store import durations, fs, lifecycle
 from haytham.store.clock import parse_timestamp, sort_time
 from haytham.store.lease import LeaseHolder
@@ -332,11 +334,19 @@ def phase_page(manager: CheckpointManager, project: str, session: str, phase: in
         raise NotFoundError(f"phase {phase} is not a phase of {project}/{session}") from None
     checkpoints = manager.load_checkpoints(project, session)
     checkpoint = checkpoints.get(phase)
-    attempts = manager.load_attempts(project, session, phase) if checkpoint else []
-    outputs = []
-    if attempts:
-        for agent in attempts[-1].outputs:
-            outputs.append(manager.load_agent_output(project, session, phase, agent))
+    records: dict[Path, AgentOutput] = {}
+
+    def read_output(path: Path) -> str | None:
+        """Each output file read once, its record kept for the page: reading it a second
+        time could find it removed by a writer in between (a 404 for a session that exists)."""
+        record = AGENT_OUTPUT.load_optional(path) if path.is_file() else None
+        if record is not None:
+            records[path] = record
+        return None if record is None else record.content
+
+    directory = manager.phase_dir(project, session, phase)
+    attempts = _attempts.load_all(directory, checkpoint, read_output) if checkpoint else []
+    outputs = [records[directory / f"{agent}.md"] for agent in attempts[-1].outputs] if attempts else []
     version, text = feedback_version(manager, project, session, phase)
     current = attempts[-1].outputs if attempts else {}
     earlier = [
