@@ -13,6 +13,8 @@ import itertools
 import os
 import re
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
@@ -33,6 +35,7 @@ from haytham.format import document
 from haytham.run.demo import run_demo
 from haytham.store import journal
 from haytham.web.app import create_app
+from haytham.web.pages import SHOWN_OUTPUT_BYTES, memory_bound
 from haytham.web.security import LOOPBACK_HOSTS, Guard
 
 P, S = "demo", "idea-001"
@@ -289,3 +292,80 @@ def test_a_read_sees_the_session_before_or_after_each_step_of_a_write(
         interleaved += 1
         shutil.rmtree(base)
     assert interleaved >= 5  # the page read files, and the steps landed among its reads
+
+
+# ------------------------------------------------------- item 2: an output of 255 MiB
+
+MiB = 1024 * 1024
+FIRST_LINE = "START OF THE BIG OUTPUT"
+LAST_LINE = "END OF THE BIG OUTPUT"
+MEASURE = """
+import atexit, sys
+def peak() -> None:
+    status = open("/proc/self/status").read()
+    line = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
+    print("PEAK_KIB", line.split()[1], file=sys.stderr)
+atexit.register(peak)
+"""
+"""Put in front of a child's code: it prints its peak resident memory (VmHWM) as it exits."""
+
+
+def big_output(manager: CheckpointManager, size: int) -> Path:
+    """Phase 1's first agent wrote ``size`` bytes of markdown: written by the library, then
+    grown line by line on disk (never held in this process)."""
+    agent = manager.load_checkpoint(P, S, 1).agents[0].agent_name
+    manager.save_agent_output(P, S, 1, agent, f"# Findings\n\n{FIRST_LINE}\n")
+    path = manager.phase_dir(P, S, 1) / f"{agent}.md"
+    line = ("- a finding, with **emphasis** and a [link](https://example.com/x) " * 3)[:199] + "\n"
+    block = (line * (MiB // len(line))).encode()
+    with path.open("ab") as file:
+        while file.tell() + len(block) < size:
+            file.write(block)
+        file.write(f"{LAST_LINE}\n".encode())
+    return path
+
+
+def run_measured(code: str, *args: str) -> tuple[int, str]:
+    """``code`` in a new Python process; (its peak resident memory in bytes, its stderr)."""
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE + code, *args], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    peak = re.search(r"PEAK_KIB (\d+)", done.stderr)
+    assert peak is not None, done.stderr[-3000:]
+    return int(peak.group(1)) * 1024, done.stderr
+
+
+PHASE_PAGE = """
+from starlette.testclient import TestClient
+from haytham.web.app import create_app
+base, url, out = sys.argv[1:]
+with TestClient(create_app(base), base_url="http://127.0.0.1") as client:
+    answer = client.get(url)
+assert answer.status_code == 200, answer.text[:2000]
+open(out, "w").write(answer.text)
+"""
+REPORT = """
+from haytham.cli.main import main
+main(["report", *sys.argv[1:]])
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak memory is read from /proc")
+@pytest.mark.parametrize("size", [64 * MiB, pytest.param(255 * MiB, marks=pytest.mark.slow)])
+def test_a_big_output_is_shown_in_part_within_the_memory_bound(
+    manager: CheckpointManager, tmp_path: Path, size: int
+) -> None:
+    """Issue 24, item 2: a 255 MiB output (the limit is 256) made the phase page and haytham
+    report die with MemoryError at about 3 GB. Both show its first SHOWN_OUTPUT_BYTES with a
+    note of its size and its file, in at most ``memory_bound(size)``."""
+    path = big_output(manager, size)
+    page_file, report_file = tmp_path / "page.html", tmp_path / "report.html"
+    page_peak, _ = run_measured(PHASE_PAGE, str(manager.base_dir), f"/p/{P}/s/{S}/phase/1", str(page_file))
+    report_peak, _ = run_measured(REPORT, P, S, "-o", str(report_file), "--base-dir", str(manager.base_dir))
+    for html, peak in ((page_file.read_text(), page_peak), (report_file.read_text(), report_peak)):
+        assert FIRST_LINE in html and LAST_LINE not in html  # the start, not the rest
+        assert f"This output is {size / MiB:,.1f} MiB: only its first 1 MiB is shown." in html
+        assert f"Open {path} for the whole of it." in html
+        assert len(html) < SHOWN_OUTPUT_BYTES * 3  # the shown part, rendered, and the page
+        assert peak < memory_bound(size), f"peak {peak / MiB:.0f} MiB for an output of {size / MiB:.0f} MiB"
