@@ -12,7 +12,6 @@ parse 422; anything unexpected is a 500 page without a traceback.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -35,6 +34,7 @@ from haytham.errors import (
     ReviewConflictError,
     UnknownPhaseError,
 )
+from haytham.format.patterns import lazy
 from haytham.store.manager import CheckpointManager
 from haytham.web import actions, pages
 from haytham.web.report import report_html
@@ -190,7 +190,7 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
     )
 
 
-_FALLBACK_SAFE = re.compile(r"[^A-Za-z0-9 ._~()+!#$&-]")
+_FALLBACK_SAFE = lazy(r"[^A-Za-z0-9 ._~()+!#$&-]")
 """What the plain ``filename=`` of a download replaces with ``_`` (quotes, backslashes,
 ``;``, ``=``, anything not ASCII): it stays one quoted parameter for every browser."""
 _ATTR_CHARS = "!#$&+.^_`|~-"

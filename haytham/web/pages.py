@@ -19,7 +19,6 @@ from haytham.errors import HaythamError, NotFoundError
 from haytham.format.agent_output import load_start
 from haytham.format.layout import ATTEMPTS_DIR, FEEDBACK_FILE
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
-from haytham.store import attempts as _attempts
 from haytham.store import durations, fs, lifecycle
 from haytham.store.clock import parse_timestamp, sort_time
 from haytham.store.lease import LeaseHolder
@@ -201,8 +200,8 @@ def session_page(manager: CheckpointManager, project: str, session: str) -> Sess
     lines = []
     for view in state.phases:
         checkpoint = checkpoints.get(view.number)
-        attempts = _attempts_of(manager, project, session, view.number, checkpoint, _no_output)
-        lines.append(PhaseLine(view, checkpoints.get(view.number), [_attempt_line(a) for a in attempts]))
+        attempts = manager.load_attempts(project, session, view.number, _no_output) if checkpoint else []
+        lines.append(PhaseLine(view, checkpoint, [_attempt_line(a) for a in attempts]))
     return SessionPage(
         project,
         session,
@@ -219,20 +218,6 @@ def session_page(manager: CheckpointManager, project: str, session: str) -> Sess
 def _no_output(path: Path) -> str:
     """An output as the session page needs it: not at all (it shows attempts' reviews)."""
     return ""
-
-
-def _attempts_of(
-    manager: CheckpointManager,
-    project: str,
-    session: str,
-    phase: int,
-    checkpoint: PhaseCheckpoint | None,
-    read_output: _attempts.OutputReader,
-) -> list[Attempt]:
-    """The phase's attempts (``CheckpointManager.load_attempts``), each output read by ``read_output``."""
-    if checkpoint is None:
-        return []
-    return _attempts.load_all(manager.phase_dir(project, session, phase), checkpoint, read_output)
 
 
 @dataclass(frozen=True)
@@ -410,7 +395,7 @@ def phase_page(manager: CheckpointManager, project: str, session: str, phase: in
         return records[path].content
 
     directory = manager.phase_dir(project, session, phase)
-    attempts = _attempts_of(manager, project, session, phase, checkpoint, read_output)
+    attempts = manager.load_attempts(project, session, phase, read_output) if checkpoint else []
     outputs = [records[directory / f"{agent}.md"] for agent in attempts[-1].outputs] if attempts else []
     version, text = feedback_version(manager, project, session, phase)
     current = attempts[-1].outputs if attempts else {}

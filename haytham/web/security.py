@@ -33,6 +33,8 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from haytham.format.patterns import lazy
+
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -89,9 +91,7 @@ class Guard:
         return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
 
 
-_HOST = re.compile(
-    r"(?P<name>[a-z0-9._~%!$&'()*+,;=-]+|\[(?P<ipv6>[0-9a-f:.]+)\])(?::[0-9]*)?", re.IGNORECASE
-)
+_HOST = lazy(r"(?P<name>[a-z0-9._~%!$&'()*+,;=-]+|\[(?P<ipv6>[0-9a-f:.]+)\])(?::[0-9]*)?", re.IGNORECASE)
 """A Host header (RFC 9110): a name or IPv4 address, or an IPv6 address in brackets, then a
 port; nothing else (no user, no second colon, no bare IPv6)."""
 
