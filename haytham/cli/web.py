@@ -121,7 +121,8 @@ def report(project: str, session: str, output: Path | None, base_dir: Path) -> N
     """Write a session as one self-contained HTML file, to attach to a pull request or an e-mail.
 
     It holds the timeline, every phase's outputs rendered, the reviews and their comments,
-    earlier attempts with diffs, and the costs, with the same pages as haytham serve. Styles
+    earlier attempts with diffs, and the costs, with the same pages as haytham serve (an
+    output longer than 1 MiB is shown in part, with its size and file). Styles
     and charts are inline, there is no script, and it loads nothing from the network. Needs
     the web extra: pip install 'haytham[web]'.
     """

@@ -14,13 +14,15 @@ content sliced from it at once.
 
 from __future__ import annotations
 
+import dataclasses
 import mmap
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from haytham.errors import DocumentError, Issue
+from haytham.errors import DocumentError, Issue, storage_error
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat, ReadCache, _record_or_raise
 from haytham.format.guard import map_file
@@ -561,3 +563,28 @@ def _legacy_error_fields(rest: str) -> dict[str, Any] | None:
 
 
 AGENT_OUTPUT = AgentOutputFormat()
+
+
+def load_start(path: Path, limit: int) -> tuple[AgentOutput, int, bool] | None:
+    """The output at ``path`` with only the first ``limit`` bytes of its content (cut at the
+    last line break within them, or at a character when there is none), the size of the file
+    in bytes, and whether the content is whole; None when there is no file. Only about
+    ``limit`` bytes are read, whatever the file's size: what a page shows of an output of
+    hundreds of megabytes. A file not much longer than ``limit`` is read whole."""
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            data = file.read(limit + _HEAD_BYTES + 1)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        raise storage_error(error, path, "read") from error
+    if len(data) <= limit + _HEAD_BYTES:  # the whole file
+        return _record_or_raise(*AGENT_OUTPUT.read_data(data, path)), len(data), True
+    cut = data.rfind(b"\n", 0, limit + _HEAD_BYTES) + 1 or len(data)
+    record = _record_or_raise(*AGENT_OUTPUT.read_data(data[:cut], path))
+    content = record.content.encode("utf-8")
+    if len(content) > limit:
+        end = content.rfind(b"\n", 0, limit) + 1 or limit
+        record = dataclasses.replace(record, content=content[:end].decode("utf-8", "ignore"))
+    return record, size, False

@@ -3,13 +3,21 @@
 
 ``archive`` keeps the current attempt's files before a retry; ``load_all`` reads every
 attempt back, oldest first.
+
+Reading takes no lock, so a writer may change the files between two reads (a journaled
+``archive`` removes a phase's outputs and feedback one step after another): a file that was
+listed and is gone when it is opened is read as absent, as it would have been a moment
+later, never as an error. A read thus sees each file before or after a step, never a 404
+for a session that exists.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK
+from haytham.format.document import DocumentFormat, R
 from haytham.format.guard import read_file
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE
 from haytham.records import Attempt, PhaseCheckpoint
@@ -33,25 +41,54 @@ def stage_archive(change: journal.Change, directory: Path, number: int) -> None:
         change.remove(path)
 
 
-def load_all(directory: Path, current: PhaseCheckpoint | None) -> list[Attempt]:
+OutputReader = Callable[[Path], "str | None"]
+"""How ``load`` reads an agent output file: its content, or None when the file is gone."""
+
+
+def whole_output(path: Path) -> str | None:
+    """The whole content of the agent output at ``path``; None when there is no such file."""
+    record = _optional(AGENT_OUTPUT, path)
+    return None if record is None else record.content
+
+
+def _optional(kind: DocumentFormat[R], path: Path) -> R | None:
+    """The record of the file at ``path``; None when it is not a file, or no longer one."""
+    return kind.load_optional(path) if path.is_file() else None
+
+
+def load_all(
+    directory: Path, current: PhaseCheckpoint | None, read_output: OutputReader = whole_output
+) -> list[Attempt]:
     """Every attempt of the phase at ``directory``, oldest first, then the current one (whose
-    checkpoint, read by the caller, is ``current``; None when the phase has none)."""
+    checkpoint, read by the caller, is ``current``; None when the phase has none). Each
+    output is read by ``read_output`` (a page reads only the start of a large one)."""
     archived = directory / ATTEMPTS_DIR
-    numbers = sorted(int(p.name) for p in archived.iterdir() if p.name.isdigit()) if archived.is_dir() else []
-    attempts = [load(number, archived / str(number)) for number in numbers]
+    try:
+        numbers = sorted(int(p.name) for p in archived.iterdir() if p.name.isdigit())
+    except (FileNotFoundError, NotADirectoryError):
+        numbers = []
+    attempts = [load(number, archived / str(number), read_output) for number in numbers]
     if current is not None:
-        attempts.append(load(current.retry_count + 1, directory))
+        attempts.append(load(current.retry_count + 1, directory, read_output))
     return attempts
 
 
-def load(number: int, directory: Path) -> Attempt:
-    """Attempt ``number``, as the files in ``directory`` record it."""
-    path = directory / CHECKPOINT_FILE
-    checkpoint = CHECKPOINT.load(path) if path.is_file() else None
+def load(number: int, directory: Path, read_output: OutputReader = whole_output) -> Attempt:
+    """Attempt ``number``, as the files in ``directory`` record it (a file removed since it
+    was listed is not there)."""
+    checkpoint = _optional(CHECKPOINT, directory / CHECKPOINT_FILE)
     order = [run.agent_name for run in checkpoint.agents] if checkpoint else []
-    outputs = {p.stem: AGENT_OUTPUT.load(p).content for p in agent_files(directory, order)}
+    try:
+        listed = agent_files(directory, order)
+    except (FileNotFoundError, NotADirectoryError):
+        listed = []
+    outputs = {}
+    for path in listed:
+        content = read_output(path)
+        if content is not None:
+            outputs[path.stem] = content
     feedback_path = directory / FEEDBACK_FILE
-    feedback = FEEDBACK.load(feedback_path) if feedback_path.is_file() else None
+    feedback = _optional(FEEDBACK, feedback_path)
     if feedback is not None:
         feedback = hand_review_time(feedback, feedback_path, checkpoint.completed if checkpoint else None)
     return Attempt(number, directory, checkpoint, feedback, outputs)

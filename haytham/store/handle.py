@@ -218,11 +218,12 @@ class SessionHandle:
                 approved.append(phase.number)
         return sorted(approved)
 
-    def attempts(self, phase_num: int) -> list[Attempt]:
-        """Every attempt of a phase, oldest first; the last is the one in the phase directory."""
+    def attempts(self, phase_num: int, read_output: _attempts.OutputReader | None = None) -> list[Attempt]:
+        """Every attempt of a phase, oldest first; the last is the one in the phase directory.
+        Each output's content is what ``read_output`` reads of its file (all of it by default)."""
         directory = self.phase_dir(phase_num)
         current = self.store.load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
-        return _attempts.load_all(directory, current)
+        return _attempts.load_all(directory, current, read_output or _attempts.whole_output)
 
     def history(
         self,

@@ -316,9 +316,20 @@ class CheckpointManager(Store):
         """
         return self.session(project_id, session_id).archive_from(from_phase)
 
-    def load_attempts(self, project_id: str, session_id: str, phase_num: int) -> list[Attempt]:
-        """Every attempt of a phase, oldest first; the last is the one in the phase directory."""
-        return self.session(project_id, session_id).attempts(phase_num)
+    def load_attempts(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        read_output: Callable[[Path], str | None] | None = None,
+    ) -> list[Attempt]:
+        """Every attempt of a phase, oldest first; the last is the one in the phase directory.
+
+        Each agent output's content is what ``read_output(path)`` returns for its file (None:
+        the file is gone), by default the whole of it; a page passes one that reads only the
+        start of a large output. A file removed by a writer since it was listed is left out,
+        never an error (``haytham.store.attempts``)."""
+        return self.session(project_id, session_id).attempts(phase_num, read_output)
 
     def update_feedback(
         self,

@@ -34,10 +34,18 @@ from haytham.errors import (
     ReviewConflictError,
     UnknownPhaseError,
 )
+from haytham.format.patterns import lazy
 from haytham.store.manager import CheckpointManager
 from haytham.web import actions, pages
 from haytham.web.report import report_html
-from haytham.web.security import CSRF_COOKIE, CSRF_FIELD, Guard, GuardMiddleware, browser_csrf_cookie
+from haytham.web.security import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    Guard,
+    GuardMiddleware,
+    TrustedHosts,
+    browser_csrf_cookie,
+)
 from haytham.web.templating import STATIC, render
 
 MAX_FORM_FIELD = 100_000
@@ -143,8 +151,8 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
     async def report(request: Request) -> Response:
         project, session_id = _names(request)
         body = report_html(manager, project, session_id)
-        name = f"{project}-{session_id}-report.html".encode("ascii", "replace").decode()
-        return HTMLResponse(body, headers={"content-disposition": f'attachment; filename="{name}"'})
+        disposition = attachment(f"{project}-{session_id}-report.html")
+        return HTMLResponse(body, headers={"content-disposition": disposition})
 
     async def _form(request: Request) -> dict[str, str]:
         form = await request.form(max_files=0, max_fields=20)
@@ -177,9 +185,26 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
     }
     return Starlette(
         routes=routes,
-        middleware=[Middleware(GuardMiddleware, guard=guard)],
+        middleware=[Middleware(TrustedHosts, guard=guard), Middleware(GuardMiddleware, guard=guard)],
         exception_handlers=handlers,
     )
+
+
+_FALLBACK_SAFE = lazy(r"[^A-Za-z0-9 ._~()+!#$&-]")
+"""What the plain ``filename=`` of a download replaces with ``_`` (quotes, backslashes,
+``;``, ``=``, anything not ASCII): it stays one quoted parameter for every browser."""
+_ATTR_CHARS = "!#$&+.^_`|~-"
+"""RFC 5987's attr-chars besides letters and digits: left as they are in ``filename*``."""
+
+
+def attachment(filename: str) -> str:
+    """A ``Content-Disposition`` that downloads as ``filename`` (RFC 6266): an ASCII
+    ``filename="..."`` for old clients, then ``filename*=UTF-8''...`` percent-encoded (RFC
+    5987), which a browser prefers. Whatever ``filename`` holds (a project folder may hold a
+    quote), it is these two parameters and nothing else. Starlette's ``FileResponse`` has
+    no helper for it, and writes the name unescaped in ``filename="..."``."""
+    fallback = _FALLBACK_SAFE.sub("_", filename)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe=_ATTR_CHARS)}"
 
 
 def _names(request: Request) -> tuple[str, str]:

@@ -16,7 +16,8 @@ from datetime import datetime
 from pathlib import Path
 
 from haytham.errors import HaythamError, NotFoundError
-from haytham.format.layout import FEEDBACK_FILE
+from haytham.format.agent_output import load_start
+from haytham.format.layout import ATTEMPTS_DIR, FEEDBACK_FILE
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import durations, fs, lifecycle
 from haytham.store.clock import parse_timestamp, sort_time
@@ -33,6 +34,20 @@ REVIEW_MOVES = ("approve", "send back")
 """The lifecycle moves the review form makes."""
 NO_FILE = fs.NO_FILE
 """The version of a user_feedback.md that does not exist."""
+SHOWN_OUTPUT_BYTES = 1024 * 1024
+"""How much of an agent output a page and the report show: its first MiB, with a note of its
+size and its file. An output may be 256 MiB (docs/formats.md, "Limits"); rendering it whole
+took gigabytes. Only this much of an output is read, so the memory a page or the report
+takes grows only with what the store reads to derive the state (``memory_bound``; docs/formats.md,
+"Limits")."""
+
+
+def memory_bound(output_bytes: int) -> int:
+    """The most memory (peak resident bytes) a page or the report of a session may take when its
+    largest agent output is ``output_bytes`` long: 100 MiB for the program and the page, plus
+    three times the output for the store's digest of the phase's outputs (which reads each one
+    whole to tell whether it was edited since its checkpoint)."""
+    return 100 * 2**20 + 3 * output_bytes
 
 
 def check_names(project: str, session: str) -> None:
@@ -184,8 +199,9 @@ def session_page(manager: CheckpointManager, project: str, session: str) -> Sess
     checkpoints = manager.load_checkpoints(project, session)
     lines = []
     for view in state.phases:
-        attempts = manager.load_attempts(project, session, view.number) if view.number in checkpoints else []
-        lines.append(PhaseLine(view, checkpoints.get(view.number), [_attempt_line(a) for a in attempts]))
+        checkpoint = checkpoints.get(view.number)
+        attempts = manager.load_attempts(project, session, view.number, _no_output) if checkpoint else []
+        lines.append(PhaseLine(view, checkpoint, [_attempt_line(a) for a in attempts]))
     return SessionPage(
         project,
         session,
@@ -197,6 +213,28 @@ def session_page(manager: CheckpointManager, project: str, session: str) -> Sess
         session_version(manager, project, session),
         manager.running(project, session),
     )
+
+
+def _no_output(path: Path) -> str:
+    """An output as the session page needs it: not at all (it shows attempts' reviews)."""
+    return ""
+
+
+@dataclass(frozen=True)
+class OutputCut:
+    """An output of which a page shows only the first ``SHOWN_OUTPUT_BYTES``."""
+
+    path: Path
+    """The file, to open for the rest."""
+    size: int
+    """The file's size in bytes."""
+
+    @property
+    def note(self) -> str:
+        return (
+            f"This output is {self.size / 2**20:,.1f} MiB: only its first {SHOWN_OUTPUT_BYTES // 2**20} MiB "
+            f"is shown. Open {self.path} for the whole of it."
+        )
 
 
 def _attempt_line(attempt: Attempt) -> AttemptLine:
@@ -302,6 +340,15 @@ class PhasePage:
     earlier: list[EarlierAttempt] = field(default_factory=list)
     running: LeaseHolder | None = None
     """Who is running the session now (``CheckpointManager.running``), or None."""
+    cut: dict[Path, OutputCut] = field(default_factory=dict)
+    """The outputs (current and earlier) shown only in part, by their file."""
+    directory: Path = Path()
+    """The phase's folder."""
+
+    def cut_of(self, agent: str, attempt: int | None = None) -> OutputCut | None:
+        """How the output of ``agent`` (in the current attempt, or earlier ``attempt``) was cut."""
+        directory = self.directory if attempt is None else self.directory / ATTEMPTS_DIR / str(attempt)
+        return self.cut.get(directory / f"{agent}.md")
 
     @property
     def duration(self) -> float | None:
@@ -332,11 +379,24 @@ def phase_page(manager: CheckpointManager, project: str, session: str, phase: in
         raise NotFoundError(f"phase {phase} is not a phase of {project}/{session}") from None
     checkpoints = manager.load_checkpoints(project, session)
     checkpoint = checkpoints.get(phase)
-    attempts = manager.load_attempts(project, session, phase) if checkpoint else []
-    outputs = []
-    if attempts:
-        for agent in attempts[-1].outputs:
-            outputs.append(manager.load_agent_output(project, session, phase, agent))
+    records: dict[Path, AgentOutput] = {}
+    cut: dict[Path, OutputCut] = {}
+
+    def read_output(path: Path) -> str | None:
+        """Each output file read once (its first ``SHOWN_OUTPUT_BYTES``), its record kept
+        for the page: reading it a second time could find it removed by a writer in between
+        (a 404 for a session that exists)."""
+        found = load_start(path, SHOWN_OUTPUT_BYTES) if path.is_file() else None
+        if found is None:
+            return None
+        records[path], size, whole = found
+        if not whole:
+            cut[path] = OutputCut(path, size)
+        return records[path].content
+
+    directory = manager.phase_dir(project, session, phase)
+    attempts = manager.load_attempts(project, session, phase, read_output) if checkpoint else []
+    outputs = [records[directory / f"{agent}.md"] for agent in attempts[-1].outputs] if attempts else []
     version, text = feedback_version(manager, project, session, phase)
     current = attempts[-1].outputs if attempts else {}
     earlier = [
@@ -370,4 +430,6 @@ def phase_page(manager: CheckpointManager, project: str, session: str, phase: in
         _attempt_line(attempts[-1]) if attempts else None,
         earlier,
         manager.running(project, session),
+        cut,
+        directory,
     )

@@ -5,8 +5,11 @@
   slipped into a page), no plugins, no framing, forms posting only to the server, plus
   ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: same-origin`` (no address leaves
   for another site, and a form's Origin is still sent for the CSRF check).
-- **Hosts.** The Host header must be one the server was started for (the loopback names by
-  default), so a web page elsewhere cannot reach it by DNS rebinding.
+- **Hosts.** The Host header must name exactly a host the server was started for (the
+  loopback names ``localhost``, ``127.0.0.1`` and ``[::1]`` by default, with any port), so a
+  web page elsewhere cannot reach it by DNS rebinding: ``[::1].evil.example`` or
+  ``127.0.0.1.evil.example`` is another host. ``TrustedHosts`` is Starlette's
+  ``TrustedHostMiddleware`` with an IPv6-aware reading of the header.
 - **Access token.** A server started with a token (any ``--host`` other than the loopback)
   answers only a request that brings it, as ``?token=`` once (then kept in an HttpOnly
   cookie), the way Jupyter does; the comparison takes the same time for every guess.
@@ -19,13 +22,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
+import re
 import secrets
 from collections.abc import Iterable
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote_from_bytes, urlencode, urlsplit
 
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from haytham.format.patterns import lazy
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -39,7 +47,8 @@ HEADERS = {
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+"""The host names ``haytham serve`` answers for by default (any port)."""
 TOKEN_COOKIE = "haytham_token"
 CSRF_COOKIE = "haytham_csrf"
 CSRF_FIELD = "csrf"
@@ -55,7 +64,8 @@ class Guard:
 
     def __init__(self, *, token: str | None = None, hosts: Iterable[str] = LOOPBACK_HOSTS) -> None:
         self.token = token
-        self.hosts = frozenset(h.lower() for h in hosts)
+        self.hosts = frozenset(allowed_host(h) for h in hosts)
+        """The Host names answered (``allowed_host``'s form), ``*`` for any."""
         self.secret = secrets.token_bytes(32)
 
     def csrf_token(self, cookie: str) -> str:
@@ -80,15 +90,64 @@ class Guard:
             return True
         return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
 
-    def host_ok(self, host_header: str) -> bool:
-        if "*" in self.hosts:
-            return True
-        host = host_header.lower()
-        if host.startswith("["):
-            host = host.split("]")[0] + "]"
-        else:
-            host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-        return host in self.hosts or host.strip("[]") in self.hosts
+
+_HOST = lazy(r"(?P<name>[a-z0-9._~%!$&'()*+,;=-]+|\[(?P<ipv6>[0-9a-f:.]+)\])(?::[0-9]*)?", re.IGNORECASE)
+"""A Host header (RFC 9110): a name or IPv4 address, or an IPv6 address in brackets, then a
+port; nothing else (no user, no second colon, no bare IPv6)."""
+
+
+def host_name(header: str | None) -> str | None:
+    """The host of a Host header, written as ``allowed_host`` writes the hosts it is compared
+    with (lowercase, an IPv6 address in brackets in its short form, no port); None when the
+    header is not a host at all."""
+    match = _HOST.fullmatch(header or "")
+    if match is None:
+        return None
+    if match["ipv6"] is not None:
+        try:
+            return f"[{ipaddress.IPv6Address(match['ipv6']).compressed}]"
+        except ValueError:
+            return None
+    return match["name"].lower()
+
+
+def allowed_host(host: str) -> str:
+    """A host the server answers for (``--host``), as ``host_name`` writes a Host header's:
+    ``::1`` and ``[0::1]`` are ``[::1]``."""
+    host = host.strip().lower()
+    try:
+        address = ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
+    except ValueError:
+        return host
+    return f"[{address.compressed}]" if address.version == 6 else address.compressed
+
+
+class TrustedHosts(TrustedHostMiddleware):
+    """Starlette's ``TrustedHostMiddleware`` over the guard's hosts, reading the Host header
+    with ``host_name``: Starlette before 1.10 (``pyproject.toml`` allows 0.40) cut the header
+    at its first colon, so ``[::1]:8765`` became ``[`` and a server on ``::1`` refused its own
+    pages. A host matches a configured one exactly (or a ``*.example`` pattern, as in
+    Starlette), never by a prefix or a suffix; ``*`` (``--host 0.0.0.0``, where the token
+    guards) lets every host through. A refusal is a 403 with the security headers, and there
+    is no redirect to ``www.``."""
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        super().__init__(app, allowed_hosts=sorted(guard.hosts), www_redirect=False)
+
+    def allows(self, host: str) -> bool:
+        """Whether ``host`` (``host_name``'s form) is one the server answers for."""
+        return self.allow_any or any(
+            host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:]))
+            for pattern in self.allowed_hosts
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            host = host_name(Headers(scope=scope).get("host"))
+            if host is None or not self.allows(host):
+                await _plain(403, "This server does not answer for that host name.", send)
+                return
+        await self.app(scope, receive, send)
 
 
 def csrf_cookie(request: Request) -> str | None:
@@ -96,7 +155,7 @@ def csrf_cookie(request: Request) -> str | None:
 
 
 class GuardMiddleware:
-    """Host check, access token and the security headers, for every HTTP request."""
+    """Access token, CSRF and the security headers, for every HTTP request (behind ``TrustedHosts``)."""
 
     def __init__(self, app: ASGIApp, guard: Guard) -> None:
         self.app = app
@@ -108,9 +167,6 @@ class GuardMiddleware:
             return
         request = Request(scope)
         new_cookies: list[str] = []
-        if not self.guard.host_ok(request.headers.get("host", "")):
-            await _plain(403, "This server does not answer for that host name.", send)
-            return
         if self.guard.token is not None:
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
             given = query.get("token")
@@ -118,7 +174,7 @@ class GuardMiddleware:
                 new_cookies.append(f"{TOKEN_COOKIE}={given}; Path=/; HttpOnly; SameSite=Strict")
                 rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
                 path = scope.get("raw_path") or scope["path"].encode("utf-8")
-                await _redirect(path.decode("latin-1") + (f"?{rest}" if rest else ""), new_cookies, send)
+                await _redirect(local_path(path) + (f"?{rest}" if rest else ""), new_cookies, send)
                 return
             if not self.guard.token_ok(request.cookies.get(TOKEN_COOKIE)):
                 await _plain(
@@ -163,6 +219,19 @@ def _same_origin(request: Request) -> bool:
     return urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower()
 
 
+_PATH_SAFE = "/%!$&'()*+,;=:@-._~"
+"""The characters ``local_path`` leaves as they are; every other one is percent-encoded."""
+
+
+def local_path(path: bytes) -> str:
+    """``path`` as a ``Location`` that can only name a page of this server: one leading slash
+    (``//evil.example/`` would be another host to a browser, and so would ``/\\evil.example``,
+    which browsers read as ``//``), with backslashes, control characters and spaces
+    percent-encoded, so nothing a browser strips or turns into a slash is left."""
+    encoded = quote_from_bytes(path, safe=_PATH_SAFE)
+    return "/" + encoded.lstrip("/")
+
+
 async def _plain(status: int, text: str, send: Send) -> None:
     body = text.encode("utf-8")
     headers = [(k.encode(), v.encode()) for k, v in HEADERS.items()]
@@ -172,6 +241,7 @@ async def _plain(status: int, text: str, send: Send) -> None:
 
 
 async def _redirect(location: str, cookies: list[str], send: Send) -> None:
+    """A 303 to ``location``, a path of this server (``local_path``), never another host."""
     headers = [(k.encode(), v.encode()) for k, v in HEADERS.items()]
     headers += [(b"location", location.encode("latin-1")), (b"content-length", b"0")]
     headers += [(b"set-cookie", c.encode("latin-1")) for c in cookies]
