@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from haytham.errors import DocumentError, Issue, storage_error
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat, ReadCache, _record_or_raise
-from haytham.format.guard import map_file
+from haytham.format.guard import map_file, opened
 from haytham.format.layout import FORMAT_VERSION
 from haytham.format.markdown import first_fence, iter_fences, normalise_label, plain_characters
 from haytham.format.patterns import lazy
@@ -565,6 +565,21 @@ def _legacy_error_fields(rest: str) -> dict[str, Any] | None:
 AGENT_OUTPUT = AgentOutputFormat()
 
 
+def _read_up_to(fd: int, path: Path, most: int) -> bytes:
+    pieces: list[bytes] = []
+    total = 0
+    while total < most:
+        try:
+            piece = os.read(fd, most - total)
+        except OSError as error:
+            raise storage_error(error, path, "read") from error
+        if not piece:
+            break
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)
+
+
 def load_start(path: Path, limit: int) -> tuple[AgentOutput, int, bool] | None:
     """The output at ``path`` with only the first ``limit`` bytes of its content (cut at the
     last line break within them, or at a character when there is none), the size of the file
@@ -572,13 +587,11 @@ def load_start(path: Path, limit: int) -> tuple[AgentOutput, int, bool] | None:
     ``limit`` bytes are read, whatever the file's size: what a page shows of an output of
     hundreds of megabytes. A file not much longer than ``limit`` is read whole."""
     try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            data = file.read(limit + _HEAD_BYTES + 1)
+        with opened(path) as (fd, info):  # the guarded read: no link out, no FIFO
+            size = info.st_size
+            data = _read_up_to(fd, path, limit + _HEAD_BYTES + 1)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    except OSError as error:
-        raise storage_error(error, path, "read") from error
     if len(data) <= limit + _HEAD_BYTES:  # the whole file
         return _record_or_raise(*AGENT_OUTPUT.read_data(data, path)), len(data), True
     cut = data.rfind(b"\n", 0, limit + _HEAD_BYTES) + 1 or len(data)
