@@ -96,9 +96,15 @@ class _Writer:
 def _save(manager: CheckpointManager, session: str, phase: int, text: str, approved: bool = True) -> None:
     manager.save_agent_output(PROJECT, session, phase, AGENT, text, duration=1.0, model="m")
     manager.save_checkpoint(
-        PROJECT, session, phase, "completed", [{"agent_name": AGENT, "tokens": 10, "cost": 0.01, "duration": 1.0}]
+        PROJECT,
+        session,
+        phase,
+        "completed",
+        [{"agent_name": AGENT, "tokens": 10, "cost": 0.01, "duration": 1.0}],
     )
-    manager.save_user_feedback(PROJECT, session, phase, True, approved, comments="ok" if approved else "again")
+    manager.save_user_feedback(
+        PROJECT, session, phase, True, approved, comments="ok" if approved else "again"
+    )
 
 
 def many_phases(base: Path, phases: int) -> CheckpointManager:
@@ -182,9 +188,9 @@ def long_history(base: Path, entries: int) -> CheckpointManager:
     manager.save_agent_output(PROJECT, SESSION, 1, AGENT, "text\n")
     manager.save_checkpoint(PROJECT, SESSION, 1, "completed", [{"agent_name": AGENT}])
     directory = manager.session_dir(PROJECT, SESSION)
-    text = (directory / manager.session_workflow(PROJECT, SESSION).phases[0].directory / CHECKPOINT_FILE).read_text(
-        "utf-8"
-    )
+    text = (
+        directory / manager.session_workflow(PROJECT, SESSION).phases[0].directory / CHECKPOINT_FILE
+    ).read_text("utf-8")
     writer = _Writer(manager, SESSION)
     saved = len(list((directory / HISTORY_DIR).iterdir()))
     name = CHECKPOINT.parse(text).phase_name
