@@ -82,8 +82,13 @@ MAX_EXPORT_BYTES = 1024 * 1024 * 1024
 file (in about the memory of its largest file), so this bounds the disk it may fill."""
 MAX_JSON_BYTES = 256 * 1024 * 1024
 """The largest ``.json`` export: it is parsed whole, so it is held in memory several times."""
-MAX_MEMBERS = 100_000
-"""The most members an archive may hold."""
+MAX_MEMBERS = 250_000
+"""The most members (files and folders) an archive may hold: room for a session at any one of
+the sizes haytham supports (docs/formats.md, "Limits": 100,000 history entries, 10,000
+attempts of a phase, 1,000 phases), and the bound on what a hostile archive makes import do."""
+HEADER_BYTES = 2048
+"""What the tar stream may hold per member beyond its file's bytes: its header, a PAX header
+for a long name, and the padding of its data to 512 bytes."""
 EXPECTED = "session_manifest.md, workflow.yaml, history/*.md, phase_*/*.md or phase_*/attempts/N/*.md"
 
 
@@ -125,6 +130,9 @@ def export_session(
             f"{path} must end with .json, .tar.gz or .tgz (the form of the export)", field="target"
         )
     files, _ = _snapshot(manager, project_id, session_id)
+    directory = manager.session_dir(project_id, session_id)
+    if sum(len(data) for data in files.values()) > MAX_JSON_BYTES:  # its text holds them all
+        raise _json_too_large(directory)
     document = _document(files, project_id, session_id)
     with _storage.atomic_stream(path) as handle:
         text = io.TextIOWrapper(handle, encoding="utf-8", newline="\n", write_through=False)
@@ -132,7 +140,17 @@ def export_session(
         text.write("\n")
         text.flush()
         text.detach()  # the stream stays open for atomic_stream to fsync and close
+        if handle.tell() > MAX_JSON_BYTES:  # escapes made it larger: never put in place
+            raise _json_too_large(directory)
     return path
+
+
+def _json_too_large(directory: Path) -> DocumentError:
+    return DocumentError(
+        f"makes a .json export of more than {_size(MAX_JSON_BYTES)}, more than import reads back; "
+        "export it as .tar.gz (docs/formats.md, Limits)",
+        path=directory,
+    )
 
 
 def dump_export(document: Mapping[str, Any]) -> str:
@@ -162,36 +180,22 @@ def _export_archive(manager: CheckpointManager, project_id: str, session_id: str
     with _storage.read_locked(directory, manager.lock_timeout, f"session {project_id}/{session_id}") as held:
         if held:
             names, directories = session_listing(directory)
+            members = _members_of(project_id, session_id, names, directories)
+            _refuse_members(len(members), directory)  # before the archive is begun
             with _storage.atomic_stream(path) as handle:
-                _write_archive(
-                    handle,
-                    project_id,
-                    session_id,
-                    names,
-                    directories,
-                    lambda name: read_session_file(directory, name),
-                )
+                _write_archive(handle, members, lambda name: read_session_file(directory, name), directory)
             return
     files, directories = _agreeing_reads(directory)
+    members = _members_of(project_id, session_id, files, directories)
+    _refuse_members(len(members), directory)
     with _storage.atomic_stream(path) as handle:
-        _write_archive(handle, project_id, session_id, list(files), directories, files.__getitem__)
+        _write_archive(handle, members, files.__getitem__, directory)
 
 
-def _write_archive(
-    handle: IO[bytes],
-    project_id: str,
-    session_id: str,
-    files: list[str],
-    directories: list[str],
-    read: Callable[[str], bytes],
-) -> None:
-    """Write a deterministic ``.tar.gz`` of a session's files to ``handle``, as a stream.
-
-    Members are ``{project_id}/sessions/{session_id}/...`` (so ``tar -xzf`` into a base
-    directory puts the session in its place), sorted, with mtime 0, uid and gid 0 and no
-    owner names; the gzip header has no name and no time. The same session gives the same
-    bytes.
-    """
+def _members_of(
+    project_id: str, session_id: str, files: Iterable[str], directories: Iterable[str]
+) -> dict[str, str | None]:
+    """The members of a session's archive (each file's relative path, None for a folder)."""
     prefix = f"{project_id}/sessions/{session_id}"
     members: dict[str, str | None] = {prefix: None}  # member -> the file's relative path
     members.update({f"{prefix}/{d}": None for d in directories})
@@ -201,6 +205,38 @@ def _write_archive(
             members.setdefault(f"{prefix}/{parent}", None)
             parent = parent.parent
         members[f"{prefix}/{path}"] = path
+    return members
+
+
+def _refuse_members(members: int, directory: Path) -> None:
+    """Refuse (DocumentError, naming the session) an archive of more members than import
+    reads: what export writes, import reads back."""
+    if members > MAX_MEMBERS:
+        raise DocumentError(
+            f"holds {members:,} files and folders: an export may hold at most {MAX_MEMBERS:,}, "
+            "more than import reads back (docs/formats.md, Limits)",
+            path=directory,
+        )
+
+
+def _write_archive(
+    handle: IO[bytes],
+    members: Mapping[str, str | None],
+    read: Callable[[str], bytes],
+    directory: Path,
+) -> None:
+    """Write a deterministic ``.tar.gz`` of a session's ``members`` (``_members_of``) to
+    ``handle``, as a stream, refusing (DocumentError, naming the session) one whose files come
+    to more than import reads back (``MAX_EXPORT_BYTES``, ``_stream_limit``): the archive is
+    then never written.
+
+    Members are ``{project_id}/sessions/{session_id}/...`` (so ``tar -xzf`` into a base
+    directory puts the session in its place), sorted, with mtime 0, uid and gid 0 and no
+    owner names; the gzip header has no name and no time. The same session gives the same
+    bytes.
+    """
+    _refuse_members(len(members), directory)
+    total = 0
     with (
         gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0) as zipped,
         tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive,
@@ -217,10 +253,23 @@ def _write_archive(
                 archive.addfile(info)
             else:
                 content = read(relative)  # each file read only as its member is written
+                total += len(content)
+                if total > MAX_EXPORT_BYTES:
+                    raise DocumentError(
+                        f"its files come to more than {_size(MAX_EXPORT_BYTES)}, the most an export "
+                        "may be (docs/formats.md, Limits)",
+                        path=directory,
+                    )
                 info.mode = 0o644
                 info.size = len(content)
                 archive.addfile(info, io.BytesIO(content))
                 del content
+            if archive.offset + 2 * tarfile.BLOCKSIZE + tarfile.RECORDSIZE > _stream_limit():
+                raise DocumentError(  # only names far longer than any haytham writes get here
+                    f"makes an archive of more than {_size(_stream_limit())}, more than import reads "
+                    "back (docs/formats.md, Limits)",
+                    path=directory,
+                )
 
 
 def _snapshot(
@@ -665,7 +714,7 @@ class _Bounded(io.RawIOBase):
     def __init__(self, stream: io.BufferedIOBase, path: Path) -> None:
         self._stream = stream
         self._path = path
-        self._left = MAX_EXPORT_BYTES + 512 * (2 * MAX_MEMBERS + 2) + tarfile.RECORDSIZE
+        self._left = _stream_limit()
 
     def readable(self) -> bool:
         return True
@@ -680,6 +729,12 @@ class _Bounded(io.RawIOBase):
                 f"expands to more than {_size(MAX_EXPORT_BYTES)}, the most an export may be", path=self._path
             )
         return data
+
+
+def _stream_limit() -> int:
+    """The most bytes the decompressed stream of an archive may hold: its files, what each
+    member adds (``HEADER_BYTES``) and the end of the archive. Export and import share it."""
+    return MAX_EXPORT_BYTES + HEADER_BYTES * (MAX_MEMBERS + 1) + tarfile.RECORDSIZE
 
 
 def _relative_parts(name: str, origin: Path | None) -> list[str]:

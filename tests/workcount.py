@@ -17,6 +17,9 @@ whole test under its ``tmp_path``. Three ways of observing are used:
   the ``os`` module for the block (``pytest.MonkeyPatch``): haytham calls them as
   ``os.stat(...)`` (or ``stat_of = os.stat`` inside the function), and so do ``pathlib``
   and ``os.path``, so every stat of a path is seen.
+- A line tracer (``sys.settrace``) for the CPU work that touches no file: the lines of
+  haytham's own code executed (``lines``), only in a block that asks for it
+  (``counting(root, lines=True)``), as tracing slows every call down.
 - Counting wrappers around the haytham functions and methods that do the work (a parse, a
   canonical read, a digest's read of an output, an index query, the ordering of a history,
   a recovery), set on every haytham module attribute and class that holds the original
@@ -97,6 +100,13 @@ class WorkCounters:
     recovered: int = 0
     """Operations finished by recovery: calls of ``journal.recover`` on a folder that held
     a journal record when it was called."""
+    lines: int = 0
+    """Lines of haytham's own code executed, counted only under ``counting(root,
+    lines=True)``: ``sys.settrace`` line events in frames whose code is in a file of the
+    ``haytham`` package (its modules, and its Jinja templates, whose compiled code is named
+    by the template's file). Pure CPU work shows here: a loop inside a loop over the phases
+    (or a lookup that walks them all, called once per phase) grows quadratically. The
+    lines ``history.in_order`` runs are in ``steps``, not here."""
 
     def reset(self) -> None:
         """Start counting from zero."""
@@ -226,6 +236,24 @@ def _counting_rows(real: Callable[..., Any]) -> Callable[..., Iterator[Any]]:
 
 
 _HISTORY_FILE = _history.__file__
+_HAYTHAM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(_history.__file__))), "")
+"""The folder of the ``haytham`` package, with a trailing separator."""
+
+
+def _line_tracer(counts: WorkCounters) -> Callable[[types.FrameType, str, Any], Any]:
+    """A ``sys.settrace`` function counting the lines of haytham's code in ``counts.lines``."""
+
+    def lines(frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event == "line":
+            counts.lines += 1
+        return lines
+
+    def calls(frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event == "call" and frame.f_code.co_filename.startswith(_HAYTHAM_DIR):
+            return lines
+        return None
+
+    return calls
 
 
 def _counting_lines(real: Callable[..., Any]) -> Callable[..., Any]:
@@ -288,9 +316,10 @@ def _kinds() -> Iterator[type]:
 
 
 @contextlib.contextmanager
-def counting(root: Path) -> Iterator[WorkCounters]:
+def counting(root: Path, *, lines: bool = False) -> Iterator[WorkCounters]:
     """Count the work done inside the block on ``root`` (files and folders below it) and in
-    haytham's parsing, index and ordering code, from zero."""
+    haytham's parsing, index and ordering code, from zero; with ``lines``, the lines of
+    haytham's code executed too (``WorkCounters.lines``)."""
     import haytham.format  # noqa: F401 - every document kind, so that each one is counted
 
     counts = WorkCounters()
@@ -310,7 +339,12 @@ def counting(root: Path) -> Iterator[WorkCounters]:
         _everywhere(patch, _history.in_order, _counting_lines(_history.in_order))
         _everywhere(patch, _journal.recover, _counting_recover(_journal.recover))
         _ACTIVE.append(_Active(counts, os.path.join(os.path.abspath(root), "")))
+        before = sys.gettrace()
+        if lines:
+            sys.settrace(_line_tracer(counts))
         try:
             yield counts
         finally:
+            if lines:
+                sys.settrace(before)
             _ACTIVE.pop()

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +62,26 @@ class Workflow:
     Not part of the fingerprint: which code plays an agent is how a session is run, not
     what its files hold, so binding or rebinding agents never makes a session "changed"."""
 
+    @cached_property
+    def _by_number(self) -> dict[int, PhaseDefinition]:
+        """Each phase by its number (the first, were a number given twice), made once: a
+        lookup is then constant time, so a walk over the phases stays linear in them."""
+        found: dict[int, PhaseDefinition] = {}
+        for phase in self.phases:
+            found.setdefault(phase.number, phase)
+        return found
+
+    @cached_property
+    def _selected(self) -> dict[str, tuple[tuple[PhaseDefinition, ...], frozenset[int]]]:
+        """``phases_for`` of each mode asked for (and its numbers), made once per mode."""
+        return {}
+
     def phase(self, number: object) -> PhaseDefinition:
         """The phase with this number, or UnknownPhaseError naming the valid numbers."""
         if isinstance(number, int) and not isinstance(number, bool):
-            for phase in self.phases:
-                if phase.number == number:
-                    return phase
+            found = self._by_number.get(number)
+            if found is not None:
+                return found
         valid = ", ".join(str(p.number) for p in self.phases)
         raise UnknownPhaseError(
             f"phase {number!r} is not a phase of workflow {self.name!r} (expected one of {valid})",
@@ -81,7 +96,14 @@ class Workflow:
                 f"(expected one of {', '.join(self.modes)})",
                 field="execution_mode",
             )
-        return tuple(self.phase(n) for n in self.modes[mode])
+        return self._mode(mode)[0]
+
+    def _mode(self, mode: str) -> tuple[tuple[PhaseDefinition, ...], frozenset[int]]:
+        known = self._selected.get(mode)
+        if known is None:
+            phases = tuple(self.phase(n) for n in self.modes[mode])
+            known = self._selected[mode] = (phases, frozenset(p.number for p in phases))
+        return known
 
     def fingerprint(self) -> str:
         """A short hash of the definition: it changes whenever a phase, agent or mode does.
@@ -102,7 +124,7 @@ class Workflow:
         """The phase, refusing one that exists but that ``mode`` does not run."""
         phase = self.phase(number)
         selected = self.phases_for(mode)
-        if phase not in selected:
+        if phase.number not in self._mode(mode)[1]:
             numbers = ", ".join(str(p.number) for p in selected)
             raise UnknownPhaseError(
                 f"phase {phase.number} ({phase.name}) is not run in {mode!r} mode (its phases are {numbers})",

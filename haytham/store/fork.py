@@ -8,7 +8,7 @@ under its lock and writes the result with ``haytham.store.copy.write_session_dir
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from haytham.errors import HaythamError, NotFoundError
@@ -117,6 +117,7 @@ def _copied_outputs(
     recorded an outputs digest, the digest of its copied outputs, and (when it differs: a
     correction made by hand in the source) every one of them, named relative to the session."""
     found: dict[int, tuple[str, tuple[str, ...]]] = {}
+    by_folder = _by_folder(files)
     for phase in kept:
         saved = checkpoints.get(phase.number)
         if saved is None or saved.outputs_digest is None:
@@ -124,9 +125,8 @@ def _copied_outputs(
         prefix = f"{phase.directory}/"
         names = sorted(
             name
-            for name in files
-            if name.startswith(prefix)
-            and "/" not in name[len(prefix) :]
+            for name in by_folder.get(phase.directory, ())
+            if "/" not in name[len(prefix) :]
             and name.endswith(".md")
             and not name[len(prefix) :].startswith(".")
             and name[len(prefix) :] not in OWN_SESSION_FILES
@@ -137,6 +137,18 @@ def _copied_outputs(
         }
         digest = outputs_digest(contents)
         found[phase.number] = (digest, () if digest == saved.outputs_digest else tuple(names))
+    return found
+
+
+def _by_folder(files: Iterable[str]) -> dict[str, list[str]]:
+    """The relative paths of ``files`` by their top folder (a phase's, ``history``), in
+    one pass: a phase's files are then found without looking at every other phase's, so
+    forking stays linear in the phases."""
+    found: dict[str, list[str]] = {}
+    for path in files:
+        top, slash, _ = path.partition("/")
+        if slash:
+            found.setdefault(top, []).append(path)
     return found
 
 
@@ -178,13 +190,21 @@ def files_at_entry(
         seen.add(step.entry_id)
         step = by_id.get(step.parent) if step.parent else None
     moment = parse_timestamp(entry.timestamp)
+    newest: dict[int, HistoryEntry] = {}  # each phase's newest checkpoint entry in the chain
+    reviews: dict[tuple[int, int], HistoryEntry] = {}  # each attempt's newest review entry
+    for step in chain:  # newest first
+        if step.kind == "checkpoint":
+            newest.setdefault(step.phase_number, step)
+        elif step.kind == "review":
+            reviews.setdefault((step.phase_number, step.attempt), step)
+    by_folder = _by_folder(source)
     files = dict(source)
     for phase in kept:
         inside = f"{phase.directory}/"
-        phase_files = {path: data for path, data in source.items() if path.startswith(inside)}
+        phase_files = {path: source[path] for path in by_folder.get(phase.directory, ())}
         for path in phase_files:
             del files[path]
-        saved = next((e for e in chain if e.phase_number == phase.number and e.kind == "checkpoint"), None)
+        saved = newest.get(phase.number)
         if saved is None:
             continue
         attempt = saved.attempt
@@ -215,14 +235,7 @@ def files_at_entry(
                 path=source_dir / where,
             )
         files[f"{inside}{CHECKPOINT_FILE}"] = saved.checkpoint_text.encode("utf-8")
-        review = next(
-            (
-                e
-                for e in chain
-                if e.phase_number == phase.number and e.kind == "review" and e.attempt == attempt
-            ),
-            None,
-        )
+        review = reviews.get((phase.number, attempt))
         if review is not None and review.feedback_text is not None:
             files[f"{inside}{FEEDBACK_FILE}"] = review.feedback_text.encode("utf-8")
         elif f"{where}{FEEDBACK_FILE}" in source:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, get_args
 
 from haytham.records import (
@@ -272,11 +273,17 @@ class SessionView:
     """The first phase that is not done, or None when every phase is."""
     next_action: NextAction
 
-    def phase(self, number: int) -> PhaseView:
+    @cached_property
+    def _by_number(self) -> dict[int, PhaseView]:
+        """Each phase's view by its number (the first, were a number given twice), made once:
+        asking for every phase in turn stays linear in the phases."""
+        found: dict[int, PhaseView] = {}
         for view in self.phases:
-            if view.number == number:
-                return view
-        raise KeyError(number)
+            found.setdefault(view.number, view)
+        return found
+
+    def phase(self, number: int) -> PhaseView:
+        return self._by_number[number]
 
     @property
     def stale(self) -> tuple[PhaseView, ...]:

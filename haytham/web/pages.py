@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -369,16 +369,29 @@ def feedback_version(
     return version, None if data is None else data.decode("utf-8", "replace")
 
 
-def phase_page(manager: CheckpointManager, project: str, session: str, phase: int) -> PhasePage:
-    """The phase page: outputs, their metadata, the review, earlier attempts with diffs."""
+def phase_page(
+    manager: CheckpointManager,
+    project: str,
+    session: str,
+    phase: int,
+    *,
+    state: SessionView | None = None,
+    checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
+) -> PhasePage:
+    """The phase page: outputs, their metadata, the review, earlier attempts with diffs.
+
+    ``state`` and ``checkpoints`` are the session's as the caller read them, when it has:
+    the report makes every phase's page from one reading of the session, where reading it
+    again for each phase would make its work grow with the square of the phases."""
     check_names(project, session)
-    state = manager.state(project, session)
+    state = manager.state(project, session) if state is None else state
     try:
         view = state.phase(phase)
     except KeyError:
         manager.phase_dir(project, session, phase)  # UnknownPhaseError names the phases there are
         raise NotFoundError(f"phase {phase} is not a phase of {project}/{session}") from None
-    checkpoints = manager.load_checkpoints(project, session)
+    if checkpoints is None:
+        checkpoints = manager.load_checkpoints(project, session)
     checkpoint = checkpoints.get(phase)
     records: dict[Path, AgentOutput] = {}
     cut: dict[Path, OutputCut] = {}

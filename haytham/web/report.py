@@ -20,6 +20,10 @@ from haytham.web.templating import render, stylesheet
 def report_html(manager: CheckpointManager, project: str, session: str) -> str:
     """The report of ``project/session`` as the text of one HTML file."""
     page = pages.session_page(manager, project, session)
-    phases = [pages.phase_page(manager, project, session, line.view.number) for line in page.phases]
+    checkpoints = {line.view.number: line.checkpoint for line in page.phases if line.checkpoint is not None}
+    phases = [  # from the session page's one reading of the session: linear in the phases
+        pages.phase_page(manager, project, session, n, state=page.state, checkpoints=checkpoints)
+        for n in (line.view.number for line in page.phases)
+    ]
     css = Markup(stylesheet())  # the package's own stylesheet, inlined as it is
     return render("report.html", standalone=True, css=css, page=page, phases=phases)
