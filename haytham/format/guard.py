@@ -60,12 +60,28 @@ def guard_tree(base_dir: str | os.PathLike[str]) -> None:
     absolute = os.path.abspath(base_dir)
     if absolute not in _TREES:
         _TREES[absolute] = os.path.realpath(absolute)
+        _FOLDERS.clear()  # a folder below the new tree now belongs to it
 
 
 def tree_of(path: str | os.PathLike[str]) -> tuple[str, str] | None:
     """The innermost guarded tree holding ``path`` (as given, real), or None: the tree whose
     files these are."""
     current = os.path.abspath(path)
+    real = _TREES.get(current)
+    if real is not None:
+        return current, real
+    folder = os.path.dirname(current)
+    try:
+        return _FOLDERS[folder]
+    except KeyError:
+        if len(_FOLDERS) >= _MOST_FOLDERS:
+            _FOLDERS.clear()
+        found = _FOLDERS[folder] = _walk_up(folder)
+        return found
+
+
+def _walk_up(current: str) -> tuple[str, str] | None:
+    """``tree_of`` of the folder ``current``: its own tree, else its parent's."""
     while True:
         real = _TREES.get(current)
         if real is not None:
@@ -74,6 +90,12 @@ def tree_of(path: str | os.PathLike[str]) -> tuple[str, str] | None:
         if parent == current:
             return None
         current = parent
+
+
+_FOLDERS: dict[str, tuple[str, str] | None] = {}
+"""``tree_of`` of the folders of files read, so a read costs one look-up, not a step a level
+above it (forgotten whenever a tree is registered, and when it holds ``_MOST_FOLDERS``)."""
+_MOST_FOLDERS = 4096
 
 
 @contextlib.contextmanager
