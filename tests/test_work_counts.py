@@ -127,6 +127,10 @@ compared with the digest its checkpoint recorded)."""
 FACTS_PARSED = 4
 """What it parses: the two checkpoints and the two outputs (haytham's own manifests are read
 by ``format.summary``)."""
+FACTS_LISTED = 6
+"""What a cold listing lists of a template session, each once: its folder and the five phase
+folders of its mode (the derivation takes each phase's outputs from that listing, and looks
+for no review the listing did not show)."""
 FACTS_STATED = 11
 """What a warm listing stats of a template session, and reads nothing: its manifest, its
 folder, the five phase folders of its mode (three of them still empty) and the checkpoint
@@ -146,6 +150,7 @@ def test_listing_reads_each_fact_file_once(template: Path, counters: WorkCounter
         assert runs[-1]["parsed"] == runs[-1]["canonical"] == FACTS_PARSED * count
     _assert_linear(runs, ("opened", "parsed", "listed", "stated"))
     assert runs[1]["stated"] - runs[0]["stated"] == 2 * 5  # the two outputs of each new session
+    assert runs[1]["listed"] - runs[0]["listed"] == FACTS_LISTED * 5
     piped = _work(counters, lambda: CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)]))
     assert piped["opened"] == FACTS_READ * 15 and piped["parsed"] == FACTS_PARSED * 15
 

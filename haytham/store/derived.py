@@ -34,6 +34,7 @@ from haytham.records import PhaseCheckpoint
 from haytham.store import lifecycle
 from haytham.store import progress as _progress
 from haytham.store.index import identity
+from haytham.store.phase_files import Listed
 
 SEPARATOR = "\n"
 """Between the remembered ``Facts.names`` in the index (a name holding it is never remembered)."""
@@ -55,6 +56,8 @@ class Facts:
     """A symlink among them: such a session is derived afresh every time."""
     files: dict[str, frozenset[str]] = field(default_factory=dict)
     """Each phase folder's markdown files, by folder name."""
+    listed: Listed = field(default_factory=lambda: Listed(frozenset(), {}))
+    """What the listings found, for the derivation (``view_of``) to look nowhere else."""
 
     @property
     def storable(self) -> bool:
@@ -68,9 +71,11 @@ def gather(directory: str, manifest: os.stat_result | None, salt: str) -> Facts:
     is on) one ``stat`` of each path for the key."""
     names: list[str] = []
     files: dict[str, frozenset[str]] = {}
+    phases: dict[str, tuple[tuple[str, bool], ...]] = {}
     linked = False
     with os.scandir(directory) as entries:
-        found = [(e.name, e) for e in entries if e.name[0] != "." and e.name != MANIFEST_FILE]
+        found = [(e.name, e) for e in entries if e.name[0] != "."]
+    present = frozenset(name.casefold() for name, _ in found)
     if len(found) > 1:
         found.sort(key=_first)
     for name, entry in found:
@@ -82,17 +87,15 @@ def gather(directory: str, manifest: os.stat_result | None, salt: str) -> Facts:
             names.append(name)
             try:
                 with os.scandir(entry.path) as inside:
-                    markdown = sorted(
-                        (e.name, e.is_symlink())
-                        for e in inside
-                        if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file()
-                    )
+                    every = [e for e in inside if e.name.endswith(".md") and not e.name.startswith(".")]
             except (FileNotFoundError, NotADirectoryError):
                 continue  # removed meanwhile: the key will differ next time
+            phases[name] = tuple((e.name, e.is_dir(follow_symlinks=False)) for e in every)
+            markdown = sorted((e.name, e.is_symlink()) for e in every if e.is_file())
             files[name] = frozenset(n for n, _ in markdown)
             linked = linked or any(link for _, link in markdown)
             names += (f"{name}{os.sep}{n}" for n, _ in markdown)
-    facts = Facts(tuple(names), linked=linked, files=files)
+    facts = Facts(tuple(names), linked=linked, files=files, listed=Listed(present, phases))
     if manifest is not None:
         found_key = key_of(directory, manifest, facts.names, salt)
         if found_key is not None:
@@ -172,7 +175,8 @@ class Deriver:
                     self._empty[(id(workflow), mode)] = known_empty
                 return known_empty, None
             phases = workflow.phases_for(mode)
-            return _derived(Path(directory), phases, self._checkpoints(directory, phases, facts), None), None
+            checkpoints = self._checkpoints(directory, phases, facts)
+            return _derived(Path(directory), phases, checkpoints, None, facts.listed), None
         except InvalidArgumentError as error:  # a mode the workflow does not have
             return None, _warning(Path(directory, MANIFEST_FILE), "Execution Mode", str(error))
         except HaythamError as error:  # a fact file that cannot be read
@@ -214,12 +218,13 @@ def _derived(
     phases: tuple[PhaseDefinition, ...],
     checkpoints: dict[int, PhaseCheckpoint],
     reviews: dict[int, _progress.Review] | None,
+    listed: Listed | None = None,
 ) -> Derived:
     """``progress.derive``'s Status, Current Phase and totals, without the manifest record:
     the view is ``progress.view_of`` (what ``CheckpointManager.state`` reads), or with
     ``reviews`` given, the lifecycle over them."""
     if reviews is None:
-        view = _progress.view_of(directory, phases, checkpoints)
+        view = _progress.view_of(directory, phases, checkpoints, listed=listed)
     else:
         view = lifecycle.derive(_progress.phase_facts(phases, checkpoints, reviews))
     current = _progress.current_phase(_progress.phase_rows(phases, checkpoints, view))

@@ -36,7 +36,7 @@ from haytham.records import (
 )
 from haytham.store import durations, lifecycle
 from haytham.store import index as _index
-from haytham.store.phase_files import agent_files
+from haytham.store.phase_files import Listed, agent_files
 
 NOT_STARTED = CurrentPhase(number=0, name="Not Started", status="pending", can_resume=False)
 
@@ -49,13 +49,18 @@ def read_reviews(
     phases: tuple[PhaseDefinition, ...],
     cache: ReadCache | None = None,
     read: Callable[[Path], bytes | None] | None = None,
+    *,
+    listed: Listed | None = None,
 ) -> dict[int, Review]:
     """The verdict of each phase's ``user_feedback.md`` (the phases without one are left out).
 
     ``read``: how a writer holding the lock reads a file (its bytes, None when there is
-    none), so that a file it read already for its save is not read again."""
+    none), so that a file it read already for its save is not read again. ``listed``: what a
+    listing of the session's folders just found; a review it saw no entry of is not looked for."""
     found: dict[int, Review] = {}
     for phase in phases:
+        if listed is not None and not listed.may_hold(phase.directory, FEEDBACK_FILE):
+            continue
         path = directory / phase.directory / FEEDBACK_FILE
         try:
             if read is None:
@@ -172,20 +177,25 @@ def outputs_of(
     cache: OutputDigests | None = DIGESTS,
     *,
     reads: ReadCache | None = None,
+    names: Sequence[str] | None = None,
 ) -> Outputs:
     """The agent outputs of ``phase_dir`` now: their digest and their files.
 
     The files are those ``CheckpointManager`` counts when it records a phase's digest: every
-    agent output file of the folder (``phase_files.agent_files``, ``agents`` first). Each is
+    agent output file of the folder (``phase_files.agent_files``, ``agents`` first; or
+    ``names``, those of a listing of the folder the caller just made). Each is
     ``stat``-ed; only when one of them changed since ``cache`` last saw the folder (or it
     never did) are they read and hashed, each once (through ``reads``, which knows the
     records a writer just wrote, so it parses nothing it wrote). A folder that is not there
     has no outputs.
     """
-    try:
-        paths = agent_files(phase_dir, agents)
-    except (FileNotFoundError, NotADirectoryError):
-        return Outputs(lifecycle.outputs_digest({}), ())
+    if names is not None:
+        paths = [phase_dir / name for name in names]
+    else:
+        try:
+            paths = agent_files(phase_dir, agents)
+        except (FileNotFoundError, NotADirectoryError):
+            return Outputs(lifecycle.outputs_digest({}), ())
     signature = []
     files = []
     present = []
@@ -239,9 +249,11 @@ def outputs_now(
     cache: OutputDigests | None = DIGESTS,
     *,
     reads: ReadCache | None = None,
+    listed: Listed | None = None,
 ) -> dict[int, tuple[str, tuple[str, ...]]]:
     """For each phase of the session at ``directory`` whose checkpoint recorded an outputs
-    digest: the digest of its output files now, and which of them changed when it differs.
+    digest: the digest of its output files now, and which of them changed when it differs
+    (``listed``: what a listing of the session's folders just found, not listed again).
 
     The changed files are named relative to the session folder: those modified after the
     checkpoint file was written (a correction made after the phase completed), and the
@@ -254,7 +266,9 @@ def outputs_now(
         if saved is None or saved.outputs_digest is None:
             continue
         phase_dir = directory / phase.directory
-        now = outputs_of(phase_dir, [run.agent_name for run in saved.agents], cache, reads=reads)
+        agents = [run.agent_name for run in saved.agents]
+        found_names = None if listed is None else listed.agents(phase.directory, agents)
+        now = outputs_of(phase_dir, agents, cache, reads=reads, names=found_names)
         if now.digest == saved.outputs_digest:
             found[phase.number] = (now.digest, ())
             continue
@@ -316,11 +330,14 @@ def view_of(
     checkpoints: Mapping[int, PhaseCheckpoint],
     cache: ReadCache | None = None,
     digests: OutputDigests | None = DIGESTS,
+    *,
+    listed: Listed | None = None,
 ) -> lifecycle.SessionView:
     """``lifecycle.derive`` over the session at ``directory``: its checkpoints, its review
-    files and its agent outputs as they are now."""
-    reviews = read_reviews(directory, phases, cache)
-    outputs = outputs_now(directory, phases, checkpoints, digests, reads=cache)
+    files and its agent outputs as they are now (``listed``: what a listing of its folders
+    just found: a file it saw no entry of is not looked for, a folder is not listed again)."""
+    reviews = read_reviews(directory, phases, cache, listed=listed)
+    outputs = outputs_now(directory, phases, checkpoints, digests, reads=cache, listed=listed)
     return lifecycle.derive(phase_facts(phases, checkpoints, reviews, outputs))
 
 

@@ -27,7 +27,7 @@ from haytham.store import index as _index
 from haytham.store import progress as _progress
 from haytham.store.disagreements import disagreements, folder_disagreements
 from haytham.store.fs import LOCK_NAME, TMP_SUFFIX
-from haytham.store.phase_files import agent_files, agents_among
+from haytham.store.phase_files import agent_files, agents_among, surely_absent
 from haytham.store.session_files import kind_of
 
 WorkflowOf = Callable[[Path, SessionManifest], Workflow]
@@ -68,7 +68,7 @@ def session_issues(
     reviewed: set[int] = set()
     present = _folder_names(directory)
     for phase in phases:
-        if present is not None and _surely_absent(phase.directory, present):
+        if present is not None and surely_absent(phase.directory, present):
             continue  # a phase not run yet: its folder would be looked for in vain
         files = phase_files(directory / phase.directory, phase, require_checkpoint=False, cache=cache)
         issues += files.issues
@@ -229,14 +229,6 @@ def _folder_names(directory: Path) -> frozenset[str] | None:
         return frozenset(name.casefold() for name in os.listdir(directory))
     except OSError:
         return None
-
-
-def _surely_absent(name: str, present: frozenset[str]) -> bool:
-    """Whether the entry ``name`` cannot be in a folder whose casefolded names are
-    ``present``, on any file system (one that ignores case, or Unicode normalisation, too):
-    only a plain ASCII name is answered, anything else is looked for."""
-    plain = name.isascii() and "/" not in name and name not in ("", ".", "..")
-    return plain and name.casefold() not in present
 
 
 def _exists(entries: dict[str, os.DirEntry[str]] | None, path: Path) -> bool:
