@@ -24,7 +24,7 @@ from workcount import WorkCounters
 from haytham.cli import main as cli_main
 from haytham.format.layout import MANIFEST_FILE
 from haytham.records import HistoryEntry
-from haytham.store import history
+from haytham.store import history, scan
 from haytham.store import index as _index
 from haytham.store import progress as _progress
 from haytham.store.manager import CheckpointManager
@@ -183,6 +183,23 @@ def test_a_listing_with_an_index_stats_each_fact_file_and_reads_none(
         assert runs[-1]["index_rows"] == 2 * count
     _assert_linear(runs, ("stated", "index_rows"))
     assert runs[1]["stated"] - runs[0]["stated"] == FACTS_STATED * 60
+
+
+def test_the_library_and_the_command_share_the_index(
+    template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
+) -> None:
+    """``haytham list`` (a manager's copy of the built-in workflows) and ``scan.list_sessions``
+    (the built-in mapping) key a session alike: after either, the other reads nothing."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    base = template.parents[2]
+    _grow(template, 60)
+    CheckpointManager(base).list_sessions()
+    library = _work(counters, lambda: scan.list_sessions(base))
+    assert library["opened"] == 0 and library["parsed"] == 0
+    CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)])
+    command = _work(counters, lambda: scan.list_sessions(base))
+    assert command["opened"] == 0 and command["parsed"] == 0
 
 
 def test_a_changed_session_is_derived_again_once(

@@ -19,6 +19,7 @@ key, so a warm listing checks a session with one ``stat`` a path and reads nothi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Mapping
@@ -135,11 +136,25 @@ def still(directory: str, manifest: os.stat_result, names: str, salt: str) -> st
 
 def salt_of(workflows: Mapping[str, Workflow]) -> str:
     """What the registered workflow definitions add to every key: a session derived with
-    other definitions is derived again."""
+    other definitions is derived again. Only the definitions count, not which mapping holds
+    them: a ``CheckpointManager``'s copy of the built-in workflows (``haytham list``) and
+    the built-in mapping itself (``scan.list_sessions``) key a session alike, so neither
+    makes the other derive every session again."""
     if workflows is BUILTIN_WORKFLOWS:
         return ""
-    definitions = sorted((name, w.fingerprint()) for name, w in workflows.items())
+    definitions = _definitions(workflows)
+    if definitions == _builtin_definitions():
+        return ""
     return hashlib.blake2b(repr(definitions).encode(), digest_size=8).hexdigest()
+
+
+def _definitions(workflows: Mapping[str, Workflow]) -> list[tuple[str, str]]:
+    return sorted((name, w.fingerprint()) for name, w in workflows.items())
+
+
+@functools.cache
+def _builtin_definitions() -> list[tuple[str, str]]:
+    return _definitions(BUILTIN_WORKFLOWS)
 
 
 Derived = tuple[str, int, str, str, int, float]
