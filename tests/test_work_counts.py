@@ -202,6 +202,21 @@ def test_the_library_and_the_command_share_the_index(
     assert command["opened"] == 0 and command["parsed"] == 0
 
 
+def test_a_piped_listing_makes_each_row_once(
+    template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
+) -> None:
+    """Piped, ``haytham list`` needs every row for the widths before it prints the first: it
+    makes them once (each remembered row read twice, to check it and to show it), where it
+    made them twice (and read each row three times)."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    base = template.parents[2]
+    _grow(template, 60)
+    CheckpointManager(base).list_sessions()
+    piped = _work(counters, lambda: CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)]))
+    assert piped["opened"] == 0 and piped["index_rows"] == 2 * 60
+
+
 def test_a_changed_session_is_derived_again_once(
     template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
 ) -> None:
