@@ -90,6 +90,8 @@ def test_validating_a_tree_does_the_same_work_per_session(template: Path, counte
         runs.append(counters.snapshot())
         assert result.exit_code == 0, result.output
     _assert_linear(runs, ("opened", "parsed", "listed", "stated"))
+    files = [p for p in template.rglob("*") if p.is_file() and p.suffix == ".md"]
+    assert runs[1]["opened"] - runs[0]["opened"] == 4 * len(files)  # each file of a session once
 
 
 def test_validating_two_files_reads_only_those_files(template: Path, counters: WorkCounters) -> None:

@@ -178,6 +178,7 @@ def outputs_of(
     *,
     reads: ReadCache | None = None,
     names: Sequence[str] | None = None,
+    known: Mapping[str, str] | None = None,
 ) -> Outputs:
     """The agent outputs of ``phase_dir`` now: their digest and their files.
 
@@ -186,8 +187,9 @@ def outputs_of(
     ``names``, those of a listing of the folder the caller just made). Each is
     ``stat``-ed; only when one of them changed since ``cache`` last saw the folder (or it
     never did) are they read and hashed, each once (through ``reads``, which knows the
-    records a writer just wrote, so it parses nothing it wrote). A folder that is not there
-    has no outputs.
+    records a writer just wrote, so it parses nothing it wrote; ``known``: the content of
+    outputs the caller has just read, by file name, not read again). A folder that is not
+    there has no outputs.
     """
     if names is not None:
         paths = [phase_dir / name for name in names]
@@ -216,7 +218,8 @@ def outputs_of(
         began = time.time_ns()
         contents = {}
         for path in present:
-            contents[path.stem] = _output_text(path, reads)
+            text = None if known is None else known.get(path.name)
+            contents[path.stem] = _output_text(path, reads) if text is None else text
         digest = lifecycle.outputs_digest(contents)
         if cache is not None and newest < began - RACY_NS:
             cache.remember(key, identity, digest, newest)
@@ -250,10 +253,12 @@ def outputs_now(
     *,
     reads: ReadCache | None = None,
     listed: Listed | None = None,
+    known: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[int, tuple[str, tuple[str, ...]]]:
     """For each phase of the session at ``directory`` whose checkpoint recorded an outputs
     digest: the digest of its output files now, and which of them changed when it differs
-    (``listed``: what a listing of the session's folders just found, not listed again).
+    (``listed``: what a listing of the session's folders just found, not listed again;
+    ``known``: by phase folder, the content of outputs just read, not read again).
 
     The changed files are named relative to the session folder: those modified after the
     checkpoint file was written (a correction made after the phase completed), and the
@@ -268,7 +273,8 @@ def outputs_now(
         phase_dir = directory / phase.directory
         agents = [run.agent_name for run in saved.agents]
         found_names = None if listed is None else listed.agents(phase.directory, agents)
-        now = outputs_of(phase_dir, agents, cache, reads=reads, names=found_names)
+        read = None if known is None else known.get(phase.directory)
+        now = outputs_of(phase_dir, agents, cache, reads=reads, names=found_names, known=read)
         if now.digest == saved.outputs_digest:
             found[phase.number] = (now.digest, ())
             continue
