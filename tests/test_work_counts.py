@@ -223,10 +223,11 @@ def test_a_changed_session_is_derived_again_once(
     template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
 ) -> None:
     """A review written by hand into one session of a warm index: the next listing derives
-    that session alone (its manifest, checkpoints and the new review file), the one after
-    it nothing."""
+    that session alone (its manifest, checkpoints and the new review file; its outputs'
+    digests are the index's, their files unchanged), the one after it nothing."""
     monkeypatch.setenv("HAYTHAM_INDEX", "1")
     monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    monkeypatch.setattr(_progress, "RACY_NS", -(10**15))  # no count depends on the clock
     base = template.parents[2]
     _grow(template, 60)
     CheckpointManager(base).list_sessions()
@@ -236,11 +237,43 @@ def test_a_changed_session_is_derived_again_once(
         "utf-8",
     )
     changed = _work(counters, lambda: CheckpointManager(base).list_sessions())
-    assert changed["opened"] == FACTS_READ + 1 and changed["parsed"] == FACTS_PARSED + 1
+    # The two outputs are neither opened nor parsed again (FACTS_READ and FACTS_PARSED count them).
+    assert changed["opened"] == FACTS_READ - 2 + 1 and changed["parsed"] == FACTS_PARSED - 2 + 1
+    assert changed["hashed"] == 0
     by_id = {s.session_id: s for s in CheckpointManager(base).list_sessions()}
     assert by_id["s-031"].status == "awaiting_review" and by_id["s-030"].status == "in_progress"
     again = _work(counters, lambda: CheckpointManager(base).list_sessions())
     assert again["opened"] == 0 and again["parsed"] == 0
+
+
+def test_a_changed_session_hashes_no_output_the_index_remembers(
+    template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
+) -> None:
+    """The outputs digests a listing computed are kept in the index by the output files'
+    identity: a session derived again in a new process (a review arrived) reads its
+    checkpoints and the review, and hashes no output; an output edited by hand is hashed
+    again (its phase's outputs, once), and the edit is seen."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    monkeypatch.setattr(_progress, "RACY_NS", -(10**15))  # outputs written just now may be remembered
+    base = template.parents[2]
+    _grow(template, 60)
+    _work(counters, lambda: CheckpointManager(base).list_sessions())
+    session = template.parent / "s-031"
+    review = session / "phase_1_concept" / "user_feedback.md"
+    review.write_text(
+        "# User Feedback: Concept Expansion\n\n## Review Status\n- Reviewed: false\n- Approved: false\n",
+        "utf-8",
+    )
+    changed = _work(counters, lambda: CheckpointManager(base).list_sessions())
+    assert changed["hashed"] == 0
+    assert changed["opened"] == FACTS_READ - 2 + 1  # the manifest, the checkpoints, the review
+    output = session / "phase_2_market_research" / "writer.md"
+    output.write_text(output.read_text("utf-8").replace("phase 2 text", "phase 2 text, corrected"), "utf-8")
+    edited = _work(counters, lambda: CheckpointManager(base).list_sessions())
+    assert edited["hashed"] == 1
+    by_id = {s.session_id: s for s in CheckpointManager(base).list_sessions()}
+    assert by_id["s-031"].status == "awaiting_review"
 
 
 def test_a_listing_makes_its_summaries_as_it_is_iterated(template: Path) -> None:

@@ -169,6 +169,9 @@ class Deriver:
     def __init__(self, workflows: Mapping[str, Workflow] | None = None) -> None:
         self.workflows = BUILTIN_WORKFLOWS if workflows is None else workflows
         self.salt = salt_of(self.workflows)
+        self.digests: _progress.OutputDigests = _progress.DIGESTS
+        """Where the outputs digests of unchanged phases are remembered (a listing with an
+        index gives ``progress.IndexedDigests``)."""
         self._copies: dict[bytes, Workflow] = {}
         self._empty: dict[tuple[int, str], Derived] = {}
 
@@ -191,7 +194,7 @@ class Deriver:
                 return known_empty, None
             phases = workflow.phases_for(mode)
             checkpoints = self._checkpoints(directory, phases, facts)
-            return _derived(Path(directory), phases, checkpoints, None, facts.listed), None
+            return _derived(Path(directory), phases, checkpoints, None, facts.listed, self.digests), None
         except InvalidArgumentError as error:  # a mode the workflow does not have
             return None, _warning(Path(directory, MANIFEST_FILE), "Execution Mode", str(error))
         except HaythamError as error:  # a fact file that cannot be read
@@ -234,12 +237,13 @@ def _derived(
     checkpoints: dict[int, PhaseCheckpoint],
     reviews: dict[int, _progress.Review] | None,
     listed: Listed | None = None,
+    digests: _progress.OutputDigests | None = _progress.DIGESTS,
 ) -> Derived:
     """``progress.derive``'s Status, Current Phase and totals, without the manifest record:
     the view is ``progress.view_of`` (what ``CheckpointManager.state`` reads), or with
     ``reviews`` given, the lifecycle over them."""
     if reviews is None:
-        view = _progress.view_of(directory, phases, checkpoints, listed=listed)
+        view = _progress.view_of(directory, phases, checkpoints, digests=digests, listed=listed)
     else:
         view = lifecycle.derive(_progress.phase_facts(phases, checkpoints, reviews))
     current = _progress.current_phase(_progress.phase_rows(phases, checkpoints, view))

@@ -141,6 +141,30 @@ class OutputDigests:
             self._learnt.clear()
 
 
+class IndexedDigests(OutputDigests):
+    """The process's digests (``DIGESTS``), then those a base directory's index remembers
+    (one look-up a phase folder, only for a phase whose outputs must be digested): a phase
+    whose output files are what they were when any process hashed them is not read again.
+    What is computed here is kept in both; ``learnt`` gives it for the index (``index``
+    None: a listing that makes the index learns for it, and looks nothing up)."""
+
+    def __init__(self, index: _index.Index | None, shared: OutputDigests | None = None) -> None:
+        super().__init__()
+        self._index = index
+        self._shared = DIGESTS if shared is None else shared
+
+    def recall(self, key: str, identity: str) -> str | None:
+        found = self._shared.recall(key, identity)
+        if found is not None:
+            return found
+        kept = None if self._index is None else self._index.entry(DIGEST_KIND, key)
+        return kept[1] if kept is not None and kept[0] == identity else None
+
+    def remember(self, key: str, identity: str, digest: str, newest_ns: int) -> None:
+        self._shared.remember(key, identity, digest, newest_ns)
+        super().remember(key, identity, digest, newest_ns)
+
+
 DIGEST_KIND = "outputs_digest"
 """The kind of the index entries that keep ``OutputDigests`` (``Index.entries``)."""
 DIGESTS = OutputDigests()
