@@ -367,21 +367,53 @@ print(time.perf_counter() - began)
 """
 FLOOR_IN_PROCESS = """
 import os, sys, time
-began = time.perf_counter()
-top = sys.argv[1]
-for project in sorted(os.listdir(top)):
-    sessions = os.path.join(top, project, 'sessions')
-    if not os.path.isdir(sessions):
-        continue
-    for name in sorted(os.listdir(sessions)):
-        path = os.path.join(sessions, name, 'session_manifest.md')
-        if sys.argv[2] == 'stat':
+
+def fact_paths(folder):
+    # The fact files of a session folder, as a listing finds them: the manifest, workflow.yaml,
+    # each phase folder and every markdown file in it (with the folders themselves, whose
+    # times say when a file came or went). Hidden entries aside, as haytham does.
+    with os.scandir(folder) as entries:
+        found = sorted((e.name, e.is_dir()) for e in entries if not e.name.startswith('.'))
+    files, folders = [], [folder]
+    for name, is_dir in found:
+        path = os.path.join(folder, name)
+        if name in ('session_manifest.md', 'workflow.yaml'):
+            files.append(path)
+        elif is_dir and name.startswith('phase_'):
+            folders.append(path)
+            with os.scandir(path) as inside:
+                files += sorted(e.path for e in inside if e.name.endswith('.md') and e.name[0] != '.')
+    return files, folders
+
+def sessions(top):
+    for project in sorted(os.listdir(top)):
+        folder = os.path.join(top, project, 'sessions')
+        if os.path.isdir(folder):
+            for name in sorted(os.listdir(folder)):
+                yield os.path.join(folder, name)
+
+top, mode = sys.argv[1], sys.argv[2]
+if mode == 'stat':  # what a warm index stats; the paths it remembers are found untimed
+    known = [fact_paths(folder) for folder in sessions(top)]
+    began = time.perf_counter()
+    for folder in sessions(top):
+        pass
+    for files, folders in known:
+        for path in folders:
             os.stat(path)
-        else:
+        for path in files:
+            os.stat(path)
+else:  # read: list each session folder and its phase folders, read+decode every fact file
+    began = time.perf_counter()
+    for folder in sessions(top):
+        for path in fact_paths(folder)[0]:
             with open(path, 'rb') as handle:
                 handle.read().decode('utf-8')
 print(time.perf_counter() - began)
 """
+"""The floors of ``list_sessions``: every fact file of every session (the files its state is
+derived from) read and decoded once, found by listing each session folder and its phase
+folders (cold); a ``stat`` of each of them and of those folders (warm)."""
 
 
 def timed_child(argv: list[str], env: dict[str, str] | None = None) -> float:
@@ -400,31 +432,45 @@ def peak_rss_mb(argv: list[str], env: dict[str, str] | None = None) -> float:
     return int(done.stdout.strip()) / 1024
 
 
+def timed_alternately(
+    repeats: int, mine: list[str], floor: list[str], env: dict[str, str] | None = None
+) -> tuple[float, float]:
+    """Median in-process seconds of ``mine`` (run with ``env``) and ``floor``, run alternately."""
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(repeats):
+        a.append(timed_child(mine, env))
+        b.append(timed_child(floor))
+    return statistics.median(a), statistics.median(b)
+
+
+def listing_rows(base: Path, what: str, repeats: int) -> None:
+    """``list_sessions`` of ``base`` cold (no index) and warm, each against its floor."""
+    listing = py(LIST_IN_PROCESS, str(base))
+    mine, floor = timed_alternately(
+        repeats, listing, py(FLOOR_IN_PROCESS, str(base), "read"), child_env(HAYTHAM_INDEX="0")
+    )
+    row("S4", f"list_sessions, {what}, cold", mine, floor, 2, "<= 2x reading every fact file")
+    forget_index(base)
+    timed_child(listing)  # builds the index
+    time.sleep(3.2)
+    timed_child(listing)  # remembers the settled sessions
+    mine, floor = timed_alternately(repeats, listing, py(FLOOR_IN_PROCESS, str(base), "stat"))
+    row("S4", f"list_sessions, {what}, warm", mine, floor, 2, "<= 2x a stat of each fact file")
+
+
 def s4(root: Path, sizes: Sizes, repeats: int) -> None:
     FLOORS["S4"] = (
-        "cold: list the sessions as haytham does and read+decode each manifest; warm: the same "
-        "listing with a stat of each manifest (what a warm index does); times inside one process"
+        "cold: list the sessions as haytham does, list each session folder and its phase folders "
+        "and read+decode every fact file once (manifest, workflow.yaml, checkpoints, reviews, "
+        "agent outputs: what the state is derived from); warm: the same listing of the sessions "
+        "with a stat of each fact file and of its folders (what a warm index does); times inside "
+        "one process"
     )
     rss: dict[int, float] = {}
     for count in sizes.manifests:
         base = manifests_only(root, count)
-        cold_env = child_env(HAYTHAM_INDEX="0")
-        mine = statistics.median(
-            timed_child(py(LIST_IN_PROCESS, str(base)), cold_env) for _ in range(repeats)
-        )
-        floor = statistics.median(
-            timed_child(py(FLOOR_IN_PROCESS, str(base), "read")) for _ in range(repeats)
-        )
-        row("S4", f"list_sessions, {count:,} sessions, cold", mine, floor, 2, "<= 2x reading the manifests")
-        forget_index(base)
-        timed_child(py(LIST_IN_PROCESS, str(base)))  # builds the index
-        time.sleep(3.2)
-        timed_child(py(LIST_IN_PROCESS, str(base)))  # remembers the settled manifests
-        mine = statistics.median(timed_child(py(LIST_IN_PROCESS, str(base))) for _ in range(repeats))
-        floor = statistics.median(
-            timed_child(py(FLOOR_IN_PROCESS, str(base), "stat")) for _ in range(repeats)
-        )
-        row("S4", f"list_sessions, {count:,} sessions, warm", mine, floor, 2, "<= 2x a stat of them")
+        listing_rows(base, f"{count:,} sessions", repeats)
         piped = haytham("list", "--base-dir", str(base))
         as_json = haytham("list", "--json", "--base-dir", str(base))
         floor_argv = py(FLOOR_MANIFESTS, str(base), "stat")
@@ -433,6 +479,7 @@ def s4(root: Path, sizes: Sizes, repeats: int) -> None:
         mine, floor = alternate(repeats, lambda: run_process(as_json), lambda: run_process(floor_argv))
         row("S4", f"  haytham list --json, {count:,}, warm (process)", mine, floor, None, "(reported)")
         rss[count] = peak_rss_mb(as_json)
+    listing_rows(tree(root, sizes.tree), f"{sizes.tree:,} sessions of 2 phases (S2's tree)", repeats)
     small, large = sizes.manifests
     per = (rss[large] - rss[small]) / (large - small) * 1e6
     ROWS.append(

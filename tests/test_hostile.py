@@ -18,7 +18,7 @@ from haytham import (
     UnsafeNameError,
     UnsafePathError,
 )
-from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST
+from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, guard
 from haytham.format.agent_output import MAX_FINAL_NEWLINES
 
 P, S = "acme", "s-1"
@@ -141,6 +141,22 @@ def test_a_phase_directory_symlinked_outside_base_dir_is_refused(
         with pytest.raises(UnsafePathError):
             call()
     assert list(evil.iterdir()) == []
+
+
+def test_a_tree_registered_inside_another_owns_its_files_at_once(tmp_path: Path) -> None:
+    """``tree_of`` remembers each folder's tree: registering a tree below one that answered
+    for a folder already changes the answer at once, and a file outside every tree has none."""
+    outer, inner = tmp_path / "outer", tmp_path / "outer" / "projects" / "inner"
+    inner.mkdir(parents=True)
+    file = inner / P / "sessions" / S / "session_manifest.md"
+    guard.guard_tree(outer)
+    assert guard.tree_of(file) == (str(outer), os.path.realpath(outer))
+    assert guard.tree_of(inner / "x.md") == (str(outer), os.path.realpath(outer))
+    guard.guard_tree(inner)
+    assert guard.tree_of(file) == (str(inner), os.path.realpath(inner))
+    assert guard.tree_of(inner) == (str(inner), os.path.realpath(inner))
+    assert guard.tree_of(outer / "projects" / "y.md") == (str(outer), os.path.realpath(outer))
+    assert guard.tree_of(tmp_path / "elsewhere" / "z.md") is None
 
 
 # ------------------------------------------------------------------------ parser fuzzing

@@ -24,7 +24,7 @@ from workcount import WorkCounters
 from haytham.cli import main as cli_main
 from haytham.format.layout import MANIFEST_FILE
 from haytham.records import HistoryEntry
-from haytham.store import history
+from haytham.store import history, scan
 from haytham.store import index as _index
 from haytham.store import progress as _progress
 from haytham.store.manager import CheckpointManager
@@ -90,6 +90,8 @@ def test_validating_a_tree_does_the_same_work_per_session(template: Path, counte
         runs.append(counters.snapshot())
         assert result.exit_code == 0, result.output
     _assert_linear(runs, ("opened", "parsed", "listed", "stated"))
+    files = [p for p in template.rglob("*") if p.is_file() and p.suffix == ".md"]
+    assert runs[1]["opened"] - runs[0]["opened"] == 4 * len(files)  # each file of a session once
 
 
 def test_validating_two_files_reads_only_those_files(template: Path, counters: WorkCounters) -> None:
@@ -127,6 +129,10 @@ compared with the digest its checkpoint recorded)."""
 FACTS_PARSED = 4
 """What it parses: the two checkpoints and the two outputs (haytham's own manifests are read
 by ``format.summary``)."""
+FACTS_LISTED = 6
+"""What a cold listing lists of a template session, each once: its folder and the five phase
+folders of its mode (the derivation takes each phase's outputs from that listing, and looks
+for no review the listing did not show)."""
 FACTS_STATED = 11
 """What a warm listing stats of a template session, and reads nothing: its manifest, its
 folder, the five phase folders of its mode (three of them still empty) and the checkpoint
@@ -146,6 +152,7 @@ def test_listing_reads_each_fact_file_once(template: Path, counters: WorkCounter
         assert runs[-1]["parsed"] == runs[-1]["canonical"] == FACTS_PARSED * count
     _assert_linear(runs, ("opened", "parsed", "listed", "stated"))
     assert runs[1]["stated"] - runs[0]["stated"] == 2 * 5  # the two outputs of each new session
+    assert runs[1]["listed"] - runs[0]["listed"] == FACTS_LISTED * 5
     piped = _work(counters, lambda: CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)]))
     assert piped["opened"] == FACTS_READ * 15 and piped["parsed"] == FACTS_PARSED * 15
 
@@ -180,14 +187,47 @@ def test_a_listing_with_an_index_stats_each_fact_file_and_reads_none(
     assert runs[1]["stated"] - runs[0]["stated"] == FACTS_STATED * 60
 
 
+def test_the_library_and_the_command_share_the_index(
+    template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
+) -> None:
+    """``haytham list`` (a manager's copy of the built-in workflows) and ``scan.list_sessions``
+    (the built-in mapping) key a session alike: after either, the other reads nothing."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    base = template.parents[2]
+    _grow(template, 60)
+    CheckpointManager(base).list_sessions()
+    library = _work(counters, lambda: scan.list_sessions(base))
+    assert library["opened"] == 0 and library["parsed"] == 0
+    CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)])
+    command = _work(counters, lambda: scan.list_sessions(base))
+    assert command["opened"] == 0 and command["parsed"] == 0
+
+
+def test_a_piped_listing_makes_each_row_once(
+    template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
+) -> None:
+    """Piped, ``haytham list`` needs every row for the widths before it prints the first: it
+    makes them once (each remembered row read twice, to check it and to show it), where it
+    made them twice (and read each row three times)."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    base = template.parents[2]
+    _grow(template, 60)
+    CheckpointManager(base).list_sessions()
+    piped = _work(counters, lambda: CliRunner().invoke(cli_main.cli, ["list", "--base-dir", str(base)]))
+    assert piped["opened"] == 0 and piped["index_rows"] == 2 * 60
+
+
 def test_a_changed_session_is_derived_again_once(
     template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
 ) -> None:
     """A review written by hand into one session of a warm index: the next listing derives
-    that session alone (its manifest, checkpoints and the new review file), the one after
-    it nothing."""
+    that session alone (its manifest, checkpoints and the new review file; its outputs'
+    digests are the index's, their files unchanged), the one after it nothing."""
     monkeypatch.setenv("HAYTHAM_INDEX", "1")
     monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    monkeypatch.setattr(_progress, "RACY_NS", -(10**15))  # no count depends on the clock
     base = template.parents[2]
     _grow(template, 60)
     CheckpointManager(base).list_sessions()
@@ -197,11 +237,43 @@ def test_a_changed_session_is_derived_again_once(
         "utf-8",
     )
     changed = _work(counters, lambda: CheckpointManager(base).list_sessions())
-    assert changed["opened"] == FACTS_READ + 1 and changed["parsed"] == FACTS_PARSED + 1
+    # The two outputs are neither opened nor parsed again (FACTS_READ and FACTS_PARSED count them).
+    assert changed["opened"] == FACTS_READ - 2 + 1 and changed["parsed"] == FACTS_PARSED - 2 + 1
+    assert changed["hashed"] == 0
     by_id = {s.session_id: s for s in CheckpointManager(base).list_sessions()}
     assert by_id["s-031"].status == "awaiting_review" and by_id["s-030"].status == "in_progress"
     again = _work(counters, lambda: CheckpointManager(base).list_sessions())
     assert again["opened"] == 0 and again["parsed"] == 0
+
+
+def test_a_changed_session_hashes_no_output_the_index_remembers(
+    template: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
+) -> None:
+    """The outputs digests a listing computed are kept in the index by the output files'
+    identity: a session derived again in a new process (a review arrived) reads its
+    checkpoints and the review, and hashes no output; an output edited by hand is hashed
+    again (its phase's outputs, once), and the edit is seen."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    monkeypatch.setattr(_progress, "RACY_NS", -(10**15))  # outputs written just now may be remembered
+    base = template.parents[2]
+    _grow(template, 60)
+    _work(counters, lambda: CheckpointManager(base).list_sessions())
+    session = template.parent / "s-031"
+    review = session / "phase_1_concept" / "user_feedback.md"
+    review.write_text(
+        "# User Feedback: Concept Expansion\n\n## Review Status\n- Reviewed: false\n- Approved: false\n",
+        "utf-8",
+    )
+    changed = _work(counters, lambda: CheckpointManager(base).list_sessions())
+    assert changed["hashed"] == 0
+    assert changed["opened"] == FACTS_READ - 2 + 1  # the manifest, the checkpoints, the review
+    output = session / "phase_2_market_research" / "writer.md"
+    output.write_text(output.read_text("utf-8").replace("phase 2 text", "phase 2 text, corrected"), "utf-8")
+    edited = _work(counters, lambda: CheckpointManager(base).list_sessions())
+    assert edited["hashed"] == 1
+    by_id = {s.session_id: s for s in CheckpointManager(base).list_sessions()}
+    assert by_id["s-031"].status == "awaiting_review"
 
 
 def test_a_listing_makes_its_summaries_as_it_is_iterated(template: Path) -> None:

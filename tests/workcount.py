@@ -85,8 +85,9 @@ class WorkCounters:
     and the sort key included; each pass of a loop is at least one line, the sort itself
     one). Any loop over the entries shows here, so quadratic ordering grows quadratically."""
     index_rows: int = 0
-    """Rows read from a base directory's index: the size of what ``Index.entries`` returns
-    and each row ``Index.summaries_in`` and ``Index.newest_summaries`` yield."""
+    """Rows read from a base directory's index: the size of what ``Index.entries`` returns,
+    each row ``Index.summaries_in`` and ``Index.newest_summaries`` yield, and each row
+    ``Index.entry`` finds."""
     hashed: int = 0
     """Agent output files read to compute a phase's outputs digest as the files say now:
     calls of ``progress._output_text`` (``progress.outputs_of``; a digest remembered by the
@@ -191,6 +192,10 @@ def _counting_fsync(real: Callable[[Any], None]) -> Callable[[Any], None]:
         real(fd)
 
     return counted
+
+
+def _found(row: object) -> int:
+    return 0 if row is None else 1
 
 
 def _count(field: str, amount: Callable[[Any], int] = lambda _: 1) -> Callable[[Callable[..., Any]], Any]:
@@ -333,6 +338,7 @@ def counting(root: Path, *, lines: bool = False) -> Iterator[WorkCounters]:
             if "_canonical" in vars(kind):
                 patch.setattr(kind, "_canonical", _counting_canonical(vars(kind)["_canonical"]))
         patch.setattr(_index.Index, "entries", _count("index_rows", len)(_index.Index.entries))
+        patch.setattr(_index.Index, "entry", _count("index_rows", _found)(_index.Index.entry))
         for query in ("summaries_in", "newest_summaries"):
             patch.setattr(_index.Index, query, _counting_rows(getattr(_index.Index, query)))
         _everywhere(patch, _progress._output_text, _count("hashed")(_progress._output_text))

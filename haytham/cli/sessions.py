@@ -257,21 +257,29 @@ def _print_listing(
         for row in rows:
             listing_table.add_row(*map(cell, row[:4]), status_cell(row[4]), *map(cell, row[5:]))
         print_table(console, listing_table)
-    else:  # piped: plain aligned columns, each row written as it is made
+    else:  # piped: plain aligned columns, the rows made once (kept as one text each)
         widths = [len(c) for c in columns]
-        for row in (_list_row(s) for s in listing.page(offset, limit)):
-            widths = [max(w, len(v)) for w, v in zip(widths, row, strict=True)]
-        click.echo(_plain_line(columns, widths))
+        made: list[str | tuple[str, ...]] = []
         for row in rows:
-            click.echo(_plain_line(row, widths))
+            widths = [max(w, len(v)) for w, v in zip(widths, row, strict=True)]
+            joined = _CELL.join(row)
+            made.append(row if joined.count(_CELL) != len(row) - 1 else joined)
+        click.echo(_plain_line(columns, widths))
+        for kept in made:
+            click.echo(_plain_line(kept.split(_CELL) if isinstance(kept, str) else kept, widths))
     if shown < total:
         click.echo(f"Showing {offset + 1}-{offset + shown} of {total} sessions")
+
+
+_CELL = "\0"
+"""Between the cells of a piped row kept as one text until the widths are known (a row
+with a cell that holds it is kept as it is)."""
 
 
 def _running(summary: SessionSummary) -> LeaseHolder | None:
     """Who runs a listed session now (``store.lease.holder``). Only a session its files call
     ``in_progress`` can be: a runner stops at a review, a failure or the end, so the others
-    cost no ``stat`` (the piped table makes each row twice: widths, then lines)."""
+    cost no ``stat``."""
     return lease_holder(summary.path) if summary.status == "in_progress" else None
 
 

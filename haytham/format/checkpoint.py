@@ -139,7 +139,6 @@ _CANONICAL = lazy(
 """A checkpoint exactly as ``render`` writes it, with values in their plainest spelling:
 what ``CheckpointFormat._canonical`` reads. Anything else goes to the general reader."""
 _LINE_PAIR = lazy(r"- (.*?): (.*)\n")
-_PAIR = lazy(rf"({v.NAME}): ([^,]*)")
 
 
 def _canonical_pairs(raw: str, convert: Callable[[str], Any]) -> dict[str, Any]:
@@ -147,7 +146,10 @@ def _canonical_pairs(raw: str, convert: Callable[[str], Any]) -> dict[str, Any]:
     ``convert`` is given only a value in the pattern's spelling, ``-`` is None."""
     if raw == "none":
         return {}
-    return {name: None if value == "-" else convert(value) for name, value in _PAIR.findall(raw)}
+    # The pattern took ``NAME: value`` pairs joined by ", ", and neither a name (``v.NAME``)
+    # nor a value in the pattern's spelling holds ", " or ": ": a split takes them apart.
+    pairs = (item.partition(": ") for item in raw.split(", "))
+    return {name: None if value == "-" else convert(value) for name, _, value in pairs}
 
 
 class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):

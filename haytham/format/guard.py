@@ -60,20 +60,54 @@ def guard_tree(base_dir: str | os.PathLike[str]) -> None:
     absolute = os.path.abspath(base_dir)
     if absolute not in _TREES:
         _TREES[absolute] = os.path.realpath(absolute)
+        _FOLDERS.clear()  # a folder below the new tree now belongs to it
 
 
 def tree_of(path: str | os.PathLike[str]) -> tuple[str, str] | None:
     """The innermost guarded tree holding ``path`` (as given, real), or None: the tree whose
     files these are."""
     current = os.path.abspath(path)
+    real = _TREES.get(current)
+    if real is not None:
+        return current, real
+    folder = os.path.dirname(current)
+    found = _FOLDERS.get(folder, _NOT_KNOWN)
+    return _folder_tree(folder) if found is _NOT_KNOWN else found
+
+
+def _folder_tree(folder: str) -> tuple[str, str] | None:
+    """``tree_of`` of a folder not remembered yet: up to the first folder that is a tree or
+    is remembered, then remembered for every folder on the way."""
+    unknown = []
+    current = folder
     while True:
+        found = _FOLDERS.get(current, _NOT_KNOWN)
+        if found is not _NOT_KNOWN:
+            break
+        unknown.append(current)
         real = _TREES.get(current)
         if real is not None:
-            return current, real
+            found = current, real
+            break
         parent = os.path.dirname(current)
         if parent == current:
-            return None
+            found = None
+            break
         current = parent
+    if len(_FOLDERS) + len(unknown) > _MOST_FOLDERS:
+        _FOLDERS.clear()
+    for each in unknown:
+        _FOLDERS[each] = found
+    return found
+
+
+_FOLDERS: dict[str, tuple[str, str] | None] = {}
+"""``tree_of`` of the folders of files read, so a read costs one look-up, not a step a level
+above it (forgotten whenever a tree is registered, and when it holds ``_MOST_FOLDERS``)."""
+_MOST_FOLDERS = 4096
+_NOT_KNOWN = ("", "")
+"""What ``_FOLDERS.get`` gives for a folder it does not hold (compared by identity; a
+thread may forget every folder between a test and a look-up, so there is one look-up)."""
 
 
 @contextlib.contextmanager

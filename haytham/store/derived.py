@@ -19,6 +19,7 @@ key, so a warm listing checks a session with one ``stat`` a path and reads nothi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from haytham.records import PhaseCheckpoint
 from haytham.store import lifecycle
 from haytham.store import progress as _progress
 from haytham.store.index import identity
+from haytham.store.phase_files import Listed
 
 SEPARATOR = "\n"
 """Between the remembered ``Facts.names`` in the index (a name holding it is never remembered)."""
@@ -55,6 +57,8 @@ class Facts:
     """A symlink among them: such a session is derived afresh every time."""
     files: dict[str, frozenset[str]] = field(default_factory=dict)
     """Each phase folder's markdown files, by folder name."""
+    listed: Listed = field(default_factory=lambda: Listed(frozenset(), {}))
+    """What the listings found, for the derivation (``view_of``) to look nowhere else."""
 
     @property
     def storable(self) -> bool:
@@ -68,9 +72,11 @@ def gather(directory: str, manifest: os.stat_result | None, salt: str) -> Facts:
     is on) one ``stat`` of each path for the key."""
     names: list[str] = []
     files: dict[str, frozenset[str]] = {}
+    phases: dict[str, tuple[tuple[str, bool], ...]] = {}
     linked = False
     with os.scandir(directory) as entries:
-        found = [(e.name, e) for e in entries if e.name[0] != "." and e.name != MANIFEST_FILE]
+        found = [(e.name, e) for e in entries if e.name[0] != "."]
+    present = frozenset(name.casefold() for name, _ in found)
     if len(found) > 1:
         found.sort(key=_first)
     for name, entry in found:
@@ -82,17 +88,15 @@ def gather(directory: str, manifest: os.stat_result | None, salt: str) -> Facts:
             names.append(name)
             try:
                 with os.scandir(entry.path) as inside:
-                    markdown = sorted(
-                        (e.name, e.is_symlink())
-                        for e in inside
-                        if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file()
-                    )
+                    every = [e for e in inside if e.name.endswith(".md") and not e.name.startswith(".")]
             except (FileNotFoundError, NotADirectoryError):
                 continue  # removed meanwhile: the key will differ next time
+            phases[name] = tuple((e.name, e.is_dir(follow_symlinks=False)) for e in every)
+            markdown = sorted((e.name, e.is_symlink()) for e in every if e.is_file())
             files[name] = frozenset(n for n, _ in markdown)
             linked = linked or any(link for _, link in markdown)
             names += (f"{name}{os.sep}{n}" for n, _ in markdown)
-    facts = Facts(tuple(names), linked=linked, files=files)
+    facts = Facts(tuple(names), linked=linked, files=files, listed=Listed(present, phases))
     if manifest is not None:
         found_key = key_of(directory, manifest, facts.names, salt)
         if found_key is not None:
@@ -132,11 +136,25 @@ def still(directory: str, manifest: os.stat_result, names: str, salt: str) -> st
 
 def salt_of(workflows: Mapping[str, Workflow]) -> str:
     """What the registered workflow definitions add to every key: a session derived with
-    other definitions is derived again."""
+    other definitions is derived again. Only the definitions count, not which mapping holds
+    them: a ``CheckpointManager``'s copy of the built-in workflows (``haytham list``) and
+    the built-in mapping itself (``scan.list_sessions``) key a session alike, so neither
+    makes the other derive every session again."""
     if workflows is BUILTIN_WORKFLOWS:
         return ""
-    definitions = sorted((name, w.fingerprint()) for name, w in workflows.items())
+    definitions = _definitions(workflows)
+    if definitions == _builtin_definitions():
+        return ""
     return hashlib.blake2b(repr(definitions).encode(), digest_size=8).hexdigest()
+
+
+def _definitions(workflows: Mapping[str, Workflow]) -> list[tuple[str, str]]:
+    return sorted((name, w.fingerprint()) for name, w in workflows.items())
+
+
+@functools.cache
+def _builtin_definitions() -> list[tuple[str, str]]:
+    return _definitions(BUILTIN_WORKFLOWS)
 
 
 Derived = tuple[str, int, str, str, int, float]
@@ -151,6 +169,9 @@ class Deriver:
     def __init__(self, workflows: Mapping[str, Workflow] | None = None) -> None:
         self.workflows = BUILTIN_WORKFLOWS if workflows is None else workflows
         self.salt = salt_of(self.workflows)
+        self.digests: _progress.OutputDigests = _progress.DIGESTS
+        """Where the outputs digests of unchanged phases are remembered (a listing with an
+        index gives ``progress.IndexedDigests``)."""
         self._copies: dict[bytes, Workflow] = {}
         self._empty: dict[tuple[int, str], Derived] = {}
 
@@ -172,7 +193,8 @@ class Deriver:
                     self._empty[(id(workflow), mode)] = known_empty
                 return known_empty, None
             phases = workflow.phases_for(mode)
-            return _derived(Path(directory), phases, self._checkpoints(directory, phases, facts), None), None
+            checkpoints = self._checkpoints(directory, phases, facts)
+            return _derived(Path(directory), phases, checkpoints, None, facts.listed, self.digests), None
         except InvalidArgumentError as error:  # a mode the workflow does not have
             return None, _warning(Path(directory, MANIFEST_FILE), "Execution Mode", str(error))
         except HaythamError as error:  # a fact file that cannot be read
@@ -214,12 +236,14 @@ def _derived(
     phases: tuple[PhaseDefinition, ...],
     checkpoints: dict[int, PhaseCheckpoint],
     reviews: dict[int, _progress.Review] | None,
+    listed: Listed | None = None,
+    digests: _progress.OutputDigests | None = _progress.DIGESTS,
 ) -> Derived:
     """``progress.derive``'s Status, Current Phase and totals, without the manifest record:
     the view is ``progress.view_of`` (what ``CheckpointManager.state`` reads), or with
     ``reviews`` given, the lifecycle over them."""
     if reviews is None:
-        view = _progress.view_of(directory, phases, checkpoints)
+        view = _progress.view_of(directory, phases, checkpoints, digests=digests, listed=listed)
     else:
         view = lifecycle.derive(_progress.phase_facts(phases, checkpoints, reviews))
     current = _progress.current_phase(_progress.phase_rows(phases, checkpoints, view))

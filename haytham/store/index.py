@@ -175,6 +175,19 @@ class Index:
             return {}
         return {path: (ident, value) for path, ident, value in rows}
 
+    def entry(self, kind: str, path: str) -> tuple[str, str] | None:
+        """The remembered ``(identity, value)`` of one path of one kind, or None (also when
+        the index cannot be read)."""
+        import sqlite3
+
+        try:
+            with _LOCK:
+                return self._connection.execute(  # type: ignore[no-any-return]
+                    "SELECT identity, value FROM entries WHERE kind = ? AND path = ?", (kind, path)
+                ).fetchone()
+        except sqlite3.Error:
+            return None
+
     def store(self, kind: str, rows: Iterable[tuple[str, str, str]], *, forget: Iterable[str] = ()) -> None:
         """Remember ``(path, identity, value)`` rows and forget entries of ``forget`` paths."""
         import sqlite3
@@ -252,16 +265,24 @@ class Index:
         rows: Iterable[tuple[Any, ...]],
         gone: Iterable[tuple[str, str]],
         gone_parents: Iterable[str] = (),
+        entries: tuple[str, Iterable[tuple[str, str, str]]] | None = None,
     ) -> None:
         """Remember ``(parent, name, identity, facts, listed, issues, depth, *SUMMARY_COLUMNS)`` rows and
         forget the ``(parent, name)`` of ``gone`` and every row of ``gone_parents``: in one
         transaction, through a connection of its own (this one may hold a ``snapshot``).
+        ``entries``: a kind and its ``(path, identity, value)`` rows to remember too (as
+        ``store``); the entries of that kind below a folder forgotten are forgotten with it.
         Errors are swallowed: a row not remembered is read again next time."""
         import sqlite3
 
         rows, gone, gone_parents = list(rows), list(gone), list(gone_parents)
-        if not rows and not gone and not gone_parents:
+        kind, kept = entries if entries is not None else ("", ())
+        kept = list(kept)
+        if not rows and not gone and not gone_parents and not kept:
             return
+        below = [os.path.join(parent, name, "") for parent, name in gone] + [
+            os.path.join(parent, "") for parent in gone_parents
+        ]
         marks = ", ".join("?" * (7 + len(SUMMARY_COLUMNS)))
         try:
             writer = sqlite3.connect(self._file, timeout=1.0, isolation_level=None, check_same_thread=False)
@@ -274,6 +295,15 @@ class Index:
                     writer.executemany("DELETE FROM summaries WHERE parent = ? AND name = ?", gone)
                     writer.executemany("DELETE FROM summaries WHERE parent = ?", [(p,) for p in gone_parents])
                     writer.executemany(f"INSERT OR REPLACE INTO summaries VALUES ({marks})", rows)
+                    if kind:
+                        writer.executemany(
+                            "DELETE FROM entries WHERE kind = ? AND path >= ? AND path < ?",
+                            [(kind, prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)) for prefix in below],
+                        )
+                        writer.executemany(
+                            "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)",
+                            [(kind, path, ident, value) for path, ident, value in kept],
+                        )
                     writer.execute("COMMIT")
                 except BaseException:
                     writer.execute("ROLLBACK")

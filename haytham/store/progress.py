@@ -36,7 +36,7 @@ from haytham.records import (
 )
 from haytham.store import durations, lifecycle
 from haytham.store import index as _index
-from haytham.store.phase_files import agent_files
+from haytham.store.phase_files import Listed, agent_files
 
 NOT_STARTED = CurrentPhase(number=0, name="Not Started", status="pending", can_resume=False)
 
@@ -49,13 +49,18 @@ def read_reviews(
     phases: tuple[PhaseDefinition, ...],
     cache: ReadCache | None = None,
     read: Callable[[Path], bytes | None] | None = None,
+    *,
+    listed: Listed | None = None,
 ) -> dict[int, Review]:
     """The verdict of each phase's ``user_feedback.md`` (the phases without one are left out).
 
     ``read``: how a writer holding the lock reads a file (its bytes, None when there is
-    none), so that a file it read already for its save is not read again."""
+    none), so that a file it read already for its save is not read again. ``listed``: what a
+    listing of the session's folders just found; a review it saw no entry of is not looked for."""
     found: dict[int, Review] = {}
     for phase in phases:
+        if listed is not None and not listed.may_hold(phase.directory, FEEDBACK_FILE):
+            continue
         path = directory / phase.directory / FEEDBACK_FILE
         try:
             if read is None:
@@ -136,6 +141,30 @@ class OutputDigests:
             self._learnt.clear()
 
 
+class IndexedDigests(OutputDigests):
+    """The process's digests (``DIGESTS``), then those a base directory's index remembers
+    (one look-up a phase folder, only for a phase whose outputs must be digested): a phase
+    whose output files are what they were when any process hashed them is not read again.
+    What is computed here is kept in both; ``learnt`` gives it for the index (``index``
+    None: a listing that makes the index learns for it, and looks nothing up)."""
+
+    def __init__(self, index: _index.Index | None, shared: OutputDigests | None = None) -> None:
+        super().__init__()
+        self._index = index
+        self._shared = DIGESTS if shared is None else shared
+
+    def recall(self, key: str, identity: str) -> str | None:
+        found = self._shared.recall(key, identity)
+        if found is not None:
+            return found
+        kept = None if self._index is None else self._index.entry(DIGEST_KIND, key)
+        return kept[1] if kept is not None and kept[0] == identity else None
+
+    def remember(self, key: str, identity: str, digest: str, newest_ns: int) -> None:
+        self._shared.remember(key, identity, digest, newest_ns)
+        super().remember(key, identity, digest, newest_ns)
+
+
 DIGEST_KIND = "outputs_digest"
 """The kind of the index entries that keep ``OutputDigests`` (``Index.entries``)."""
 DIGESTS = OutputDigests()
@@ -172,20 +201,27 @@ def outputs_of(
     cache: OutputDigests | None = DIGESTS,
     *,
     reads: ReadCache | None = None,
+    names: Sequence[str] | None = None,
+    known: Mapping[str, str] | None = None,
 ) -> Outputs:
     """The agent outputs of ``phase_dir`` now: their digest and their files.
 
     The files are those ``CheckpointManager`` counts when it records a phase's digest: every
-    agent output file of the folder (``phase_files.agent_files``, ``agents`` first). Each is
+    agent output file of the folder (``phase_files.agent_files``, ``agents`` first; or
+    ``names``, those of a listing of the folder the caller just made). Each is
     ``stat``-ed; only when one of them changed since ``cache`` last saw the folder (or it
     never did) are they read and hashed, each once (through ``reads``, which knows the
-    records a writer just wrote, so it parses nothing it wrote). A folder that is not there
-    has no outputs.
+    records a writer just wrote, so it parses nothing it wrote; ``known``: the content of
+    outputs the caller has just read, by file name, not read again). A folder that is not
+    there has no outputs.
     """
-    try:
-        paths = agent_files(phase_dir, agents)
-    except (FileNotFoundError, NotADirectoryError):
-        return Outputs(lifecycle.outputs_digest({}), ())
+    if names is not None:
+        paths = [phase_dir / name for name in names]
+    else:
+        try:
+            paths = agent_files(phase_dir, agents)
+        except (FileNotFoundError, NotADirectoryError):
+            return Outputs(lifecycle.outputs_digest({}), ())
     signature = []
     files = []
     present = []
@@ -206,7 +242,8 @@ def outputs_of(
         began = time.time_ns()
         contents = {}
         for path in present:
-            contents[path.stem] = _output_text(path, reads)
+            text = None if known is None else known.get(path.name)
+            contents[path.stem] = _output_text(path, reads) if text is None else text
         digest = lifecycle.outputs_digest(contents)
         if cache is not None and newest < began - RACY_NS:
             cache.remember(key, identity, digest, newest)
@@ -239,9 +276,13 @@ def outputs_now(
     cache: OutputDigests | None = DIGESTS,
     *,
     reads: ReadCache | None = None,
+    listed: Listed | None = None,
+    known: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[int, tuple[str, tuple[str, ...]]]:
     """For each phase of the session at ``directory`` whose checkpoint recorded an outputs
-    digest: the digest of its output files now, and which of them changed when it differs.
+    digest: the digest of its output files now, and which of them changed when it differs
+    (``listed``: what a listing of the session's folders just found, not listed again;
+    ``known``: by phase folder, the content of outputs just read, not read again).
 
     The changed files are named relative to the session folder: those modified after the
     checkpoint file was written (a correction made after the phase completed), and the
@@ -254,7 +295,10 @@ def outputs_now(
         if saved is None or saved.outputs_digest is None:
             continue
         phase_dir = directory / phase.directory
-        now = outputs_of(phase_dir, [run.agent_name for run in saved.agents], cache, reads=reads)
+        agents = [run.agent_name for run in saved.agents]
+        found_names = None if listed is None else listed.agents(phase.directory, agents)
+        read = None if known is None else known.get(phase.directory)
+        now = outputs_of(phase_dir, agents, cache, reads=reads, names=found_names, known=read)
         if now.digest == saved.outputs_digest:
             found[phase.number] = (now.digest, ())
             continue
@@ -316,11 +360,14 @@ def view_of(
     checkpoints: Mapping[int, PhaseCheckpoint],
     cache: ReadCache | None = None,
     digests: OutputDigests | None = DIGESTS,
+    *,
+    listed: Listed | None = None,
 ) -> lifecycle.SessionView:
     """``lifecycle.derive`` over the session at ``directory``: its checkpoints, its review
-    files and its agent outputs as they are now."""
-    reviews = read_reviews(directory, phases, cache)
-    outputs = outputs_now(directory, phases, checkpoints, digests, reads=cache)
+    files and its agent outputs as they are now (``listed``: what a listing of its folders
+    just found: a file it saw no entry of is not looked for, a folder is not listed again)."""
+    reviews = read_reviews(directory, phases, cache, listed=listed)
+    outputs = outputs_now(directory, phases, checkpoints, digests, reads=cache, listed=listed)
     return lifecycle.derive(phase_facts(phases, checkpoints, reviews, outputs))
 
 

@@ -38,6 +38,7 @@ from haytham.records import SessionManifest
 from haytham.store import derived as _derived
 from haytham.store import index as _index
 from haytham.store import orphans as _orphans
+from haytham.store import progress as _progress
 from haytham.store.disagreements import folder_disagreements
 
 
@@ -441,6 +442,7 @@ def _from_files(
     with ``create``, a listing that finds ``index.INDEX_MIN_SESSIONS`` or more makes the
     index and fills it."""
     identify = _index.enabled()
+    digests = deriver.digests = _progress.IndexedDigests(None) if create and identify else deriver.digests
     rows: list[Row] = []
     issues: list[Issue] = []
     learnt: list[tuple[str, str, os.stat_result, Row | None, list[Issue], _derived.Facts | None]] = []
@@ -472,6 +474,7 @@ def _from_files(
                     and _storable(stored := _stored(parent, name, st, row, found, facts))
                 ),
                 (),
+                entries=(_progress.DIGEST_KIND, digests.learnt(settled)),
             )
             index.close()
     del learnt
@@ -551,6 +554,7 @@ def _from_index(
     import sqlite3
 
     index.snapshot()
+    digests = deriver.digests = _progress.IndexedDigests(index)
     issues: list[Issue] = []
     fresh: list[Row] = []
     learnt: list[tuple[Any, ...]] = []
@@ -615,7 +619,7 @@ def _from_index(
             kept = next(known, None)
     scanned = {parent for parent, _, _ in folders}
     others = [p for p in index.summary_parents() if p not in scanned] if forget_others else []
-    index.write_summaries(learnt, gone, others)
+    index.write_summaries(learnt, gone, others, (_progress.DIGEST_KIND, digests.learnt(index.settled)))
     del learnt
     fresh.sort(key=_newest_first, reverse=True)
     hidden = changed.union(gone)

@@ -74,18 +74,27 @@ def session_files(paths: Iterable[Path], *, outside: Collection[Path] = ()) -> I
 
 def count_session_files(paths: Iterable[Path]) -> int:
     """``len(list(session_files(paths)))``, without making, sorting or hashing a ``Path``
-    for each file (``haytham validate`` counts a tree of thousands of sessions)."""
+    for each file (``haytham validate`` counts a tree of thousands of sessions): each
+    folder's names are judged together, and the files of one folder given alone are
+    counted, not collected (no other path can name them twice)."""
+    paths = list(paths)
+    alone = len(paths) == 1
     seen: set[str] = set()
+    counted = 0
     for path in paths:
         if path.is_file():
             if kind_of(path) is not None:
                 seen.add(os.fspath(path))
             continue
-        for directory, name in _markdown_names(os.fspath(path), set()):
+        for directory, names in _markdown_folders(os.fspath(path), set()):
             parent, folder = os.path.split(directory)
-            if kind_named(name, folder, os.path.basename(parent)) is not None:
-                seen.add(_child(directory, name))
-    return len(seen)
+            grandparent = os.path.basename(parent)
+            kinds = [name for name in names if kind_named(name, folder, grandparent) is not None]
+            if alone:
+                counted += len(kinds)
+            else:
+                seen.update(_child(directory, name) for name in kinds)
+    return counted + len(seen)
 
 
 _IGNORED_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
@@ -107,9 +116,14 @@ def _child(directory: str, name: str) -> str:
 
 def _markdown_names(root: str, skip: set[str]) -> list[tuple[str, str]]:
     """``_markdown_files`` as (folder, name) text pairs."""
+    return [(directory, name) for directory, names in _markdown_folders(root, skip) for name in names]
+
+
+def _markdown_folders(root: str, skip: set[str]) -> list[tuple[str, list[str]]]:
+    """``_markdown_names`` grouped: each folder that holds ``*.md`` entries, with their names."""
     if not os.path.isdir(root):
         return []
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, list[str]]] = []
     pending = [root]
     while pending:
         directory = pending.pop()
@@ -118,10 +132,11 @@ def _markdown_names(root: str, skip: set[str]) -> list[tuple[str, str]]:
                 entries = list(listing)
         except PermissionError:
             continue
+        markdown = []
         for entry in entries:
             name = entry.name
             if name.endswith(".md"):
-                found.append((directory, name))
+                markdown.append(name)
             try:
                 is_dir = entry.is_dir()
             except OSError as error:
@@ -132,4 +147,6 @@ def _markdown_names(root: str, skip: set[str]) -> list[tuple[str, str]]:
                 child = _child(directory, name)
                 if child not in skip:
                     pending.append(child)
+        if markdown:
+            found.append((directory, markdown))
     return found

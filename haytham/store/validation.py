@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import NamedTuple
 
 from haytham.errors import Issue
@@ -27,7 +28,7 @@ from haytham.store import index as _index
 from haytham.store import progress as _progress
 from haytham.store.disagreements import disagreements, folder_disagreements
 from haytham.store.fs import LOCK_NAME, TMP_SUFFIX
-from haytham.store.phase_files import agent_files, agents_among
+from haytham.store.phase_files import Listed, agent_files, agents_among, surely_absent
 from haytham.store.session_files import kind_of
 
 WorkflowOf = Callable[[Path, SessionManifest], Workflow]
@@ -67,10 +68,15 @@ def session_issues(
     review_problems: list[PhaseDefinition] = []
     reviewed: set[int] = set()
     present = _folder_names(directory)
+    listed: dict[str, tuple[tuple[str, bool], ...]] = {}
+    known: dict[str, Mapping[str, str]] = {}
     for phase in phases:
-        if present is not None and _surely_absent(phase.directory, present):
+        if present is not None and surely_absent(phase.directory, present):
             continue  # a phase not run yet: its folder would be looked for in vain
         files = phase_files(directory / phase.directory, phase, require_checkpoint=False, cache=cache)
+        if files.markdown is not None:
+            listed[phase.directory] = files.markdown
+        known[phase.directory] = files.outputs
         issues += files.issues
         if files.checkpoint is not None:
             checkpoints[phase.number] = files.checkpoint
@@ -87,7 +93,11 @@ def session_issues(
         reviews.update(_progress.read_reviews(directory, tuple(review_problems), cache))
     # Validation parses every output anyway (through ``cache``), and its result is remembered
     # per session in the index: no digest is remembered here, so its work is the same each time.
-    outputs = _progress.outputs_now(directory, phases, checkpoints, None, reads=cache)
+    # Each phase's outputs are taken from the listing and the reads above, not read again.
+    folders = None if present is None else Listed(present, listed)
+    outputs = _progress.outputs_now(
+        directory, phases, checkpoints, None, reads=cache, listed=folders, known=known
+    )
     view = lifecycle.derive(_progress.phase_facts(phases, checkpoints, reviews, outputs))
     derived = _progress.derive(manifest, phases, checkpoints, view)
     unreadable |= {view.number for view in view.phases if view.problem is not None}
@@ -202,6 +212,11 @@ class PhaseFiles(NamedTuple):
     """Whether ``user_feedback.md`` exists."""
     feedback_is_file: bool
     """Whether ``user_feedback.md`` is a file (or a link to one)."""
+    markdown: tuple[tuple[str, bool], ...] | None = ()
+    """The folder's ``*.md`` entries (hidden ones aside), each with whether it is a folder
+    (for ``phase_files.Listed``); None when it could not be listed."""
+    outputs: Mapping[str, str] = MappingProxyType({})
+    """The content of each agent output read, by file name."""
 
 
 def phase_issues(
@@ -229,14 +244,6 @@ def _folder_names(directory: Path) -> frozenset[str] | None:
         return frozenset(name.casefold() for name in os.listdir(directory))
     except OSError:
         return None
-
-
-def _surely_absent(name: str, present: frozenset[str]) -> bool:
-    """Whether the entry ``name`` cannot be in a folder whose casefolded names are
-    ``present``, on any file system (one that ignores case, or Unicode normalisation, too):
-    only a plain ASCII name is answered, anything else is looked for."""
-    plain = name.isascii() and "/" not in name and name not in ("", ".", "..")
-    return plain and name.casefold() not in present
 
 
 def _exists(entries: dict[str, os.DirEntry[str]] | None, path: Path) -> bool:
@@ -287,8 +294,11 @@ def phase_files(
         paths = agent_files(directory) if directory.is_dir() else []
     else:
         paths = agents_among(directory, list(entries.values()))
+    outputs: dict[str, str] = {}
     for path in paths:
         output, found = AGENT_OUTPUT.read_path(path, cache=cache)
+        if output is not None:
+            outputs[path.name] = output.content
         issues += found
         if output is not None and output.agent_name != path.stem:
             issues.append(
@@ -311,6 +321,15 @@ def phase_files(
             kind = kind_of(path)
             if kind is not None:
                 issues += kind.read_path(path, cache=cache)[1]
+    markdown = (
+        None
+        if entries is None
+        else tuple(
+            (name, entry.is_dir(follow_symlinks=False))
+            for name, entry in entries.items()
+            if name.endswith(".md") and not name.startswith(".")
+        )
+    )
     return PhaseFiles(
         issues,
         checkpoint,
@@ -318,6 +337,8 @@ def phase_files(
         feedback,
         has_feedback,
         has_feedback and _is_file(entries, feedback_path),
+        markdown,
+        outputs,
     )
 
 
