@@ -11,20 +11,31 @@ Both on real session files, real sockets and a real flock; no mocks.
 
 from __future__ import annotations
 
+import http.cookiejar
 import os
 import socket
 import subprocess
+import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
 if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it skips with the reason
     pytest.importorskip("starlette", reason="the web extra is not installed: pip install 'haytham[web]'")
 
-from test_web import HAYTHAM, WAIT, free_port
+import uvicorn
+from test_web import HAYTHAM, WAIT, P, S, form_fields, free_port
+
+from haytham import CheckpointManager
+from haytham.run.demo import run_demo
+from haytham.store import fs
+from haytham.web.app import create_app
 
 OTHER = "idea-002"
 
@@ -99,3 +110,78 @@ def test_port_0_serves_on_the_port_the_system_chose_and_prints_it(tmp_path: Path
         finally:
             process.terminate()
             process.wait(timeout=WAIT)
+
+
+# ------------------------------------------------------ item 7: off the event loop
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, CheckpointManager]]:
+    """uvicorn serving two demo sessions awaiting review, in a thread of this process (so the
+    test can see where its threads wait); (its address, the manager) once it has started."""
+    manager = CheckpointManager(tmp_path / "projects")
+    for session in (S, OTHER):
+        assert run_demo(manager, session, review="manual").status == "awaiting_review"
+    app = create_app(str(manager.base_dir))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    uv = uvicorn.Server(config)
+    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + WAIT
+    while not uv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}", manager
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=WAIT)
+        sock.close()
+
+
+def waiting_on_a_lock() -> bool:
+    """Whether a thread other than this one is inside the store's wait for a flock."""
+    me = threading.get_ident()
+
+    def waits(frame: FrameType | None) -> bool:
+        while frame is not None:
+            if frame.f_code is fs.flock_path.__code__:
+                return True
+            frame = frame.f_back
+        return False
+
+    return any(waits(frame) for ident, frame in sys._current_frames().items() if ident != me)
+
+
+def test_a_review_waiting_on_a_session_lock_does_not_stall_other_pages(
+    server: tuple[str, CheckpointManager],
+) -> None:
+    url, manager = server
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    phase = f"{url}/p/{P}/s/{S}/phase/1"
+    with browser.open(phase, timeout=WAIT) as response:
+        fields = form_fields(response.read().decode())
+    body = urllib.parse.urlencode({**fields, "decision": "approve", "comments": "", "changes": ""})
+    posted: list[int] = []
+
+    def post() -> None:
+        with browser.open(phase + "/review", data=body.encode(), timeout=2 * WAIT) as answer:
+            posted.append(answer.status)
+
+    with manager.lock(P, S):  # another process saving this session, as far as the server knows
+        poster = threading.Thread(target=post, daemon=True)
+        poster.start()
+        deadline = time.monotonic() + WAIT
+        while not waiting_on_a_lock():  # the review is now waiting for the lock we hold
+            assert poster.is_alive() and time.monotonic() < deadline, f"the review never waited: {posted}"
+            time.sleep(0.01)
+        with urllib.request.urlopen(f"{url}/p/{P}/s/{OTHER}", timeout=2 * WAIT) as other:
+            assert other.status == 200
+        # The other page answered while the review still waits: the lock is still ours.
+        assert poster.is_alive() and not posted, "the other page waited for the review's lock"
+    poster.join(timeout=WAIT)
+    assert posted == [200]  # the review went through once the lock was free (after its 303)
+    assert manager.load_session(P, S)["status"] != "awaiting_review"
