@@ -8,7 +8,9 @@ one line how to install it.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import socket
 import sys
 import threading
 import webbrowser
@@ -77,6 +79,8 @@ def serve(host: str, port: int, open_browser: bool, base_dir: Path) -> None:
     app_module = _web("app")
     security = _web("security")
     uvicorn = _import_uvicorn()
+    sock = listen(host, port)
+    port = sock.getsockname()[1]  # the one the system chose for --port 0
     if is_loopback(host):
         guard = security.Guard(hosts=(*security.LOOPBACK_HOSTS, host))
         url = f"http://{_netloc(host, port)}/"
@@ -86,11 +90,55 @@ def serve(host: str, port: int, open_browser: bool, base_dir: Path) -> None:
         url = f"http://{_netloc(host, port)}/?token={token}"
         click.echo(f"Listening on {host}, not only this machine: every request needs the token below.")
     app = app_module.create_app(str(base_dir), guard=guard)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False))
     click.echo(f"Serving the sessions under {base_dir} at {url}  (Ctrl-C to stop)")
     sys.stdout.flush()
     if open_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+    with sock:
+        server.run(sockets=[sock])
+    if not server.started:
+        raise click.ClickException(f"the server on {_netloc(host, port)} did not start (see above)")
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host``:``port``, for uvicorn to serve on; a start-up that cannot
+    listen (the port is taken, the address is not this machine's, no permission) is one
+    ``click.ClickException`` naming the address and what to do, before anything is printed
+    as served. Bound here rather than by uvicorn, which logs its own lines and exits 3."""
+    where = _netloc(host, port)
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror:
+        raise click.ClickException(
+            f"cannot listen on {host}: {host} is not an address of this machine "
+            f"(the name does not resolve): pass --host with one that is, such as {DEFAULT_HOST}"
+        ) from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: restart at once
+        sock.bind(address)
+        sock.listen(2048)  # uvicorn's backlog: a browser may connect as soon as it is printed
+    except OSError as error:
+        sock.close()
+        if error.errno == errno.EADDRINUSE:
+            message = f"port {port} on {host} is in use: stop the other server or pass another --port"
+        elif error.errno == errno.EADDRNOTAVAIL:
+            message = (
+                f"cannot listen on {host}: {host} is not an address of this machine: "
+                f"pass --host with one that is, such as {DEFAULT_HOST}"
+            )
+        elif error.errno in (errno.EACCES, errno.EPERM):
+            message = (
+                f"not allowed to listen on {where} ({error.strerror}): "
+                f"pass a --port above 1023, such as {DEFAULT_PORT}"
+            )
+        else:
+            message = f"cannot listen on {where}: {error.strerror or error}"
+        raise click.ClickException(message) from None
+    return sock
 
 
 def _import_uvicorn() -> ModuleType:

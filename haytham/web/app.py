@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -70,7 +71,7 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
         said, signature = request.query_params.get("said"), request.query_params.get("sig", "")
         return [said] if said and guard.signed(said, signature) else []
 
-    async def inbox(request: Request) -> Response:
+    def inbox(request: Request) -> Response:
         found = pages.inbox(manager)
         project = request.query_params.get("project", "")
         kind = request.query_params.get("kind", "")
@@ -89,12 +90,12 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
             kinds=pages.INBOX_KINDS,
         )
 
-    async def session(request: Request) -> Response:
+    def session(request: Request) -> Response:
         project, session_id = _names(request)
         page = pages.session_page(manager, project, session_id)
         return _page("session.html", page=page, csrf=csrf(request), messages=_messages(request))
 
-    async def phase(request: Request, **extra: Any) -> Response:
+    def phase(request: Request, **extra: Any) -> Response:
         project, session_id = _names(request)
         number = request.path_params["phase"]
         page = pages.phase_page(manager, project, session_id, number)
@@ -118,9 +119,9 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
             version=form.get("version", ""),
         )
         try:
-            actions.submit_review(manager, project, session_id, number, submitted)
+            await run_in_threadpool(actions.submit_review, manager, project, session_id, number, submitted)
         except ReviewConflictError as conflict:
-            return await phase(request, conflict=conflict, draft=submitted, status=409)
+            return await run_in_threadpool(phase, request, conflict=conflict, draft=submitted, status=409)
         said = "approved" if submitted.approve else "sent back with your comments"
         return _back(f"/p/{_q(project)}/s/{_q(session_id)}/phase/{number}", f"Saved: {said}.")
 
@@ -130,25 +131,27 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
         new_session = form.get("new_session", "")
         entry = form.get("from_entry") or None
         from_phase = None if entry else _number(form.get("from_phase", ""), "from_phase")
-        actions.fork(manager, project, session_id, new_session, from_phase=from_phase, from_entry=entry)
+        await run_in_threadpool(
+            actions.fork, manager, project, session_id, new_session, from_phase=from_phase, from_entry=entry
+        )
         return _back(f"/p/{_q(project)}/s/{_q(new_session)}", f"Forked from {session_id}.")
 
     async def rerun(request: Request) -> Response:
         project, session_id = _names(request)
         form = await _form(request)
         from_phase = _number(form.get("from_phase", ""), "from_phase")
-        archived = actions.rerun(manager, project, session_id, from_phase)
+        archived = await run_in_threadpool(actions.rerun, manager, project, session_id, from_phase)
         said = ", ".join(str(n) for n in archived) or "none"
         return _back(
             f"/p/{_q(project)}/s/{_q(session_id)}",
             f"Phases {said} will run again: run haytham resume {project} {session_id}.",
         )
 
-    async def version(request: Request) -> Response:
+    def version(request: Request) -> Response:
         project, session_id = _names(request)
         return JSONResponse({"version": pages.session_version(manager, project, session_id)})
 
-    async def report(request: Request) -> Response:
+    def report(request: Request) -> Response:
         project, session_id = _names(request)
         body = report_html(manager, project, session_id)
         disposition = attachment(f"{project}-{session_id}-report.html")
