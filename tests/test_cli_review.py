@@ -448,7 +448,8 @@ def bytes_editor(tmp_path: Path, body: str) -> dict[str, str | None]:
     script.write_text(
         f"#!{sys.executable}\nimport sys\nfrom pathlib import Path\n"
         f"counter = Path({str(counter)!r})\ncount = int(counter.read_text()) if counter.exists() else 0\n"
-        "counter.write_text(str(count + 1))\nif count > 4:\n    sys.exit(1)  # a loop: fail the test, not hang\n"
+        "counter.write_text(str(count + 1))\n"
+        "if count > 4:\n    sys.exit(1)  # a loop: fail the test, not hang\n"
         "path = Path(sys.argv[1])\ndata = path.read_bytes()\n"
         + textwrap.dedent(body)
         + "path.write_bytes(data)\n"
