@@ -17,9 +17,11 @@ attempt.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from haytham.errors import HaythamError, InvalidArgumentError, ProjectNotFoundError
@@ -272,7 +274,7 @@ def _add_session(manager: CheckpointManager, summary: SessionSummary, totals: _T
     project, session = summary.project_id, summary.session_id
     workflow = manager.session_workflow(project, session)
     for phase in workflow.phases_for(summary.execution_mode):
-        attempts = manager.load_attempts(project, session, phase.number)
+        attempts = manager.load_attempts(project, session, phase.number, _not_read)
         if not attempts:
             continue
         sums = totals.phases[(phase.number, phase.name)]
@@ -288,11 +290,23 @@ def _add_session(manager: CheckpointManager, summary: SessionSummary, totals: _T
                 sums.review_wait = round(sums.review_wait + wait, 3)
 
 
+def _not_read(path: Path) -> str:
+    """An attempt's output as analytics needs it from ``load_attempts``: not at all (its
+    tokens and cost come from ``_usage_of``), so no output's text is held while another is read."""
+    return ""
+
+
+def _usage_of(path: Path) -> AgentOutput:
+    """The output at ``path`` without its content: what it used is all analytics adds up, and
+    a 256 MB text is let go as soon as it was read (docs/formats.md, "Limits")."""
+    return dataclasses.replace(AGENT_OUTPUT.load(path), content="")
+
+
 def _add_attempt(phase: int, attempt: Attempt, totals: _Totals) -> Usage:
     """Add the attempt's agents to ``totals``; return the attempt's usage as a phase."""
     checkpoint = attempt.checkpoint
     runs = {run.agent_name: run for run in checkpoint.agents} if checkpoint else {}
-    outputs = {name: AGENT_OUTPUT.load(attempt.directory / f"{name}.md") for name in attempt.outputs}
+    outputs = {name: _usage_of(attempt.directory / f"{name}.md") for name in attempt.outputs}
     phase_usage = Usage()
     for name in [*runs, *(n for n in outputs if n not in runs)]:
         run, output = runs.get(name), outputs.get(name)

@@ -65,6 +65,7 @@ def peak_rss(args: list[str], cwd: Path) -> tuple[int, int]:
         ["show", P, S, "--base-dir", "base"],
         ["doctor", P, S, "--base-dir", "base"],
         ["export", P, S, "-o", "out.tar.gz", "--base-dir", "base"],
+        ["stats", "--base-dir", "base"],
         ["feedback", P, S, "1", "--approve", "--base-dir", "base"],
     ],
     ids=lambda args: args[0],
