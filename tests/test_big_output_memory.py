@@ -13,9 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from small_workflow import SMALL
-
-from haytham import CheckpointManager
 
 pytestmark = pytest.mark.slow
 P, S = "acme", "s-1"
@@ -23,13 +20,27 @@ SIZE = 255 * 1024 * 1024
 BOUND = 2 * SIZE + 100 * 1024 * 1024
 
 
+MAKE = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from small_workflow import SMALL
+from haytham import CheckpointManager
+manager = CheckpointManager(Path(sys.argv[1]), workflows=[SMALL])
+manager.create_session("acme", "s-1", "u", SMALL, "full")
+line = "x" * 99 + "\\n"
+manager.save_phase("acme", "s-1", 1, {"writer": line * (int(sys.argv[3]) // len(line))}, "completed")
+"""
+
+
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session, made in a process of its own: the test worker never holds the output (a
+    process it forks would start with its memory, and other tests measure theirs)."""
     base = tmp_path_factory.mktemp("big") / "base"
-    manager = CheckpointManager(base, workflows=[SMALL])
-    manager.create_session(P, S, "u", SMALL, "full")
-    line = "x" * 99 + "\n"
-    manager.save_phase(P, S, 1, {"writer": line * (SIZE // len(line))}, "completed")
+    here = str(Path(__file__).parent)
+    subprocess.run([sys.executable, "-c", MAKE, str(base), here, str(SIZE)], check=True)
+    assert (base / P / "sessions" / S / "phase_1_idea" / "writer.md").stat().st_size > SIZE
     return base
 
 
