@@ -132,15 +132,26 @@ def clone(origin: Path, path: Path, name: str, *, driver: bool = True) -> Path:
     return path
 
 
-def seeded_origin(tmp: Path, sessions: int) -> Path:
-    """A bare remote holding ``sessions`` new sessions of GATED, set up for the merge driver."""
+def bare_origin(tmp: Path) -> Path:
+    """An empty bare remote ``tmp/origin.git`` on branch main."""
     origin = tmp / "origin.git"
     git(tmp, "init", "-q", "--bare", "-b", "main", str(origin))
-    seed = tmp / "seed"
-    seed.mkdir()
-    git(seed, "init", "-q", "-b", "main")
-    git(seed, "config", "user.name", "seed")
-    git(seed, "config", "user.email", "seed@example.com")
+    return origin
+
+
+def new_repository(folder: Path) -> Path:
+    """A new repository in ``folder`` on branch main, committing as the folder's name."""
+    folder.mkdir()
+    git(folder, "init", "-q", "-b", "main")
+    git(folder, "config", "user.name", folder.name)
+    git(folder, "config", "user.email", f"{folder.name}@example.com")
+    return folder
+
+
+def seeded_origin(tmp: Path, sessions: int) -> Path:
+    """A bare remote holding ``sessions`` new sessions of GATED, set up for the merge driver."""
+    origin = bare_origin(tmp)
+    seed = new_repository(tmp / "seed")
     setup(seed, seed / "projects")
     manager = CheckpointManager(seed / "projects", workflows=[GATED])
     for number in range(1, sessions + 1):

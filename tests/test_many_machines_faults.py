@@ -15,7 +15,17 @@ import time
 from pathlib import Path
 
 import pytest
-from many_machines import PROJECT, clone, environment, git, seeded_origin, session_name, start_worker
+from many_machines import (
+    PROJECT,
+    bare_origin,
+    clone,
+    environment,
+    git,
+    new_repository,
+    seeded_origin,
+    session_name,
+    start_worker,
+)
 
 from haytham.format.layout import CLAIM_FILE
 from haytham.git.merge import setup
@@ -228,13 +238,8 @@ def test_a_stale_index_lock_left_by_a_killed_git_does_not_stop_the_next_sync(tmp
 
 
 def test_git_setup_in_a_clone_older_than_the_remotes_gitattributes_leaves_sync_free(tmp_path: Path) -> None:
-    origin = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
-    first = tmp_path / "first"
-    first.mkdir()
-    git(first, "init", "-q", "-b", "main")
-    git(first, "config", "user.name", "first")
-    git(first, "config", "user.email", "first@example.com")
+    origin = bare_origin(tmp_path)
+    first = new_repository(tmp_path / "first")
     commit_something(first)
     git(first, "remote", "add", "origin", origin.as_uri())
     git(first, "push", "-q", "origin", "main")

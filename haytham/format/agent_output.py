@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import dataclasses
 import mmap
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from haytham.errors import DocumentError, Issue, storage_error
+from haytham.errors import DocumentError, Issue
 from haytham.format import values as v
 from haytham.format.document import DocumentFormat, ReadCache, _record_or_raise
-from haytham.format.guard import map_file, opened
+from haytham.format.guard import map_file, read_start
 from haytham.format.layout import FORMAT_VERSION
 from haytham.format.markdown import first_fence, iter_fences, normalise_label, plain_characters
 from haytham.format.patterns import lazy
@@ -565,21 +564,6 @@ def _legacy_error_fields(rest: str) -> dict[str, Any] | None:
 AGENT_OUTPUT = AgentOutputFormat()
 
 
-def _read_up_to(fd: int, path: Path, most: int) -> bytes:
-    pieces: list[bytes] = []
-    total = 0
-    while total < most:
-        try:
-            piece = os.read(fd, most - total)
-        except OSError as error:
-            raise storage_error(error, path, "read") from error
-        if not piece:
-            break
-        pieces.append(piece)
-        total += len(piece)
-    return b"".join(pieces)
-
-
 def load_start(path: Path, limit: int) -> tuple[AgentOutput, int, bool] | None:
     """The output at ``path`` with only the first ``limit`` bytes of its content (cut at the
     last line break within them, or at a character when there is none), the size of the file
@@ -587,9 +571,7 @@ def load_start(path: Path, limit: int) -> tuple[AgentOutput, int, bool] | None:
     ``limit`` bytes are read, whatever the file's size: what a page shows of an output of
     hundreds of megabytes. A file not much longer than ``limit`` is read whole."""
     try:
-        with opened(path) as (fd, info):  # the guarded read: no link out, no FIFO
-            size = info.st_size
-            data = _read_up_to(fd, path, limit + _HEAD_BYTES + 1)
+        data, size = read_start(path, limit + _HEAD_BYTES + 1)
     except (FileNotFoundError, NotADirectoryError):
         return None
     if len(data) <= limit + _HEAD_BYTES:  # the whole file

@@ -162,6 +162,25 @@ def map_file(path: Path, limit: int | None, smallest: int) -> bytes | mmap.mmap:
     return _read(path, limit, smallest, None)
 
 
+def read_start(path: str | os.PathLike[str], most: int) -> tuple[bytes, int]:
+    """The first ``most`` bytes of the regular file at ``path`` (all of a shorter one) and
+    its size, under the guards of this module: what a page shows of an output of hundreds of
+    megabytes, read without the rest."""
+    with opened(path) as (fd, info):
+        pieces: list[bytes] = []
+        total = 0
+        while total < most:
+            try:
+                piece = os.read(fd, most - total)
+            except OSError as error:
+                raise storage_error(error, path, "read") from error
+            if not piece:
+                break
+            pieces.append(piece)
+            total += len(piece)
+        return b"".join(pieces), info.st_size
+
+
 def read_small(path: str | os.PathLike[str], most: int = _CHUNK) -> tuple[bytes, os.stat_result] | None:
     """The bytes and ``fstat`` of the regular file at ``path``, inside its tree and shorter
     than ``most`` bytes, in one read; None for anything else (missing, larger, a link out, a
