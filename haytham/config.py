@@ -19,6 +19,11 @@ Every key does something: ``storage.base_dir`` is where ``manager()`` keeps sess
       only_finished: true
       include_in_progress: false
     cleanup_on_start: false
+    review:
+      reviewer: Alice Smith <alice@example.com>  # default: git's author
+
+``review.reviewer`` is who reviews from this clone when neither ``--reviewer`` nor
+``HAYTHAM_REVIEWER`` says (``haytham.format.reviewer``).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from haytham.errors import DocumentError, InvalidArgumentError, NotFoundError
 from haytham.format import layout
+from haytham.format.reviewer import Reviewer, parse_reviewer
 from haytham.format.schema import describe, schema_errors
 from haytham.format.yamlfile import line_of, parse_yaml, read_yaml
 from haytham.retention import RetentionPolicy, cleanup
@@ -52,6 +58,8 @@ class HaythamConfig:
     """Where the sessions are kept, already joined to the config file's folder."""
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     cleanup_on_start: bool = False
+    reviewer: Reviewer | None = None
+    """``review.reviewer``: who reviews from this clone, when nothing more specific says."""
     path: Path | None = None
     """The file these settings came from; None for the defaults."""
 
@@ -83,6 +91,7 @@ def load_config(path: str | os.PathLike[str]) -> HaythamConfig:
         raise _located(invalid[0], node, path)
     storage = data.get("storage") or {}
     retention = data.get("retention") or {}
+    reviewer = (data.get("review") or {}).get("reviewer")
     try:
         policy = RetentionPolicy(**retention)
     except InvalidArgumentError as error:  # what the schema cannot say, such as .inf days
@@ -92,6 +101,7 @@ def load_config(path: str | os.PathLike[str]) -> HaythamConfig:
         base_dir=path.parent / storage.get("base_dir", DEFAULT_BASE_DIR),
         retention=policy,
         cleanup_on_start=data.get("cleanup_on_start", False),
+        reviewer=None if reviewer is None else _reviewer(reviewer, node, path),
         path=path,
     )
 
@@ -123,6 +133,15 @@ def open_store(
         for removal in report.removed:
             logger().info("haytham: cleanup on start removed %s (%s)", removal.path, removal.reason)
     return manager
+
+
+def _reviewer(text: str, node: yaml.Node, path: Path) -> Reviewer:
+    """``review.reviewer`` as a Reviewer; a DocumentError at its line when it names nobody."""
+    try:
+        return parse_reviewer(text)
+    except InvalidArgumentError as error:
+        keys = ["review", "reviewer"]
+        raise DocumentError(str(error), path=path, line=line_of(node, keys), field=".".join(keys)) from None
 
 
 def _located(error: Any, node: yaml.Node, path: Path) -> DocumentError:

@@ -33,8 +33,9 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from haytham.errors import HaythamError, StorageError, storage_error
+from haytham.errors import HaythamError, InvalidArgumentError, StorageError, storage_error
 from haytham.format import layout
+from haytham.format.reviewer import Reviewer, parse_reviewer
 
 if TYPE_CHECKING:  # rich is imported by the functions that draw, so a command that prints
     # plain lines (``--version``, ``validate`` in a hook) does not pay for it
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # rich is imported by the functions that draw, so a command t
 CONFIG_FILE = layout.CONFIG_FILE
 DEFAULT_BASE_DIR = layout.DEFAULT_BASE_DIR
 BASE_DIR_ENVVAR = layout.BASE_DIR_VARIABLE
+REVIEWER_ENVVAR = layout.REVIEWER_VARIABLE
 F = TypeVar("F", bound=Callable[..., Any])
 
 # ------------------------------------------------------------------------- errors
@@ -199,6 +201,37 @@ def _resolve_base_dir(ctx: click.Context, param: click.Parameter, value: Path | 
     from haytham.config import find_config  # reads YAML: only without --base-dir and the variable
 
     return find_config().base_dir
+
+
+def _resolve_reviewer(ctx: click.Context, param: click.Parameter, value: str | None) -> Reviewer | None:
+    """The option's or the variable's reviewer, else haytham.yaml's ``review.reviewer``, else
+    git's author here, else None (a review that names nobody)."""
+    if value is not None:
+        try:
+            return parse_reviewer(value)
+        except InvalidArgumentError as error:
+            raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+    from haytham.config import find_config  # reads YAML: only when no reviewer is given
+    from haytham.git.repository import author
+
+    configured = find_config().reviewer
+    if configured is not None:
+        return configured
+    found = author(Path.cwd())
+    return None if found is None else parse_reviewer(found)
+
+
+def reviewer_option(function: F) -> F:
+    """``--reviewer``: the option, else ``HAYTHAM_REVIEWER``, else haytham.yaml's
+    ``review.reviewer``, else git's author (``git var GIT_AUTHOR_IDENT``)."""
+    return click.option(
+        "--reviewer",
+        callback=_resolve_reviewer,
+        envvar=REVIEWER_ENVVAR,
+        show_envvar=True,
+        help="Who reviews: 'Name <email>', a name or an address; without the option or the "
+        f"variable, review.reviewer of ./{CONFIG_FILE}, else git's author.",
+    )(function)
 
 
 def base_dir_option(function: F) -> F:

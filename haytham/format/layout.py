@@ -35,6 +35,8 @@ DEFAULT_BASE_DIR = "projects"
 """The base directory when neither an option, ``HAYTHAM_BASE_DIR`` nor the settings name one."""
 BASE_DIR_VARIABLE = "HAYTHAM_BASE_DIR"
 """The environment variable that names the base directory."""
+REVIEWER_VARIABLE = "HAYTHAM_REVIEWER"
+"""The environment variable that names who reviews, when ``--reviewer`` does not say."""
 
 SESSIONS_DIR = "sessions"
 """A project's folder of sessions."""

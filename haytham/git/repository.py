@@ -142,6 +142,18 @@ def knows_author(root: Path) -> bool:
     return run_git(["var", "GIT_AUTHOR_IDENT"], root, check=False).returncode == 0
 
 
+def author(directory: Path) -> str | None:
+    """``Name <email>`` of whom git would make the author of a commit in ``directory``
+    (its config or environment), or None when git does not know or is not installed."""
+    if shutil.which("git") is None:
+        return None
+    result = run_git(["var", "GIT_AUTHOR_IDENT"], directory, check=False)
+    if result.returncode != 0:
+        return None
+    ident = result.stdout.decode("utf-8", "replace").strip()
+    return ident.rsplit(" ", 2)[0] if ident.count(" ") >= 2 else None
+
+
 def path_log(path: str | os.PathLike[str], *, limit: int | None = None) -> list[Commit]:
     """The commits that touched ``path``, newest first (``git log -- PATH``)."""
     root = repo_root(path)
