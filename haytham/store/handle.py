@@ -63,6 +63,7 @@ from haytham.store.names import (
 from haytham.store.phase_files import agent_files
 from haytham.store.review_time import hand_review_time
 from haytham.store.session import Session
+from haytham.store.shown import Shown, shown_now
 from haytham.store.store import Store
 from haytham.store.transaction import Transaction, transaction
 
@@ -128,6 +129,15 @@ class SessionHandle:
         checkpoint = self.store.load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
         completed = checkpoint.completed if checkpoint is not None else None
         return hand_review_time(found, directory / FEEDBACK_FILE, completed)  # a hand review's time
+
+    def shown(self, phase_num: int) -> Shown:
+        """What a reviewer of the phase is shown now: its attempt, the digest of its agent
+        outputs and the version of its review file (``store.shown``). A page or a command reads
+        it before it shows the outputs and passes it back with the decision
+        (``save_user_feedback(expected_version=...)``), which is refused if any of them changed."""
+        directory = self.open().read_phase_dir(phase_num)
+        checkpoint = self.store.load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+        return shown_now(directory, checkpoint, self.store.digests, self.store.cache)
 
     def state(self) -> lifecycle.SessionView:
         """Where the session stands: ``lifecycle.derive`` over its checkpoints and review files.
@@ -471,7 +481,7 @@ class SessionHandle:
         return path
 
     def save_user_feedback(
-        self, phase_num: int, fields: Mapping[str, Any], *, expected_version: str | None = None
+        self, phase_num: int, fields: Mapping[str, Any], *, expected_version: str | Shown | None = None
     ) -> Path:
         """``CheckpointManager.save_user_feedback``: the review file, its history entry and the
         manifest, in one change (``fields``: ``arguments.feedback_fields``)."""

@@ -26,6 +26,7 @@ from haytham.store.lifecycle import PhaseView, SessionView
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_path_name
 from haytham.store.scan import list_sessions
+from haytham.store.shown import Shown
 from haytham.web.render import Bar, DiffLine, bar_chart, unified_diff
 
 INBOX_KINDS = ("awaiting_review", "failed", "stale")
@@ -334,7 +335,8 @@ class PhasePage:
     feedback_text: str | None
     """user_feedback.md exactly as it is on disk, None when there is none."""
     version: str
-    """``feedback_version``: what the review form carries back."""
+    """What the review form carries back: ``Shown.token`` of the phase as this page shows it
+    (its attempt, the digest of its outputs, the version of user_feedback.md)."""
     moves: tuple[str, ...]
     """The lifecycle moves a reviewer may make now (``approve``, ``send back``)."""
     current_attempt: AttemptLine | None
@@ -393,6 +395,9 @@ def phase_page(
     if checkpoints is None:
         checkpoints = manager.load_checkpoints(project, session)
     checkpoint = checkpoints.get(phase)
+    # what the reviewer is shown, read before the outputs are: a change in between makes a
+    # decision from this page refused (the safe side), never applied to what was not shown
+    seen = manager.session(project, session).shown(phase)
     records: dict[Path, AgentOutput] = {}
     cut: dict[Path, OutputCut] = {}
 
@@ -439,7 +444,7 @@ def phase_page(
         outputs,
         manager.load_feedback(project, session, phase) if checkpoint else None,
         text,
-        version,
+        Shown(seen.attempt, seen.outputs, version).token,
         moves if checkpoint else (),
         _attempt_line(attempts[-1]) if attempts else None,
         earlier,
