@@ -233,7 +233,12 @@ def feedback(
     it noted at the top; closing the editor without a change leaves the file as it was.
     What you save is kept as you wrote it, and the session's manifest and history say it
     at once. Exit code 1 when you quit with a mistake (nothing is saved) or the file still
-    has one. With --commit the
+    has one.
+
+    With --approve or --reject the review is saved over the phase as it was when the command
+    started: a review written before is decided over, as asked, but one saved after it
+    started (on a page, by another command) or a new attempt or a changed output is never
+    decided over unseen: Error, nothing saved, exit code 1. With --commit the
     review is its own commit, authored by you (git's user of this clone); with --push it is
     pushed at once (haytham sync).
     """

@@ -73,7 +73,8 @@ def serve(host: str, port: int, open_browser: bool, base_dir: Path) -> None:
 
     Serves the sessions under the base directory until Ctrl-C. A review saved on a page is
     written into the phase's user_feedback.md as haytham feedback writes it (lines a person
-    added stay), and only over the version of the file the page showed. It listens on
+    added stay), and only over what the page showed (the phase's attempt, its outputs and
+    the version of the file: otherwise nothing is saved and the page says what changed). It listens on
     127.0.0.1 by default; any other --host needs an access token, which is printed in the
     address to open (as Jupyter does). Needs the web extra: pip install 'haytham[web]'.
     """
