@@ -197,14 +197,23 @@ class StaleReviewError(PathError):
     against (edited by hand or brought by git since): nothing was written.
 
     ``expected`` is the version the caller saw, ``current`` the file's version now
-    (``haytham.store.fs.file_version``)."""
+    (``haytham.store.fs.file_version``; for a review checked against what its reviewer was
+    shown, ``haytham.store.shown.Shown.token``). ``changed`` says in words what changed: a
+    new attempt ran, an agent output changed, the review file changed."""
 
     def __init__(
-        self, message: str, *, path: Path | None = None, expected: str = "", current: str = ""
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        expected: str = "",
+        current: str = "",
+        changed: tuple[str, ...] = (),
     ) -> None:
         super().__init__(message, path=path)
         self.expected = expected
         self.current = current
+        self.changed = changed
 
 
 class MoveRefusedError(HaythamError, ValueError):

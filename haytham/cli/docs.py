@@ -39,7 +39,9 @@ Each command parses its arguments, calls the library and prints.
 
 - **Exit codes:** 0 success; 1 an error, or findings (`validate`, `doctor`) or a failed run
   (`demo`, `resume`); 2 a usage mistake (unknown option, missing argument, bad value);
-  `demo --crash-after` ends with 3.
+  `demo --crash-after` ends with 3. A session that reads but has a review file with a
+  mistake is shown by `show` and `report` with the mistake as a `warning: path:line: field:
+  message` line on standard error, exit code 0 (`validate` reports it as an error).
 - **Errors** are one line on standard error, `Error: ...`, never a traceback; problems in a
   file are located like a linter's: `path:line: field: message`.
 - **Output** on a terminal has colour, tables, rendered markdown and progress bars; piped

@@ -233,7 +233,12 @@ def feedback(
     it noted at the top; closing the editor without a change leaves the file as it was.
     What you save is kept as you wrote it, and the session's manifest and history say it
     at once. Exit code 1 when you quit with a mistake (nothing is saved) or the file still
-    has one. With --commit the
+    has one.
+
+    With --approve or --reject the review is saved over the phase as it was when the command
+    started: a review written before is decided over, as asked, but one saved after it
+    started (on a page, by another command) or a new attempt or a changed output is never
+    decided over unseen: Error, nothing saved, exit code 1. With --commit the
     review is its own commit, authored by you (git's user of this clone); with --push it is
     pushed at once (haytham sync).
     """
@@ -247,7 +252,7 @@ def feedback(
     commits = Commits(manager, commit, push, remote)
     commits.pull()
     manager.recover(project, session)  # the retry count below is the whole change's
-    checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before a phase ran
+    manager.load_checkpoint(project, session, phase)  # nothing to review before a phase ran
     if not (approve or reject):
         edited = edit_feedback(manager, project, session, phase)
         report(manager, project, session, edited)
@@ -258,6 +263,9 @@ def feedback(
             click.get_current_context().exit(1)
         return
     path = manager.phase_dir(project, session, phase) / FEEDBACK_FILE
+    # what this command decides on, as the files are when it starts: an older review is
+    # decided over as asked; one saved after this point (a page, another command) is not
+    seen = manager.session(project, session).shown(phase)
     manager.save_user_feedback(
         project,
         session,
@@ -267,7 +275,8 @@ def feedback(
         comments=comment or "",
         requested_changes=list(changes),
         action="approved" if approve else "retry",
-        retry_count=checkpoint.retry_count + (0 if approve else 1),
+        retry_count=seen.attempt - 1 + (0 if approve else 1),  # the attempt decided on
+        expected_version=seen,
     )
     understood = manager.load_feedback(project, session, phase)
     assert understood is not None

@@ -38,6 +38,7 @@ from haytham.cli.present import (
     print_status,
     status_cell,
 )
+from haytham.errors import Issue
 from haytham.format.workflow import IDEA_VALIDATION, load_workflow
 from haytham.records import SESSION_STATUSES, AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.store import durations
@@ -115,8 +116,12 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "phases[].number": "phase number",
         "phases[].name": "phase name",
         "phases[].checkpoint": "the phase's checkpoint.md",
-        "phases[].feedback": "the phase's user_feedback.md, or null",
+        "phases[].feedback": "the phase's user_feedback.md, or null (also when it does not read: "
+        "see `problems`)",
         "phases[].outputs": "the agent outputs (only `--agent`'s with that option), in checkpoint order",
+        "phases[].problems": "the mistakes of the phase's review file when it does not read, each "
+        "an object with `path`, `line`, `field` and `message` (also printed as warnings); empty "
+        "when it reads",
     },
 }
 JSON_RECORDS: dict[str, dict[str, type]] = {
@@ -381,7 +386,9 @@ def show(
 ) -> None:
     """Show checkpoints, feedback and agent outputs.
 
-    On a terminal the outputs are rendered as markdown; piped, they are left raw.
+    On a terminal the outputs are rendered as markdown; piped, they are left raw. A review
+    file with a mistake does not stop it: everything else is shown, and the mistake (file,
+    line, field, message) is printed as a warning on standard error; the exit code is 0.
     """
     manager = CheckpointManager(base_dir)
     workflow = manager.session_workflow(project, session)
@@ -397,11 +404,16 @@ def show(
         manager.load_checkpoint(project, session, phase)  # a phase that never ran is an error here
         numbers = [phase]
     shown = []
+    problems: dict[int, list[Issue]] = {}
+    handle = manager.session(project, session)
     for number in numbers:
         checkpoint = manager.load_checkpoint(project, session, number)
         names = [agent] if agent else list(manager.get_phase_outputs(project, session, [number])[number])
         outputs = [manager.load_agent_output(project, session, number, name) for name in names]
-        shown.append((checkpoint, manager.load_feedback(project, session, number), outputs))
+        feedback = handle.review(number, problems.setdefault(number, []))  # a mistake is shown, not fatal
+        shown.append((checkpoint, feedback, outputs))
+    for issue in (issue for found in problems.values() for issue in found):
+        click.echo(f"warning: {issue}", err=True)
     if as_json:
         phases = [
             {
@@ -410,6 +422,10 @@ def show(
                 "checkpoint": plain(c),
                 "feedback": plain(f),
                 "outputs": plain(o),
+                "problems": [
+                    {"path": str(i.path), "line": i.line, "field": i.field, "message": i.message}
+                    for i in problems.get(c.phase_number, [])
+                ],
             }
             for c, f, o in shown
         ]

@@ -20,6 +20,7 @@ from types import ModuleType
 import click
 
 from haytham.cli.common import base_dir_option, command
+from haytham.errors import Issue
 from haytham.store import fs
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_path_name
@@ -72,7 +73,8 @@ def serve(host: str, port: int, open_browser: bool, base_dir: Path) -> None:
 
     Serves the sessions under the base directory until Ctrl-C. A review saved on a page is
     written into the phase's user_feedback.md as haytham feedback writes it (lines a person
-    added stay), and only over the version of the file the page showed. It listens on
+    added stay), and only over what the page showed (the phase's attempt, its outputs and
+    the version of the file: otherwise nothing is saved and the page says what changed). It listens on
     127.0.0.1 by default; any other --host needs an access token, which is printed in the
     address to open (as Jupyter does). Needs the web extra: pip install 'haytham[web]'.
     """
@@ -172,11 +174,16 @@ def report(project: str, session: str, output: Path | None, base_dir: Path) -> N
     earlier attempts with diffs, and the costs, with the same pages as haytham serve (an
     output longer than 1 MiB is shown in part, with its size and file). Styles
     and charts are inline, there is no script, and it loads nothing from the network. Needs
-    the web extra: pip install 'haytham[web]'.
+    the web extra: pip install 'haytham[web]'. A file with a mistake (a review that does not
+    read) is shown at the top of the report and printed as a warning; the rest is reported
+    as it reads, and the exit code is 0.
     """
     check_path_name("project", project)
     check_path_name("session", session)
-    html = _web("report").report_html(CheckpointManager(base_dir), project, session)
+    problems: list[Issue] = []
+    html = _web("report").report_html(CheckpointManager(base_dir), project, session, problems=problems)
+    for issue in problems:  # the report shows them at its top too; a readable session is exit 0
+        click.echo(f"warning: {issue}", err=True)
     if output is not None and str(output) == "-":
         click.echo(html, nl=False)
         return

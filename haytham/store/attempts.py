@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from haytham.errors import Issue
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK
 from haytham.format.document import DocumentFormat, R
 from haytham.format.guard import read_file
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE
-from haytham.records import Attempt, PhaseCheckpoint
+from haytham.records import Attempt, PhaseCheckpoint, UserFeedback
 from haytham.store import journal
 from haytham.store.phase_files import agent_files
 from haytham.store.review_time import hand_review_time
@@ -57,25 +58,59 @@ def _optional(kind: DocumentFormat[R], path: Path) -> R | None:
 
 
 def load_all(
-    directory: Path, current: PhaseCheckpoint | None, read_output: OutputReader = whole_output
+    directory: Path,
+    current: PhaseCheckpoint | None,
+    read_output: OutputReader = whole_output,
+    problems: list[Issue] | None = None,
 ) -> list[Attempt]:
     """Every attempt of the phase at ``directory``, oldest first, then the current one (whose
     checkpoint, read by the caller, is ``current``; None when the phase has none). Each
-    output is read by ``read_output`` (a page reads only the start of a large one)."""
+    output is read by ``read_output`` (a page reads only the start of a large one).
+
+    ``problems``: where a view that must show what reads (a page, ``show``) collects the
+    mistakes of review files that do not read (each attempt's feedback is then None);
+    without it such a file raises its DocumentError, as every library read does."""
     archived = directory / ATTEMPTS_DIR
     try:
         numbers = sorted(int(p.name) for p in archived.iterdir() if p.name.isdigit())
     except (FileNotFoundError, NotADirectoryError):
         numbers = []
-    attempts = [load(number, archived / str(number), read_output) for number in numbers]
+    attempts = [load(number, archived / str(number), read_output, problems) for number in numbers]
     if current is not None:
-        attempts.append(load(current.retry_count + 1, directory, read_output))
+        attempts.append(load(current.retry_count + 1, directory, read_output, problems))
     return attempts
 
 
-def load(number: int, directory: Path, read_output: OutputReader = whole_output) -> Attempt:
+def read_review(
+    path: Path, completed: str | None, problems: list[Issue] | None = None
+) -> UserFeedback | None:
+    """The review in the file at ``path`` (None when there is none), with a hand review's
+    time (``hand_review_time``; ``completed``: its phase checkpoint's Completed).
+
+    A file that does not read raises its DocumentError, or with ``problems`` is None and its
+    mistakes (file, line, field, message: ``FEEDBACK.read_path``'s issues, as ``validate``
+    reports them) are added there: the one lenient read of a review, for the views that show
+    a session whose review has a mistake instead of refusing all of it."""
+    if not path.is_file():
+        return None
+    if problems is None:
+        feedback = FEEDBACK.load_optional(path)
+    else:
+        feedback, issues = FEEDBACK.read_path(path)
+        if feedback is None:
+            problems.extend(issue for issue in issues if issue.is_error)
+            return None
+    return None if feedback is None else hand_review_time(feedback, path, completed)
+
+
+def load(
+    number: int,
+    directory: Path,
+    read_output: OutputReader = whole_output,
+    problems: list[Issue] | None = None,
+) -> Attempt:
     """Attempt ``number``, as the files in ``directory`` record it (a file removed since it
-    was listed is not there)."""
+    was listed is not there; ``problems``: as for ``load_all``)."""
     checkpoint = _optional(CHECKPOINT, directory / CHECKPOINT_FILE)
     order = [run.agent_name for run in checkpoint.agents] if checkpoint else []
     try:
@@ -87,8 +122,5 @@ def load(number: int, directory: Path, read_output: OutputReader = whole_output)
         content = read_output(path)
         if content is not None:
             outputs[path.stem] = content
-    feedback_path = directory / FEEDBACK_FILE
-    feedback = _optional(FEEDBACK, feedback_path)
-    if feedback is not None:
-        feedback = hand_review_time(feedback, feedback_path, checkpoint.completed if checkpoint else None)
+    feedback = read_review(directory / FEEDBACK_FILE, checkpoint.completed if checkpoint else None, problems)
     return Attempt(number, directory, checkpoint, feedback, outputs)

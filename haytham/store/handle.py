@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from haytham.errors import InvalidArgumentError, NotFoundError, PhaseNotFoundError, SessionExistsError
+from haytham.errors import InvalidArgumentError, Issue, NotFoundError, PhaseNotFoundError, SessionExistsError
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.workflow import BUILTIN_WORKFLOWS, Workflow, dump_workflow
@@ -63,6 +63,7 @@ from haytham.store.names import (
 from haytham.store.phase_files import agent_files
 from haytham.store.review_time import hand_review_time
 from haytham.store.session import Session
+from haytham.store.shown import Shown, shown_now
 from haytham.store.store import Store
 from haytham.store.transaction import Transaction, transaction
 
@@ -128,6 +129,15 @@ class SessionHandle:
         checkpoint = self.store.load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
         completed = checkpoint.completed if checkpoint is not None else None
         return hand_review_time(found, directory / FEEDBACK_FILE, completed)  # a hand review's time
+
+    def shown(self, phase_num: int) -> Shown:
+        """What a reviewer of the phase is shown now: its attempt, the digest of its agent
+        outputs and the version of its review file (``store.shown``). A page or a command reads
+        it before it shows the outputs and passes it back with the decision
+        (``save_user_feedback(expected_version=...)``), which is refused if any of them changed."""
+        directory = self.open().read_phase_dir(phase_num)
+        checkpoint = self.store.load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+        return shown_now(directory, checkpoint, self.store.digests, self.store.cache)
 
     def state(self) -> lifecycle.SessionView:
         """Where the session stands: ``lifecycle.derive`` over its checkpoints and review files.
@@ -218,12 +228,29 @@ class SessionHandle:
                 approved.append(phase.number)
         return sorted(approved)
 
-    def attempts(self, phase_num: int, read_output: _attempts.OutputReader | None = None) -> list[Attempt]:
+    def attempts(
+        self,
+        phase_num: int,
+        read_output: _attempts.OutputReader | None = None,
+        *,
+        problems: list[Issue] | None = None,
+    ) -> list[Attempt]:
         """Every attempt of a phase, oldest first; the last is the one in the phase directory.
-        Each output's content is what ``read_output`` reads of its file (all of it by default)."""
+        Each output's content is what ``read_output`` reads of its file (all of it by default).
+        ``problems``: collects the mistakes of review files that do not read, whose attempts
+        then have no feedback, instead of raising (``attempts.load_all``)."""
         directory = self.phase_dir(phase_num)
         current = self.store.load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
-        return _attempts.load_all(directory, current, read_output or _attempts.whole_output)
+        return _attempts.load_all(directory, current, read_output or _attempts.whole_output, problems)
+
+    def review(self, phase_num: int, problems: list[Issue]) -> UserFeedback | None:
+        """The phase's review as ``feedback`` gives it, or None when there is none or it does
+        not read; then its mistakes (file, line, field, message) are added to ``problems``
+        (``attempts.read_review``): what a view that shows everything that reads needs."""
+        directory = self.open().read_phase_dir(phase_num)
+        checkpoint = self.store.load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+        completed = checkpoint.completed if checkpoint is not None else None
+        return _attempts.read_review(directory / FEEDBACK_FILE, completed, problems)
 
     def history(
         self,
@@ -471,7 +498,7 @@ class SessionHandle:
         return path
 
     def save_user_feedback(
-        self, phase_num: int, fields: Mapping[str, Any], *, expected_version: str | None = None
+        self, phase_num: int, fields: Mapping[str, Any], *, expected_version: str | Shown | None = None
     ) -> Path:
         """``CheckpointManager.save_user_feedback``: the review file, its history entry and the
         manifest, in one change (``fields``: ``arguments.feedback_fields``)."""

@@ -27,6 +27,7 @@ import stat
 from datetime import datetime, timezone
 from pathlib import Path
 
+from haytham.errors import SessionBusyError
 from haytham.format.guard import read_file
 from haytham.format.layout import LEASE_FILE
 from haytham.records import LeaseHolder
@@ -84,6 +85,28 @@ def holder(session_dir: Path) -> LeaseHolder | None:
     return None
 
 
+def refuse_if_running(session_dir: Path, what: str) -> None:
+    """Refuse (SessionBusyError, naming the holder) a change that must not happen under a
+    run, such as archiving the attempts a runner is at work on, while a process other than
+    this one holds the session's run lease. A runner that holds the lease itself (its
+    ``rerun`` archives inside its own run) is not refused. Read only, as ``holder``."""
+    found = holder(session_dir)
+    if found is None or (found.pid == os.getpid() and found.host == _hostname()):
+        return
+    raise SessionBusyError(
+        f"session {what} is being run by {found.describe()}; nothing was changed. Wait for that run "
+        "to stop (a runner that dies releases the session at once), then try again",
+        found,
+        session_dir / LEASE_FILE,
+    )
+
+
+def _hostname() -> str:
+    import socket  # only where a lease is held: a read of a session never pays for it
+
+    return socket.gethostname()
+
+
 def _flock_holders(st: os.stat_result) -> tuple[set[int], set[int]] | None:
     """The processes holding an exclusive flock on the file ``st`` describes, from the
     kernel's lock table: those on the same device and inode, and those on the same inode
@@ -125,4 +148,4 @@ def _alive_here(record: LeaseHolder) -> bool:
     return True
 
 
-__all__ = ["LOCKS_TABLE", "LeaseHolder", "holder", "read_holder"]
+__all__ = ["LOCKS_TABLE", "LeaseHolder", "holder", "read_holder", "refuse_if_running"]

@@ -41,6 +41,7 @@ from haytham.store.handle import SessionHandle
 from haytham.store.names import check_path_name
 from haytham.store.scan import SessionListing, SessionSummary, iter_sessions, list_sessions, session_dirs
 from haytham.store.session_files import kind_of, session_files
+from haytham.store.shown import Shown
 from haytham.store.store import Store
 from haytham.store.validation import phase_issues, session_issues, validate_sessions
 
@@ -181,7 +182,7 @@ class CheckpointManager(Store):
         action: str | None = None,
         retry_count: int = 0,
         *,
-        expected_version: str | None = None,
+        expected_version: str | Shown | None = None,
     ) -> Path:
         """Write the phase's user_feedback.md (the file people also edit by hand).
 
@@ -192,7 +193,11 @@ class CheckpointManager(Store):
 
         With ``expected_version`` (``fs.file_version`` of the file the review was written
         against, ``fs.NO_FILE`` for none) the file must still be that version, checked under
-        the session's lock: otherwise StaleReviewError, and nothing is written. A review
+        the session's lock: otherwise StaleReviewError, and nothing is written. With a
+        ``Shown`` (``session(p, s).shown(phase)``, read before the outputs were shown to the
+        reviewer) the phase's attempt and the digest of its agent outputs must be unchanged
+        too: a decision applies only to what was shown (StaleReviewError naming what
+        changed). A review
         (``reviewed=True``) is a lifecycle move the phase as it stands must allow a reviewer
         (``lifecycle.check_move``): otherwise MoveRefusedError, and nothing is written. The
         blank template (``reviewed=False``) decides nothing and is no move."""

@@ -18,6 +18,7 @@ from haytham.records import PhaseCheckpoint
 from haytham.store import attempts as _attempts
 from haytham.store import journal
 from haytham.store import progress as _progress
+from haytham.store.lease import refuse_if_running
 from haytham.store.saving import built_from
 from haytham.store.transaction import Transaction
 
@@ -31,8 +32,10 @@ def start_attempt(tx: Transaction, phase_num: int) -> int:
 
 def archive_from(tx: Transaction, from_phase: int) -> list[int]:
     """Archive ``from_phase`` and every later phase of the mode that has a checkpoint; return
-    those phases."""
+    those phases. Refused (SessionBusyError) while another process runs the session: the
+    page's "run again" and ``haytham rerun`` alike (a runner's own rerun holds the lease)."""
     session = tx.session
+    refuse_if_running(session.directory, f"{tx.project_id}/{tx.session_id}")
     start = session.phase(from_phase)
     checkpoints = tx.checkpoints()
     later = [p for p in session.phases[session.phases.index(start) :] if p.number in checkpoints]

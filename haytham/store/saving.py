@@ -31,6 +31,7 @@ from haytham.store.names import check_no_case_twin
 from haytham.store.phase_files import agent_files
 from haytham.store.reads import Reads
 from haytham.store.session import Session
+from haytham.store.shown import Shown, shown_now
 from haytham.store.store import Store
 from haytham.store.transaction import Transaction
 
@@ -70,13 +71,15 @@ def save_agent_output(tx: Transaction, phase_num: int, fields: Mapping[str, Any]
 
 
 def save_user_feedback(
-    tx: Transaction, phase_num: int, fields: Mapping[str, Any], expected_version: str | None
+    tx: Transaction, phase_num: int, fields: Mapping[str, Any], expected_version: str | Shown | None
 ) -> Saved:
     """``CheckpointManager.save_user_feedback`` under the transaction's lock."""
     session = tx.session
     phase = session.phase(phase_num)
     directory = session.phase_dir(phase_num)
-    if expected_version is not None:
+    if isinstance(expected_version, Shown):
+        check_shown(tx, phase.number, directory, expected_version)
+    elif expected_version is not None:
         check_version(directory / FEEDBACK_FILE, expected_version, tx.reads)
     tx.check_review(phase, review_of(phase, fields))
     tx.phase_folder(phase_num)
@@ -394,6 +397,26 @@ def check_version(path: Path, expected: str, reads: Reads) -> None:
             path=path,
             expected=expected,
             current=current,
+        )
+
+
+def check_shown(tx: Transaction, phase_num: int, directory: Path, expected: Shown) -> None:
+    """Refuse (StaleReviewError, naming what changed) a review of the phase in ``directory``
+    unless its attempt, its outputs and its review file are still what the reviewer was
+    shown (``expected``), as the files say under the lock (the review file's bytes are
+    those the save goes on with: ``tx.reads``)."""
+    path = directory / FEEDBACK_FILE
+    version, data = _storage.file_version(path)
+    tx.reads.keep(path, data)
+    now = shown_now(directory, tx.checkpoints().get(phase_num), tx.store.digests, tx.store.cache, version)
+    changed = expected.changes(now)
+    if changed:
+        raise StaleReviewError(
+            f"{path}: since the reviewer was shown the phase, {'; '.join(changed)}; nothing was saved",
+            path=path,
+            expected=expected.token,
+            current=now.token,
+            changed=changed,
         )
 
 

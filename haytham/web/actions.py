@@ -2,13 +2,16 @@
 
 A review is written the way ``haytham feedback --approve/--reject`` writes it
 (``CheckpointManager.save_user_feedback``, which keeps every section and line a person added
-to user_feedback.md by hand), but only over the version of the file the form was rendered
-from: when the file changed since (an editor, a ``git pull``), nothing is written and the
-caller gets a ``ReviewConflictError`` holding the file as it is now (the page shows it beside what
-was submitted), so
-nothing is lost to a race. The move itself must be one the lifecycle allows a reviewer
-(``lifecycle.check_move``), which the manager checks as for every review it writes
-(``MoveRefusedError``, the same refusal as the command line's and the library's).
+to user_feedback.md by hand), but only over what the form was rendered
+from (``store.shown.Shown``: the phase's attempt, its outputs' digest and the version of the
+file): when any changed since (a new attempt ran, an output was corrected, the file was
+edited or brought by ``git pull``), nothing is written and the caller gets a
+``ReviewConflictError`` saying what changed and holding the file as it is now (the page
+shows it beside what was submitted), so nothing is lost to a race. The move itself must be
+one the lifecycle allows a reviewer (``lifecycle.check_move``), which the manager checks as
+for every review it writes (``MoveRefusedError``, the same refusal as the command line's
+and the library's). "Run again" is refused while a runner holds the session's lease
+(``SessionBusyError``, checked by ``archive_from`` as for ``haytham rerun``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 
 from haytham.errors import ReviewConflictError, StaleReviewError
 from haytham.store.manager import CheckpointManager
+from haytham.store.shown import Shown
 from haytham.web.pages import check_names, feedback_version
 
 
@@ -28,7 +32,8 @@ class Review:
     comments: str
     changes: tuple[str, ...]
     version: str
-    """The version of user_feedback.md the form was rendered from (``feedback_version``)."""
+    """What the form was rendered from: ``Shown.token`` (the phase's attempt, the digest of
+    its outputs and the version of user_feedback.md, ``pages.phase_page``)."""
 
     @property
     def event(self) -> str:
@@ -57,6 +62,7 @@ def submit_review(manager: CheckpointManager, project: str, session: str, phase:
     cannot slip in. The version is checked first, so a move refused on a page that is out of
     date is a ReviewConflictError, and the person sees the file as it is now and keeps their text."""
     check_names(project, session)
+    shown = Shown.parse(review.version)
     checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before it ran
     try:
         manager.save_user_feedback(
@@ -69,17 +75,20 @@ def submit_review(manager: CheckpointManager, project: str, session: str, phase:
             requested_changes=list(review.changes),
             action="approved" if review.approve else "retry",
             retry_count=checkpoint.retry_count + (0 if review.approve else 1),
-            expected_version=review.version,
+            expected_version=shown,
         )
-    except StaleReviewError:
-        raise _conflict(manager, project, session, phase) from None
+    except StaleReviewError as error:
+        raise _conflict(manager, project, session, phase, error.changed) from None
 
 
-def _conflict(manager: CheckpointManager, project: str, session: str, phase: int) -> ReviewConflictError:
-    """The refusal of a review over a file that changed: user_feedback.md as it is now."""
+def _conflict(
+    manager: CheckpointManager, project: str, session: str, phase: int, changed: tuple[str, ...]
+) -> ReviewConflictError:
+    """The refusal of a review of what is no longer there: what changed since the page was
+    loaded, and user_feedback.md as it is now."""
+    said = "; ".join(changed) or "user_feedback.md changed (edited by hand or brought by git)"
     return ReviewConflictError(
-        "user_feedback.md changed since this page was loaded (edited by hand or brought by git); "
-        "nothing was saved",
+        f"since this page was loaded, {said}; nothing was saved",
         feedback_version(manager, project, session, phase)[1],
     )
 

@@ -6,7 +6,8 @@ the manager under its locks) and render a template; ``security.GuardMiddleware``
 front of all of them. A form's POST is answered with a redirect to the page it came from
 (303, so a reload never posts twice). Every error a request can cause is a page with a 4xx
 status and a sentence: an unsafe name or a bad argument 400, a missing project, session or
-phase 404, a stale review version or a move the lifecycle refuses 409, a file that does not
+phase 404, a review of what the page no longer shows, a move the lifecycle refuses or a
+run again while a runner holds the session 409, a file that does not
 parse 422; anything unexpected is a 500 page without a traceback.
 """
 
@@ -33,6 +34,7 @@ from haytham.errors import (
     MoveRefusedError,
     NotFoundError,
     ReviewConflictError,
+    SessionBusyError,
     UnknownPhaseError,
 )
 from haytham.format.patterns import lazy
@@ -247,6 +249,8 @@ async def _library_error(request: Request, error: Exception) -> Response:
         return _error_page(404, "Not found", str(error))
     if isinstance(error, (MoveRefusedError, AlreadyExistsError)):
         return _error_page(409, "Conflict", str(error))
+    if isinstance(error, SessionBusyError):
+        return _error_page(409, "Busy", str(error))
     if isinstance(error, LockTimeout):
         return _error_page(409, "Busy", f"{error} Try again in a moment.")
     if isinstance(error, DocumentError):

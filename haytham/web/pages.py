@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from haytham.errors import HaythamError, NotFoundError
+from haytham.errors import DocumentError, HaythamError, Issue, NotFoundError
 from haytham.format.agent_output import load_start
 from haytham.format.layout import ATTEMPTS_DIR, FEEDBACK_FILE
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
@@ -26,6 +26,7 @@ from haytham.store.lifecycle import PhaseView, SessionView
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_path_name
 from haytham.store.scan import list_sessions
+from haytham.store.shown import Shown
 from haytham.web.render import Bar, DiffLine, bar_chart, unified_diff
 
 INBOX_KINDS = ("awaiting_review", "failed", "stale")
@@ -190,18 +191,25 @@ class SessionPage:
     version: str
     running: LeaseHolder | None = None
     """Who is running the session now (``CheckpointManager.running``), or None."""
+    problems: list[Issue] = field(default_factory=list)
+    """The mistakes of its review files that do not read (file, line, field, message),
+    shown at the top: everything else of the session is shown as it reads."""
 
 
 def session_page(manager: CheckpointManager, project: str, session: str) -> SessionPage:
-    """The session page: its timeline, charts and history."""
+    """The session page: its timeline, charts and history. A review file with a mistake
+    does not lock the reviewer out: its phase is awaiting review (the lifecycle's state,
+    with the problem), its attempt shows no review, and the mistake is in ``problems``."""
     check_names(project, session)
     manifest = manager.load_manifest(project, session)
     state = manager.state(project, session)
     checkpoints = manager.load_checkpoints(project, session)
+    handle = manager.session(project, session)
+    problems: list[Issue] = []
     lines = []
     for view in state.phases:
         checkpoint = checkpoints.get(view.number)
-        attempts = manager.load_attempts(project, session, view.number, _no_output) if checkpoint else []
+        attempts = handle.attempts(view.number, _no_output, problems=problems) if checkpoint else []
         lines.append(PhaseLine(view, checkpoint, [_attempt_line(a) for a in attempts]))
     return SessionPage(
         project,
@@ -213,6 +221,7 @@ def session_page(manager: CheckpointManager, project: str, session: str) -> Sess
         charts(lines),
         session_version(manager, project, session),
         manager.running(project, session),
+        problems,
     )
 
 
@@ -334,7 +343,8 @@ class PhasePage:
     feedback_text: str | None
     """user_feedback.md exactly as it is on disk, None when there is none."""
     version: str
-    """``feedback_version``: what the review form carries back."""
+    """What the review form carries back: ``Shown.token`` of the phase as this page shows it
+    (its attempt, the digest of its outputs, the version of user_feedback.md)."""
     moves: tuple[str, ...]
     """The lifecycle moves a reviewer may make now (``approve``, ``send back``)."""
     current_attempt: AttemptLine | None
@@ -345,6 +355,17 @@ class PhasePage:
     """The outputs (current and earlier) shown only in part, by their file."""
     directory: Path = Path()
     """The phase's folder."""
+    problems: list[Issue] = field(default_factory=list)
+    """The mistakes of its files that do not read (a review file, an agent output), shown
+    at the top; what does read is shown as it is."""
+
+    @property
+    def review_broken(self) -> bool:
+        """Whether the current review file does not read: the page then shows its raw text
+        beside the form, whose save rewrites it (keeping what the merge keeps)."""
+        return self.feedback_text is not None and any(
+            issue.path == self.directory / FEEDBACK_FILE for issue in self.problems
+        )
 
     def cut_of(self, agent: str, attempt: int | None = None) -> OutputCut | None:
         """How the output of ``agent`` (in the current attempt, or earlier ``attempt``) was cut."""
@@ -380,6 +401,9 @@ def phase_page(
 ) -> PhasePage:
     """The phase page: outputs, their metadata, the review, earlier attempts with diffs.
 
+    A file that does not read (a review file, an agent output) locks nobody out: what reads is
+    shown, and its mistake is in ``problems``.
+
     ``state`` and ``checkpoints`` are the session's as the caller read them, when it has:
     the report makes every phase's page from one reading of the session, where reading it
     again for each phase would make its work grow with the square of the phases."""
@@ -393,14 +417,22 @@ def phase_page(
     if checkpoints is None:
         checkpoints = manager.load_checkpoints(project, session)
     checkpoint = checkpoints.get(phase)
+    # what the reviewer is shown, read before the outputs are: a change in between makes a
+    # decision from this page refused (the safe side), never applied to what was not shown
+    seen = manager.session(project, session).shown(phase)
     records: dict[Path, AgentOutput] = {}
     cut: dict[Path, OutputCut] = {}
+    problems: list[Issue] = []
 
     def read_output(path: Path) -> str | None:
         """Each output file read once (its first ``SHOWN_OUTPUT_BYTES``), its record kept
         for the page: reading it a second time could find it removed by a writer in between
         (a 404 for a session that exists)."""
-        found = load_start(path, SHOWN_OUTPUT_BYTES) if path.is_file() else None
+        try:
+            found = load_start(path, SHOWN_OUTPUT_BYTES) if path.is_file() else None
+        except DocumentError as error:
+            problems.append(Issue(error.path or path, error.line, error.field, error.message))
+            return None
         if found is None:
             return None
         records[path], size, whole = found
@@ -409,7 +441,8 @@ def phase_page(
         return records[path].content
 
     directory = manager.phase_dir(project, session, phase)
-    attempts = manager.load_attempts(project, session, phase, read_output) if checkpoint else []
+    handle = manager.session(project, session)
+    attempts = handle.attempts(phase, read_output, problems=problems) if checkpoint else []
     outputs = [records[directory / f"{agent}.md"] for agent in attempts[-1].outputs] if attempts else []
     version, text = feedback_version(manager, project, session, phase)
     current = attempts[-1].outputs if attempts else {}
@@ -437,13 +470,14 @@ def phase_page(
         state.state,
         checkpoint,
         outputs,
-        manager.load_feedback(project, session, phase) if checkpoint else None,
+        attempts[-1].feedback if attempts else None,
         text,
-        version,
+        Shown(seen.attempt, seen.outputs, version).token,
         moves if checkpoint else (),
         _attempt_line(attempts[-1]) if attempts else None,
         earlier,
         manager.running(project, session),
         cut,
         directory,
+        problems,
     )
