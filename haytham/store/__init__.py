@@ -19,7 +19,8 @@ paths), ``index``, ``validation`` and ``disagreements`` (linting session files, 
 remembered in the index), ``doctor``, ``events``; ``store`` (what every
 operation shares), ``session`` (a session as read), ``reads`` (what one transaction read),
 ``transaction`` (the one write path), ``saving`` and ``reruns`` (the writes, each a
-transaction), ``handle`` (``SessionHandle``: one session's reads and writes) and ``manager``
+transaction), ``shown`` (what a reviewer was shown of a phase, which a review is checked
+against), ``handle`` (``SessionHandle``: one session's reads and writes) and ``manager``
 (``CheckpointManager``, the product document's facade).
 """
 
@@ -41,6 +42,7 @@ PUBLIC_MODULES = (
     "durations",
     "lease",
     "orphans",
+    "shown",
 )
 """The store's public API: the modules the layers above may import, and of them only names
 without a leading underscore (``tests/test_public_api.py`` checks every import outside

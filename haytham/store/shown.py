@@ -15,18 +15,18 @@ for what changed.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from haytham.errors import InvalidArgumentError
 from haytham.format import ReadCache
 from haytham.format.layout import FEEDBACK_FILE
+from haytham.format.patterns import lazy
 from haytham.records import PhaseCheckpoint
 from haytham.store import fs
 from haytham.store import progress as _progress
 
-_TOKEN = re.compile(r"a(?P<attempt>[1-9][0-9]{0,11})-(?P<outputs>[0-9a-f]{16})-(?P<review>[0-9a-f]{20}|none)")
+_TOKEN = lazy(r"a(?P<attempt>[1-9][0-9]{0,11})-(?P<outputs>[0-9a-f]{16})-(?P<review>[0-9a-f]{20}|none)")
 """The text form of a ``Shown``: ``a{attempt}-{outputs digest}-{review file version}``."""
 
 

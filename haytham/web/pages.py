@@ -419,7 +419,8 @@ def phase_page(
     checkpoint = checkpoints.get(phase)
     # what the reviewer is shown, read before the outputs are: a change in between makes a
     # decision from this page refused (the safe side), never applied to what was not shown
-    seen = manager.session(project, session).shown(phase)
+    handle = manager.session(project, session)
+    seen = handle.shown(phase)
     records: dict[Path, AgentOutput] = {}
     cut: dict[Path, OutputCut] = {}
     problems: list[Issue] = []
@@ -441,7 +442,6 @@ def phase_page(
         return records[path].content
 
     directory = manager.phase_dir(project, session, phase)
-    handle = manager.session(project, session)
     attempts = handle.attempts(phase, read_output, problems=problems) if checkpoint else []
     outputs = [records[directory / f"{agent}.md"] for agent in attempts[-1].outputs] if attempts else []
     version, text = feedback_version(manager, project, session, phase)
