@@ -412,7 +412,13 @@ def _sorted(mapping: Mapping[str, Any]) -> Any:
 
 def parse_checkpoint(text: str, serde: Serde, path: Path | None = None) -> StoredCheckpoint:
     """The inverse of render_checkpoint."""
-    _, sections = split_sections(text, path)
+    return checkpoint_from(split_sections(text, path)[1], serde, path)
+
+
+def checkpoint_from(sections: Sequence[Section], serde: Serde, path: Path | None = None) -> StoredCheckpoint:
+    """The checkpoint a checkpoint file's sections hold (``split_sections``), its values
+    decoded now: new objects each call, so a caller may change what it gets without changing
+    what the next caller gets (the saver keeps the sections of a file it read, not values)."""
     if not sections or sections[0].title != "Metadata":
         raise DocumentError("the first section is not '## Metadata'", path=path, line=1)
     summary = sections[0].fields
@@ -483,7 +489,12 @@ def render_writes(
 
 def parse_writes(text: str, serde: Serde, path: Path | None = None) -> list[StoredWrite]:
     """The inverse of render_writes: the writes in the order they were written."""
-    _, sections = split_sections(text, path)
+    return writes_from(split_sections(text, path)[1], serde, path)
+
+
+def writes_from(sections: Sequence[Section], serde: Serde, path: Path | None = None) -> list[StoredWrite]:
+    """The pending writes a writes file's sections hold, their values decoded now (as
+    ``checkpoint_from``)."""
     writes = []
     for section in sections[1:]:
         where = _Where(path, section.line, f"section '## {section.title}'")
