@@ -1195,6 +1195,101 @@ def s10(root: Path, sizes: Sizes, repeats: int) -> None:
     )
 
 
+LONG_STEPS = 200
+"""S11's long thread: a graph of 200 steps leaves 202 checkpoints (its input, each step, the end)."""
+
+
+def s11(root: Path, sizes: Sizes, repeats: int) -> None:
+    """LangGraph reads and runs: HaythamSaver beside SqliteSaver on the same 202-checkpoint
+    thread, each call cold (a new saver, a new connection) and warm (the same saver again),
+    the two savers interleaved, median with min-max."""
+    try:
+        import sqlite3
+
+        import langgraph_peers as peers
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        from haytham.integrations.langgraph import HaythamSaver
+    except ImportError:
+        ROWS.append(Row("S11", "LangGraph", "-", "-", "-", "printed", "-", "not installed: skipped"))
+        return
+    base = root / "s11"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    database = base / "peer.sqlite3"
+
+    def haytham_saver() -> Any:
+        return HaythamSaver(base / "projects")
+
+    def sqlite_saver() -> Any:
+        connection = sqlite3.connect(database, check_same_thread=False)
+        saver = SqliteSaver(connection)
+        saver.setup()
+        connection.execute("PRAGMA synchronous=FULL")  # every commit durable, as haytham's files
+        return saver
+
+    thread: Any = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}, "recursion_limit": 1000}
+    steps, peers.STEPS = peers.STEPS, LONG_STEPS
+    try:
+        for make in (haytham_saver, sqlite_saver):
+            peers.graph(make()).invoke({"step": 0}, thread)
+    finally:
+        peers.STEPS = steps
+    count = len(list(sqlite_saver().list(thread)))
+    FLOORS["S11"] = (
+        f"peer: LangGraph's SqliteSaver (WAL, synchronous=FULL) holding the same {count}-checkpoint "
+        "thread; cold is a new saver and connection, warm the same one again; both in this process"
+    )
+    runs = max(repeats, 5)
+
+    def interleaved(what: str, call: Callable[[Any], Any], limit: float, goal: str) -> None:
+        for state in ("cold", "warm"):
+            mine: list[float] = []
+            peer: list[float] = []
+            warm = {"h": haytham_saver(), "s": sqlite_saver()}
+            call(warm["h"]), call(warm["s"])
+            for _ in range(runs):
+                for key, times in (("h", mine), ("s", peer)):
+                    saver = (
+                        (haytham_saver if key == "h" else sqlite_saver)() if state == "cold" else warm[key]
+                    )
+                    times.append(_timed(lambda saver=saver: call(saver)))
+            spread = f"min-max {ms(min(mine))}-{ms(max(mine))} vs {ms(min(peer))}-{ms(max(peer))}"
+            row(
+                "S11",
+                f"{what}, {state}",
+                statistics.median(mine),
+                statistics.median(peer),
+                limit,
+                goal,
+                spread,
+            )
+
+    interleaved("get_tuple (newest of 202)", lambda saver: saver.get_tuple(thread), 3, "<= 3x SqliteSaver")
+    interleaved("list (all 202)", lambda saver: list(saver.list(thread)), 3, "<= 3x SqliteSaver")
+    interleaved(
+        "get_state_history (202)",
+        lambda saver: list(peers.graph(saver).get_state_history(thread)),
+        3,
+        "<= 3x SqliteSaver",
+    )
+    mine, peer = [], []
+    for index in range(runs):
+        config = {"configurable": {"thread_id": f"run-{index}"}}
+        mine.append(_timed(lambda: peers.graph(haytham_saver()).invoke({"step": 0}, config)))
+        peer.append(_timed(lambda: peers.graph(sqlite_saver()).invoke({"step": 0}, config)))
+    spread = f"min-max {ms(min(mine))}-{ms(max(mine))} vs {ms(min(peer))}-{ms(max(peer))}"
+    row(
+        "S11",
+        f"invoke ({steps} steps)",
+        statistics.median(mine),
+        statistics.median(peer),
+        2,
+        "<= 2x SqliteSaver",
+        spread,
+    )
+
+
 def _timed(action: Callable[[], Any]) -> float:
     began = time.perf_counter()
     action()
@@ -1214,6 +1309,7 @@ TARGETS: dict[str, Callable[[Path, Sizes, int], None]] = {
     "S8": s7_s8,
     "S9": s9,
     "S10": s10,
+    "S11": s11,
 }
 
 

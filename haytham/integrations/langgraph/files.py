@@ -287,11 +287,12 @@ def split_sections(text: str, path: Path | None) -> tuple[str, list[Section]]:
         raise DocumentError("the first line is not a '# ' title", path=path, line=1)
     fences = list(iter_fences(text))
     starts = [f.start for f in fences]
-    heads = []
-    for match in _SPLIT.finditer(text):
-        index = bisect.bisect_right(starts, match.start()) - 1
-        if index < 0 or fences[index].end <= match.start():
-            heads.append(match.start())
+    heads: list[int] = []
+    position = 0
+    for block in fences:  # a heading counts between fences only: the lines inside one are not looked at
+        heads += [match.start() for match in _SPLIT.finditer(text, position, block.start)]
+        position = block.end
+    heads += [match.start() for match in _SPLIT.finditer(text, position)]
     sections = []
     line, counted = 1, 0
     for number, start in enumerate(heads):
