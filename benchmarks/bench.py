@@ -31,6 +31,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -336,7 +337,33 @@ def s3(root: Path, sizes: Sizes, repeats: int) -> None:
     mine, floor = alternate(repeats, lambda: run_process(version), lambda: run_process(py("pass")))
     row("S3", "haytham --version", mine, floor, 3, "<= 3x python -c pass")
     mine, floor = alternate(repeats, lambda: run_process(status), lambda: run_process(py("pass")))
-    row("S3", "haytham status P S (7x3 session)", mine, floor, 6, "<= 6x python -c pass")
+    row("S3", "haytham status P S (7x3 session)", mine, floor, 4, "<= 4x python -c pass")
+    manifest = session / MANIFEST_FILE
+    checkpoint = next(session.glob("phase_1_*")) / "checkpoint.md"
+    validate = haytham("validate", str(manifest), str(checkpoint))  # the pre-commit hook's call
+    run_process(validate)
+    mine, floor = alternate(repeats, lambda: run_process(validate), lambda: run_process(py("pass")))
+    row("S3", "haytham validate A B (pre-commit)", mine, floor, 4, "<= 4x python -c pass")
+    sides = root / "s3-merge"
+    sides.mkdir(exist_ok=True)
+    text = manifest.read_text("utf-8")
+    (sides / "base.md").write_text(text, "utf-8")
+    theirs = re.sub(r"- Total Tokens: (\d+)", lambda m: f"- Total Tokens: {int(m[1]) + 1}", text, count=1)
+    (sides / "theirs.md").write_text(theirs, "utf-8")  # another machine's change: merged, no conflict
+    driver = [sys.executable, "-m", "haytham.cli.git", "merge-driver"]
+    driver += [str(sides / n) for n in ("base.md", "ours.md", "theirs.md")] + [
+        str(manifest.relative_to(base))
+    ]
+
+    def ours() -> None:
+        (sides / "ours.md").write_text(text, "utf-8")
+
+    ours()
+    run_process(driver)
+    mine, floor = alternate(
+        repeats, lambda: run_process(driver), lambda: run_process(py("pass")), before=ours
+    )
+    row("S3", "merge driver, one manifest", mine, floor, 4, "<= 4x python -c pass")
 
 
 FLOOR_MANIFESTS = """
