@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where people wait (issue 15, S1-S10): haytham against honest plain-Python floors.
+"""Where people wait (issues 15 and 26, S1-S11): haytham against honest plain-Python floors and peers.
 
     .venv/bin/python benchmarks/bench.py            # full sizes (minutes; trees cached)
     .venv/bin/python benchmarks/bench.py --quick    # small sizes, a smoke run
