@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where people wait (issue 15, S1-S10): haytham against honest plain-Python floors.
+"""Where people wait (issues 15 and 26, S1-S11): haytham against honest plain-Python floors and peers.
 
     .venv/bin/python benchmarks/bench.py            # full sizes (minutes; trees cached)
     .venv/bin/python benchmarks/bench.py --quick    # small sizes, a smoke run
@@ -31,6 +31,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -336,7 +337,33 @@ def s3(root: Path, sizes: Sizes, repeats: int) -> None:
     mine, floor = alternate(repeats, lambda: run_process(version), lambda: run_process(py("pass")))
     row("S3", "haytham --version", mine, floor, 3, "<= 3x python -c pass")
     mine, floor = alternate(repeats, lambda: run_process(status), lambda: run_process(py("pass")))
-    row("S3", "haytham status P S (7x3 session)", mine, floor, 6, "<= 6x python -c pass")
+    row("S3", "haytham status P S (7x3 session)", mine, floor, 4, "<= 4x python -c pass")
+    manifest = session / MANIFEST_FILE
+    checkpoint = next(session.glob("phase_1_*")) / "checkpoint.md"
+    validate = haytham("validate", str(manifest), str(checkpoint))  # the pre-commit hook's call
+    run_process(validate)
+    mine, floor = alternate(repeats, lambda: run_process(validate), lambda: run_process(py("pass")))
+    row("S3", "haytham validate A B (pre-commit)", mine, floor, 4, "<= 4x python -c pass")
+    sides = root / "s3-merge"
+    sides.mkdir(exist_ok=True)
+    text = manifest.read_text("utf-8")
+    (sides / "base.md").write_text(text, "utf-8")
+    theirs = re.sub(r"- Total Tokens: (\d+)", lambda m: f"- Total Tokens: {int(m[1]) + 1}", text, count=1)
+    (sides / "theirs.md").write_text(theirs, "utf-8")  # another machine's change: merged, no conflict
+    driver = [sys.executable, "-m", "haytham.cli.git", "merge-driver"]
+    driver += [str(sides / n) for n in ("base.md", "ours.md", "theirs.md")] + [
+        str(manifest.relative_to(base))
+    ]
+
+    def ours() -> None:
+        (sides / "ours.md").write_text(text, "utf-8")
+
+    ours()
+    run_process(driver)
+    mine, floor = alternate(
+        repeats, lambda: run_process(driver), lambda: run_process(py("pass")), before=ours
+    )
+    row("S3", "merge driver, one manifest", mine, floor, 4, "<= 4x python -c pass")
 
 
 FLOOR_MANIFESTS = """
@@ -1195,6 +1222,101 @@ def s10(root: Path, sizes: Sizes, repeats: int) -> None:
     )
 
 
+LONG_STEPS = 200
+"""S11's long thread: a graph of 200 steps leaves 202 checkpoints (its input, each step, the end)."""
+
+
+def s11(root: Path, sizes: Sizes, repeats: int) -> None:
+    """LangGraph reads and runs: HaythamSaver beside SqliteSaver on the same 202-checkpoint
+    thread, each call cold (a new saver, a new connection) and warm (the same saver again),
+    the two savers interleaved, median with min-max."""
+    try:
+        import sqlite3
+
+        import langgraph_peers as peers
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        from haytham.integrations.langgraph import HaythamSaver
+    except ImportError:
+        ROWS.append(Row("S11", "LangGraph", "-", "-", "-", "printed", "-", "not installed: skipped"))
+        return
+    base = root / "s11"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    database = base / "peer.sqlite3"
+
+    def haytham_saver() -> Any:
+        return HaythamSaver(base / "projects")
+
+    def sqlite_saver() -> Any:
+        connection = sqlite3.connect(database, check_same_thread=False)
+        saver = SqliteSaver(connection)
+        saver.setup()
+        connection.execute("PRAGMA synchronous=FULL")  # every commit durable, as haytham's files
+        return saver
+
+    thread: Any = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}, "recursion_limit": 1000}
+    steps, peers.STEPS = peers.STEPS, LONG_STEPS
+    try:
+        for make in (haytham_saver, sqlite_saver):
+            peers.graph(make()).invoke({"step": 0}, thread)
+    finally:
+        peers.STEPS = steps
+    count = len(list(sqlite_saver().list(thread)))
+    FLOORS["S11"] = (
+        f"peer: LangGraph's SqliteSaver (WAL, synchronous=FULL) holding the same {count}-checkpoint "
+        "thread; cold is a new saver and connection, warm the same one again; both in this process"
+    )
+    runs = max(repeats, 5)
+
+    def interleaved(what: str, call: Callable[[Any], Any], limit: float, goal: str) -> None:
+        for state in ("cold", "warm"):
+            mine: list[float] = []
+            peer: list[float] = []
+            warm = {"h": haytham_saver(), "s": sqlite_saver()}
+            call(warm["h"]), call(warm["s"])
+            for _ in range(runs):
+                for key, times in (("h", mine), ("s", peer)):
+                    saver = (
+                        (haytham_saver if key == "h" else sqlite_saver)() if state == "cold" else warm[key]
+                    )
+                    times.append(_timed(lambda saver=saver: call(saver)))
+            spread = f"min-max {ms(min(mine))}-{ms(max(mine))} vs {ms(min(peer))}-{ms(max(peer))}"
+            row(
+                "S11",
+                f"{what}, {state}",
+                statistics.median(mine),
+                statistics.median(peer),
+                limit,
+                goal,
+                spread,
+            )
+
+    interleaved("get_tuple (newest of 202)", lambda saver: saver.get_tuple(thread), 3, "<= 3x SqliteSaver")
+    interleaved("list (all 202)", lambda saver: list(saver.list(thread)), 3, "<= 3x SqliteSaver")
+    interleaved(
+        "get_state_history (202)",
+        lambda saver: list(peers.graph(saver).get_state_history(thread)),
+        3,
+        "<= 3x SqliteSaver",
+    )
+    mine, peer = [], []
+    for index in range(runs):
+        config = {"configurable": {"thread_id": f"run-{index}"}}
+        mine.append(_timed(lambda: peers.graph(haytham_saver()).invoke({"step": 0}, config)))
+        peer.append(_timed(lambda: peers.graph(sqlite_saver()).invoke({"step": 0}, config)))
+    spread = f"min-max {ms(min(mine))}-{ms(max(mine))} vs {ms(min(peer))}-{ms(max(peer))}"
+    row(
+        "S11",
+        f"invoke ({steps} steps)",
+        statistics.median(mine),
+        statistics.median(peer),
+        2,
+        "<= 2x SqliteSaver",
+        spread,
+    )
+
+
 def _timed(action: Callable[[], Any]) -> float:
     began = time.perf_counter()
     action()
@@ -1214,6 +1336,7 @@ TARGETS: dict[str, Callable[[Path, Sizes, int], None]] = {
     "S8": s7_s8,
     "S9": s9,
     "S10": s10,
+    "S11": s11,
 }
 
 

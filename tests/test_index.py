@@ -13,6 +13,8 @@ import os
 import shutil
 import sqlite3
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -373,3 +375,68 @@ def test_counting_session_files_gives_what_listing_them_gives(
     ):
         found = list(session_files.session_files(relative))
         assert session_files.count_session_files(relative) == len(found) > 0
+
+
+# ------------------------------------------------------------------ the index across upgrades
+
+
+def _installed_copy(root: Path) -> Path:
+    """A copy of the haytham package under ``root`` (as another install would lay it out),
+    without compiled files; returns the copy's package folder."""
+    package = Path(_index.__file__).resolve().parent.parent
+    shutil.copytree(package, root / "haytham", ignore=shutil.ignore_patterns("__pycache__"))
+    return root / "haytham"
+
+
+def _probe(base: Path) -> bool:
+    """Whether the row ``_plant_probe`` put in the index is still there."""
+    with sqlite3.connect(base / _index.INDEX_DIR / _index.INDEX_FILE) as connection:
+        return connection.execute("SELECT count(*) FROM entries WHERE kind = 'probe'").fetchone() == (1,)
+
+
+def _plant_probe(base: Path) -> None:
+    with sqlite3.connect(base / _index.INDEX_DIR / _index.INDEX_FILE) as connection:
+        connection.execute("INSERT INTO entries VALUES ('probe', 'p', 'i', 'v')")
+
+
+def _list_with(package: Path, base: Path) -> None:
+    """``haytham list`` run by the haytham installed at ``package``, in a process of its own."""
+    environment = {**os.environ, "PYTHONPATH": str(package.parent), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "haytham", "list", "--base-dir", str(base)],
+        env=environment,
+        cwd=package.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") > SESSIONS  # every session listed (and a header)
+
+
+def test_the_stamp_follows_the_schemas_not_the_rest_of_the_source(tmp_path: Path) -> None:
+    package = _installed_copy(tmp_path)
+    assert _index.stamp(package / "format") == _index.stamp()  # another install of the same release
+    scan_module = package / "store" / "scan.py"
+    scan_module.write_text(scan_module.read_text("utf-8") + "\n# a fix elsewhere\n", "utf-8")
+    (package / "cli" / "__init__.py").write_bytes((package / "cli" / "__init__.py").read_bytes() + b"\n")
+    assert _index.stamp(package / "format") == _index.stamp()
+    schema = package / "format" / "schemas" / "feedback.schema.json"
+    schema.write_text(schema.read_text("utf-8").replace('"type": "object"', '"type": "object" ', 1), "utf-8")
+    assert _index.stamp(package / "format") != _index.stamp()
+
+
+def test_an_upgrade_keeps_the_index_unless_a_schema_changed(base: Path, tmp_path: Path) -> None:
+    listing(base)  # makes the index, stamped by this haytham
+    _plant_probe(base)
+    upgraded = _installed_copy(tmp_path / "upgraded")
+    for module in (upgraded / "cli" / "sessions.py", upgraded / "store" / "validation.py"):
+        module.write_text(module.read_text("utf-8") + "\n# changed by the upgrade\n", "utf-8")
+    _list_with(upgraded, base)
+    assert _probe(base)  # the upgraded haytham kept every row
+    assert entries(base, "summary") == SESSIONS
+
+    schema = upgraded / "format" / "schemas" / "manifest.schema.json"
+    schema.write_text(schema.read_text("utf-8").replace('"type": "object"', '"type": "object" ', 1), "utf-8")
+    _list_with(upgraded, base)
+    assert not _probe(base)  # a changed schema may change what is valid: the index starts over

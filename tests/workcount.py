@@ -43,6 +43,7 @@ import pytest
 
 from haytham.format import document as _document
 from haytham.format.layout import JOURNAL_FILE
+from haytham.integrations.langgraph import files as _lg_files
 from haytham.store import history as _history
 from haytham.store import index as _index
 from haytham.store import journal as _journal
@@ -64,7 +65,9 @@ class WorkCounters:
     fsynced is none either)."""
     parsed: int = 0
     """Texts parsed into a record: calls of ``DocumentFormat._read_with`` (the general
-    reader) and canonical reads that gave a record (below). A read-cache hit is not a parse."""
+    reader) and canonical reads that gave a record (below), and LangGraph checkpoint and
+    writes files split into sections (``integrations.langgraph.files.split_sections``). A
+    read-cache hit is not a parse."""
     canonical: int = 0
     """Parses that took a kind's canonical path: calls of a kind's ``_canonical`` (the one
     compiled pattern a text in exactly the shape haytham renders is read by) that gave a
@@ -342,6 +345,7 @@ def counting(root: Path, *, lines: bool = False) -> Iterator[WorkCounters]:
         for query in ("summaries_in", "newest_summaries"):
             patch.setattr(_index.Index, query, _counting_rows(getattr(_index.Index, query)))
         _everywhere(patch, _progress._output_text, _count("hashed")(_progress._output_text))
+        _everywhere(patch, _lg_files.split_sections, _count("parsed")(_lg_files.split_sections))
         _everywhere(patch, _history.in_order, _counting_lines(_history.in_order))
         _everywhere(patch, _journal.recover, _counting_recover(_journal.recover))
         _ACTIVE.append(_Active(counts, os.path.join(os.path.abspath(root), "")))

@@ -16,18 +16,21 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from haytham.cli.common import Group, base_dir_option, command, emit_json, json_option
 from haytham.errors import HaythamError
-from haytham.git.autocommit import AutoCommit
 from haytham.git.merge import describe_conflicts, run_driver, setup
 from haytham.git.repository import path_log, repo_root
 from haytham.git.sync import DEFAULT_REMOTE, DriverNotConfigured, SyncResult, driver_configured, sync
 from haytham.store.events import Event
-from haytham.store.manager import CheckpointManager
+
+if TYPE_CHECKING:  # the manager is imported when a command uses one: the merge driver, which
+    # git starts once per conflicting file, merges three files and needs none of the store
+    from haytham.git.autocommit import AutoCommit
+    from haytham.store.manager import CheckpointManager
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -93,6 +96,8 @@ class Commits:
         self.remote = remote
         self.auto: AutoCommit | None = None
         if commit or push:
+            from haytham.git.autocommit import AutoCommit  # imported when used (see the imports)
+
             self.auto = AutoCommit(manager, log_failures=False)  # printed by _echo_failure
             manager.on("commit_failed", self._echo_failure)
 
@@ -219,6 +224,8 @@ def log_command(project: str, session: str, limit: int | None, base_dir: Path, a
     Runs git log on the session's directory (BASE_DIR/PROJECT/sessions/SESSION), so it
     lists auto-commits and any commit of yours that changed the session's files.
     """
+    from haytham.store.manager import CheckpointManager  # imported when used (see the imports)
+
     manager = CheckpointManager(base_dir)
     manager.load_manifest(project, session)  # a missing session is an error before git runs
     commits = path_log(manager.session_dir(project, session), limit=limit)

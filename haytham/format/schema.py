@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
 import re
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -37,9 +38,33 @@ more to import than every schema costs to read)."""
 SCHEMA_KINDS = ("manifest", "checkpoint", "agent_output", "feedback", "history_entry", "project", "workflow")
 
 
+SCHEMAS_FOLDER = "schemas"
+"""Where the JSON Schemas ship, below ``haytham/format``."""
+CHECKS_FOLDER = "checks"
+"""Where their generated predicates ship, below ``haytham/format`` (``python3 dev.py schemas``)."""
+
+
+def schemas_digest(folder: Path = _HERE) -> str:
+    """A hash of what decides whether a record is valid: the bytes of every shipped schema
+    and generated predicate below ``folder`` (``haytham/format``), the enumerations that fill
+    their ``$defs`` and the bounds put on their numbers.
+
+    Content, never a file's time: reinstalling or upgrading haytham rewrites these files with
+    the same bytes, and must not change the hash (``haytham.store.index`` keys on it).
+    """
+    digest = hashlib.sha256(json.dumps([sorted(ENUMERATIONS.items()), MAX_AMOUNT, MAX_WHOLE_NUMBER]).encode())
+    for sub, suffix in ((SCHEMAS_FOLDER, ".json"), (CHECKS_FOLDER, ".py")):
+        directory = folder / sub
+        for name in sorted(os.listdir(directory)):
+            if name.endswith(suffix):
+                digest.update(f"{sub}/{name}\0".encode())
+                digest.update((directory / name).read_bytes())
+    return digest.hexdigest()
+
+
 @cache
 def _schema_text(kind: str) -> str:
-    return (_HERE / "schemas" / f"{kind}.schema.json").read_text("utf-8")
+    return (_HERE / SCHEMAS_FOLDER / f"{kind}.schema.json").read_text("utf-8")
 
 
 def load_schema(kind: str) -> dict[str, Any]:
@@ -224,7 +249,7 @@ def stale_checks() -> list[str]:
     (``python3 dev.py schemas`` writes them; this module only reads)."""
     stale = []
     for kind in SCHEMA_KINDS:
-        path = _HERE / "checks" / f"{kind}.py"
+        path = _HERE / CHECKS_FOLDER / f"{kind}.py"
         if not path.is_file() or path.read_text("utf-8") != generated_check(kind):
             stale.append(kind)
     return stale

@@ -40,7 +40,6 @@ from haytham.format import MANIFEST, layout
 from haytham.format.patterns import lazy
 from haytham.format.reader import decode
 from haytham.git.repository import GitError, relative_to_root, repo_root, run_git
-from haytham.projects import order_versions
 from haytham.records import PhaseRow, SessionManifest, SessionMetrics
 from haytham.store import fs as _storage
 from haytham.store import progress as _progress
@@ -313,6 +312,9 @@ class _Lookup:
         if blob.returncode != 0:
             return None
         wanted = blob.stdout.decode("ascii").strip()
+        from haytham.projects import order_versions  # PyYAML and the project store: only here, not
+        # in every run of the merge driver (git starts one per conflicting file)
+
         listing = self.listing(self.directory)
         order = order_versions(listing)
         places = [index for index, (_, name) in enumerate(order) if wanted in listing[name]]

@@ -36,10 +36,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from haytham.format.layout import CLAIM_FILE
-from haytham.git.autocommit import git_processes_in
 from haytham.git.repository import relative_to_root, run_git
 from haytham.store.lease import holder
-from haytham.store.manager import CheckpointManager
 
 KEPT_DIR = ".haytham-kept"
 """The folder, at the top of a clone, where a sync keeps what it moved out of a merge's way."""
@@ -68,6 +66,9 @@ def recover_interrupted(root: Path) -> list[str]:
         age = time.time() - lock.stat().st_mtime
     except OSError:
         age = None
+    from haytham.git.autocommit import git_processes_in  # imported when used: it imports the
+    # store, which the merge driver (importing this module through sync) never needs
+
     if age is not None and age >= STALE_INDEX_LOCK_SECONDS and git_processes_in(root) == []:
         with contextlib.suppress(FileNotFoundError):
             lock.unlink()
@@ -108,6 +109,9 @@ def set_aside_for_merge(root: Path, base_dir: Path, theirs: str) -> SetAside | N
             return None  # a live run, or no claim: a person's changes, never moved
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     notes = []
+    from haytham.store.manager import CheckpointManager  # imported when a sync sets files aside:
+    # the merge driver imports this module (through sync) and needs none of the store
+
     for session_dir, what in sessions.items():
         project_id, session_id = what.split("/", 1)
         CheckpointManager(base_dir).recover(project_id, session_id)  # a half change, whole first

@@ -47,8 +47,6 @@ from haytham.store.arguments import (
     feedback_fields,
     output_fields,
 )
-from haytham.store.copy import read_session_files, write_session_dir
-from haytham.store.doctor import remove_traces, written_folders
 from haytham.store.events import Event
 from haytham.store.fork import files_at_entry, fork_files
 from haytham.store.names import (
@@ -380,6 +378,9 @@ class SessionHandle:
             self.recover()  # an entry an interrupted save committed counts
             entry = self.history_entry(from_entry)
             from_phase = entry.phase_number
+        from haytham.store.copy import read_session_files, write_session_dir  # imported when used: it
+        # brings the doctor, which a read of one session (haytham status) never needs
+
         store, project_id, session_id = self.store, self.project_id, self.session_id
         target = check_inside(store.base_dir, store.session_dir(project_id, new_session_id))
         check_no_case_twin(target.parent, new_session_id, "session_id")
@@ -652,6 +653,9 @@ class SessionHandle:
     def repair(self) -> None:
         """Finish an interrupted change, rebuild the manifest's progress from the files and
         remove what killed writers left (``CheckpointManager.repair``)."""
+        from haytham.store.doctor import remove_traces, written_folders  # imported when used: the
+        # doctor is for repairs, and a read of one session (haytham status) never needs it
+
         with self.transact() as tx:
             for folder in written_folders(tx.session.directory):
                 remove_traces(folder)

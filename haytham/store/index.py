@@ -16,8 +16,31 @@ Two rules keep a remembered result from ever hiding a change:
   changed again later gets a later change time, even on a file system whose timestamps are
   coarse (FAT keeps two seconds), so its identity differs from the stored one. This is
   git's "racily clean" rule.
-- The index is tied to haytham's own source, its schemas and the parser versions
-  (``code_stamp``): other code starts from an empty index.
+- The index is tied to what decides its contents (``stamp``), and to nothing else: an index
+  whose stamp differs starts empty. An upgrade of haytham that changes none of them keeps
+  the index, so a first ``validate`` after ``pip install -U haytham`` reads no more than the
+  one before it.
+
+What decides a remembered result, and so is in the stamp:
+
+- ``LAYOUT_VERSION``: how the tables are laid out (bumped when a table or column changes);
+- ``RULES_VERSION``: how haytham reads a session's files into a result, namely the markdown
+  parsers of ``haytham.format``, the derivation of a session's state and summary
+  (``haytham.store.lifecycle``, ``derived``, ``progress``) and the validation rules that are
+  code (``haytham.store.validation``). Bump it in the change that makes any of these give
+  another result for the same bytes;
+- ``haytham.format.layout.FORMAT_VERSION``, the version of the files' format;
+- the schemas and their generated predicates, by content, with the enumerations and bounds
+  they are filled with (``haytham.format.schema.schemas_digest``): a changed schema or status
+  list changes what is valid;
+- the third-party parsers (mistune, PyYAML, jsonschema, fastjsonschema), each by the name,
+  size and modification time of the file that defines it, found without importing it, and
+  the Python version.
+
+Not in the stamp: the rest of haytham's source. A fix in the command line, the web pages,
+the runner or a message leaves every remembered result as true as it was. A workflow
+definition is not in it either: what depends on one is keyed per entry
+(``haytham.store.validation``).
 
 ``HAYTHAM_INDEX=0`` in the environment turns the index off.
 """
@@ -38,6 +61,8 @@ from typing import TYPE_CHECKING, Any
 
 from haytham.errors import Issue
 from haytham.format import layout
+from haytham.format.layout import FORMAT_VERSION
+from haytham.format.schema import schemas_digest
 
 if TYPE_CHECKING:  # imported when an index is opened, so a run without one never pays
     import sqlite3
@@ -46,10 +71,15 @@ INDEX_DIR = layout.INDEX_DIR
 INDEX_FILE = layout.INDEX_FILE
 RACY_NS = 3_000_000_000
 """How much older than the file system's clock a file's last change must be to be remembered."""
-_FORMAT = "3"
-"""The layout of the tables; part of ``code_stamp``, so an index laid out by an older haytham
-(whose ``summary`` entries were JSON, then rows keyed by the manifest alone) starts empty
-here, and one of a newer haytham there."""
+LAYOUT_VERSION = 4
+"""The layout of the tables; part of ``stamp``, so an index laid out by an older haytham
+(whose ``summary`` entries were JSON, then rows keyed by the manifest alone, then stamped
+with a hash of every source file) starts empty here, and one of a newer haytham there."""
+RULES_VERSION = 1
+"""The version of the rules that turn a session's bytes into what the index remembers: the
+parsers, the state's derivation and the validation rules written as code (the module doc
+lists them). Bump it with any change that gives another summary, digest or issue for the
+same files; the schemas need no bump (``stamp`` hashes them)."""
 _LOCK = threading.Lock()
 
 
@@ -62,38 +92,36 @@ def identity(st: os.stat_result) -> str:
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
-@functools.cache
-def code_stamp() -> str:
-    """A hash that changes with haytham's source and schemas and with the parsers it uses.
+_PARSERS = ("mistune", "yaml", "jsonschema", "fastjsonschema")
+"""The third-party modules whose results the index keeps (markdown, YAML, the schemas')."""
 
-    What is hashed is each file's name, size and modification time (a ``stat``), never its
-    bytes: an edit, a checkout or an upgrade rewrites a file and so changes its time, and
-    stating some eighty files costs a fraction of reading them (this runs in every process
-    that opens an index, ``haytham list`` and ``haytham validate`` among them). A parser is
-    identified by the file that defines it, found without importing it.
+
+@functools.cache
+def current_stamp() -> str:
+    """This haytham's ``stamp``, worked out once a process (it reads the schemas)."""
+    return stamp()
+
+
+def stamp(format_dir: Path | None = None) -> str:
+    """A hash of what decides the index's contents (the module doc lists it), and nothing else.
+
+    ``format_dir`` is where the schemas ship (``haytham/format``, the default): a copy of
+    that folder gives the stamp another haytham would have. The schemas are hashed by content
+    (a few kilobytes, read once a process), so reinstalling the same schemas keeps the index;
+    a parser by a ``stat`` of its defining file, so importing it is not needed.
     """
-    package = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256(f"{_FORMAT}:{sys.version_info[:2]}".encode())
-    for name in ("mistune", "jsonschema", "fastjsonschema", "yaml"):
+    digest = hashlib.sha256(
+        f"{LAYOUT_VERSION}:{RULES_VERSION}:{FORMAT_VERSION}:{sys.version_info[:2]}".encode()
+    )
+    digest.update((schemas_digest() if format_dir is None else schemas_digest(format_dir)).encode())
+    for name in _PARSERS:
         with contextlib.suppress(ImportError, ValueError, OSError, TypeError):
             spec = importlib.util.find_spec(name)
             origin = spec.origin if spec is not None else None
             if origin:
-                digest.update(f"{name}={origin}:{_signature(os.stat(origin))};".encode())
-    found: list[tuple[str, str]] = []
-    for directory, subdirs, names in os.walk(package):
-        subdirs[:] = [d for d in subdirs if d != "__pycache__"]
-        for name in names:
-            if name.endswith((".py", ".json")):
-                path = os.path.join(directory, name)
-                found.append((os.path.relpath(path, package), _signature(os.stat(path))))
-    for relative, signature in sorted(found):
-        digest.update(f"{relative}\0{signature}\0".encode())
+                st = os.stat(origin)
+                digest.update(f"{name}={origin}:{st.st_size}:{st.st_mtime_ns};".encode())
     return digest.hexdigest()[:20]
-
-
-def _signature(st: os.stat_result) -> str:
-    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 class Index:
@@ -142,16 +170,18 @@ class Index:
                     "CREATE TABLE IF NOT EXISTS entries (kind TEXT, path TEXT, identity TEXT, value TEXT,"
                     " PRIMARY KEY (kind, path)) WITHOUT ROWID"
                 )
-                stamp = "SELECT value FROM meta WHERE key = 'stamp'"
-                if connection.execute(stamp).fetchone() != (code_stamp(),):
+                kept = "SELECT value FROM meta WHERE key = 'stamp'"
+                if connection.execute(kept).fetchone() != (current_stamp(),):
                     connection.execute("BEGIN IMMEDIATE")
-                    if connection.execute(stamp).fetchone() != (code_stamp(),):  # another process did it
+                    if connection.execute(kept).fetchone() != (current_stamp(),):  # another process did it
                         # Other code's rows are never read; its tables may be laid out otherwise.
                         connection.execute("DELETE FROM entries")
                         connection.execute("DROP TABLE IF EXISTS summaries")
                         connection.execute(_SUMMARIES_TABLE)
                         connection.execute(_NEWEST_INDEX)
-                        connection.execute("INSERT OR REPLACE INTO meta VALUES ('stamp', ?)", (code_stamp(),))
+                        connection.execute(
+                            "INSERT OR REPLACE INTO meta VALUES ('stamp', ?)", (current_stamp(),)
+                        )
                     connection.execute("COMMIT")
         except sqlite3.Error:
             connection.close()

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from haytham.errors import HaythamError, Issue
 from haytham.format.layout import MANIFEST_FILE
@@ -36,14 +36,15 @@ from haytham.records import (
 )
 from haytham.store import lifecycle, orphans
 from haytham.store.arguments import feedback_fields, output_fields
-from haytham.store.doctor import Finding, check_session
 from haytham.store.handle import SessionHandle
 from haytham.store.names import check_path_name
-from haytham.store.scan import SessionListing, SessionSummary, iter_sessions, list_sessions, session_dirs
-from haytham.store.session_files import kind_of, session_files
 from haytham.store.shown import Shown
 from haytham.store.store import Store
-from haytham.store.validation import phase_issues, session_issues, validate_sessions
+
+if TYPE_CHECKING:  # the doctor, the listing and validation are imported by the methods that use
+    # them, so that a command that reads one session (status, the merge driver) never pays for them
+    from haytham.store.doctor import Finding
+    from haytham.store.scan import SessionListing, SessionSummary
 
 
 class CheckpointManager(Store):
@@ -491,6 +492,8 @@ class CheckpointManager(Store):
         The product document's form of ``validate_paths`` for one phase (a missing
         checkpoint counts as a problem here).
         """
+        from haytham.store.validation import phase_issues  # imported when used (see the imports)
+
         session = self.open_session(project_id, session_id)
         phase = session.read_phase(phase_num)
         issues = phase_issues(
@@ -516,6 +519,8 @@ class CheckpointManager(Store):
         most recently updated first, each in the state its files derive (as ``state``; the
         manifest supplies the ids, user, workflow, mode and times). Unreadable manifests are
         skipped; ``validate_paths`` reports them."""
+        from haytham.store.scan import list_sessions  # imported when used (see the imports)
+
         if project_id is not None:
             check_path_name("project_id", project_id)
         found = list_sessions(
@@ -529,6 +534,8 @@ class CheckpointManager(Store):
         """``list_sessions`` as a ``SessionListing``: its length, and summaries made one at a
         time as it is iterated (``listing.page(offset, limit)`` for a page), for listings
         of many thousands of sessions. ``listing.issues`` are the unreadable manifests."""
+        from haytham.store.scan import iter_sessions  # imported when used (see the imports)
+
         if project_id is not None:
             check_path_name("project_id", project_id)
         return iter_sessions(
@@ -553,6 +560,10 @@ class CheckpointManager(Store):
         in a tree of thousands of sessions reads only ``a`` and ``b``. ``progress(done,
         total)`` is called after each session and each file outside a session.
         """
+        from haytham.store.scan import session_dirs  # imported when used (see the imports)
+        from haytham.store.session_files import kind_of, session_files
+        from haytham.store.validation import session_issues, validate_sessions
+
         roots = [Path(p) for p in paths] or [self.base_dir]
         sessions = sorted({d for root in roots if root.is_dir() for d in session_dirs(root)})
         loose = list(session_files(roots, outside=sessions))
@@ -590,6 +601,8 @@ class CheckpointManager(Store):
         Safe repairs: rebuild the manifest from the phase files, remove temporary files
         left by killed writers. A person's content is never deleted.
         """
+        from haytham.store.doctor import check_session  # imported when used (see the imports)
+
         return check_session(self, project_id, session_id, fix)
 
     def repair(self, project_id: str, session_id: str) -> None:

@@ -287,11 +287,12 @@ def split_sections(text: str, path: Path | None) -> tuple[str, list[Section]]:
         raise DocumentError("the first line is not a '# ' title", path=path, line=1)
     fences = list(iter_fences(text))
     starts = [f.start for f in fences]
-    heads = []
-    for match in _SPLIT.finditer(text):
-        index = bisect.bisect_right(starts, match.start()) - 1
-        if index < 0 or fences[index].end <= match.start():
-            heads.append(match.start())
+    heads: list[int] = []
+    position = 0
+    for block in fences:  # a heading counts between fences only: the lines inside one are not looked at
+        heads += [match.start() for match in _SPLIT.finditer(text, position, block.start)]
+        position = block.end
+    heads += [match.start() for match in _SPLIT.finditer(text, position)]
     sections = []
     line, counted = 1, 0
     for number, start in enumerate(heads):
@@ -412,7 +413,13 @@ def _sorted(mapping: Mapping[str, Any]) -> Any:
 
 def parse_checkpoint(text: str, serde: Serde, path: Path | None = None) -> StoredCheckpoint:
     """The inverse of render_checkpoint."""
-    _, sections = split_sections(text, path)
+    return checkpoint_from(split_sections(text, path)[1], serde, path)
+
+
+def checkpoint_from(sections: Sequence[Section], serde: Serde, path: Path | None = None) -> StoredCheckpoint:
+    """The checkpoint a checkpoint file's sections hold (``split_sections``), its values
+    decoded now: new objects each call, so a caller may change what it gets without changing
+    what the next caller gets (the saver keeps the sections of a file it read, not values)."""
     if not sections or sections[0].title != "Metadata":
         raise DocumentError("the first section is not '## Metadata'", path=path, line=1)
     summary = sections[0].fields
@@ -483,7 +490,12 @@ def render_writes(
 
 def parse_writes(text: str, serde: Serde, path: Path | None = None) -> list[StoredWrite]:
     """The inverse of render_writes: the writes in the order they were written."""
-    _, sections = split_sections(text, path)
+    return writes_from(split_sections(text, path)[1], serde, path)
+
+
+def writes_from(sections: Sequence[Section], serde: Serde, path: Path | None = None) -> list[StoredWrite]:
+    """The pending writes a writes file's sections hold, their values decoded now (as
+    ``checkpoint_from``)."""
     writes = []
     for section in sections[1:]:
         where = _Where(path, section.line, f"section '## {section.title}'")

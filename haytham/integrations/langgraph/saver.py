@@ -10,7 +10,10 @@ the files.
 Writes go through the store: atomic, durable, and under the session's OS lock (the lock
 every haytham save takes), so several processes can share one directory. Reads take no lock
 and never write: every file is replaced whole, so a reader sees a checkpoint or not at all.
-The async methods run the same code in a worker thread.
+A read opens only the files it returns, and parses a file only when it is not the one the
+saver parsed before (``cache.ThreadFiles``, keyed by each file's inode, size and times, so
+a hand edit or a ``git pull`` is seen at the next read). The async methods run the same
+code in a worker thread.
 """
 
 from __future__ import annotations
@@ -38,9 +41,9 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import INTERRUPT
 
 from haytham.errors import SessionExistsError, SessionNotFoundError, UnsafeNameError
-from haytham.format.guard import read_file
 from haytham.format.layout import LANGGRAPH_DIR, MANIFEST_FILE, REMOVING_SUFFIX, SESSIONS_DIR
 from haytham.integrations.langgraph import files
+from haytham.integrations.langgraph.cache import ThreadFiles
 from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW, MODE, open_review
 from haytham.store import fs
 from haytham.store.manager import CheckpointManager
@@ -63,14 +66,6 @@ def _subfolders(directory: Path) -> _Paths:
 def _namespace_dirs(thread_dir: Path) -> _Paths:
     """A thread's namespace folders (``langgraph/root``, ``langgraph/ns-...``)."""
     return _subfolders(thread_dir / LANGGRAPH_DIR)
-
-
-def _ids(folder: Path) -> list[str]:
-    """The checkpoint ids of a namespace folder, oldest first."""
-    try:
-        return files.checkpoint_ids(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
 
 
 class HaythamSaver(BaseCheckpointSaver[int]):
@@ -100,6 +95,12 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         self.review = review
         self._checked: set[str] = set()
         """Sessions this saver has seen to be LangGraph threads' (checked once each)."""
+        self._files = ThreadFiles()
+        """What the saver read of its threads' files, while they are unchanged."""
+
+    def _ids(self, folder: Path) -> list[str]:
+        """The checkpoint ids of a namespace folder, oldest first."""
+        return self._files.listing(folder)[0]
 
     def _check_workflow(self, session_id: str, directory: Path) -> None:
         """Refuse to write into a session of another workflow that has the thread's id."""
@@ -235,6 +236,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
             (directory / MANIFEST_FILE).unlink(missing_ok=True)  # no longer listed as a session
             os.rename(directory, hidden)
             fs.fsync_dir(directory.parent)
+        self._files.forget(directory)
         shutil.rmtree(hidden, ignore_errors=True)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -246,7 +248,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
             doomed = [
                 (folder, checkpoint_id)
                 for folder in _namespace_dirs(thread_dir)
-                for checkpoint_id in _ids(folder)
+                for checkpoint_id in self._ids(folder)
                 if (stored := self._read_checkpoint(folder, checkpoint_id)) is not None
                 and stored.metadata.get("run_id") in wanted
             ]
@@ -260,7 +262,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         source = self.session_dir(source_thread_id) / LANGGRAPH_DIR
         copies: _Copies = []  # (namespace folder, file name, text)
         for folder in _namespace_dirs(self.session_dir(source_thread_id)):
-            for checkpoint_id in _ids(folder):
+            for checkpoint_id in self._ids(folder):
                 stored = self._read_checkpoint(folder, checkpoint_id)
                 if stored is None:
                     continue
@@ -305,7 +307,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
                 continue
             with self.manager.lock(self.project, directory.name):
                 for folder in _namespace_dirs(directory):
-                    for checkpoint_id in _ids(folder)[:-1]:
+                    for checkpoint_id in self._ids(folder)[:-1]:
                         self._remove_checkpoint(folder, checkpoint_id)
                     fs.remove_leftovers(folder)
 
@@ -326,12 +328,12 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         except UnsafeNameError:
             return None
         checkpoint_id = get_checkpoint_id(config)
+        ids, names = self._files.listing(folder)
         if checkpoint_id is None:
-            ids = _ids(folder)
             if not ids:
                 return None
             checkpoint_id = ids[-1]
-        return self._tuple(folder, checkpoint_id)
+        return self._tuple(folder, checkpoint_id, names)
 
     def list(
         self,
@@ -363,12 +365,13 @@ class HaythamSaver(BaseCheckpointSaver[int]):
             else:
                 folders = _namespace_dirs(thread_dir)
             for folder in folders:
-                for checkpoint_id in reversed(_ids(folder)):
+                ids, names = self._files.listing(folder)
+                for checkpoint_id in reversed(ids):
                     if only_id and checkpoint_id != only_id:
                         continue
                     if before_id and checkpoint_id >= before_id:
                         continue
-                    found = self._tuple(folder, checkpoint_id)
+                    found = self._tuple(folder, checkpoint_id, names)
                     if found is None:
                         continue
                     if filter and not all(found.metadata.get(k) == v for k, v in filter.items()):
@@ -387,23 +390,26 @@ class HaythamSaver(BaseCheckpointSaver[int]):
     def _read_checkpoint(self, folder: Path, checkpoint_id: str) -> files.StoredCheckpoint | None:
         try:
             path = folder / files.checkpoint_file(checkpoint_id)
-            data = read_file(path)
-        except (FileNotFoundError, NotADirectoryError, UnsafeNameError):
+        except UnsafeNameError:
             return None
-        return files.parse_checkpoint(data.decode("utf-8"), self.serde, path)
+        sections = self._files.sections(path)
+        return None if sections is None else files.checkpoint_from(sections, self.serde, path)
 
     def _read_writes(self, path: Path) -> _Writes:
-        try:
-            data = read_file(path)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        return files.parse_writes(data.decode("utf-8"), self.serde, path)
+        sections = self._files.sections(path)
+        return [] if sections is None else files.writes_from(sections, self.serde, path)
 
-    def _tuple(self, folder: Path, checkpoint_id: str) -> CheckpointTuple | None:
+    def _tuple(
+        self, folder: Path, checkpoint_id: str, names: frozenset[str] | None = None
+    ) -> CheckpointTuple | None:
+        """The checkpoint and its pending writes; ``names``: the folder's files, when known
+        (a writes file that is not among them is not looked for)."""
         stored = self._read_checkpoint(folder, checkpoint_id)
         if stored is None:
             return None
-        writes = self._read_writes(folder / files.writes_file(checkpoint_id))
+        name = files.writes_file(checkpoint_id)
+        present = self._files.listing(folder)[1] if names is None else names
+        writes = self._read_writes(folder / name) if name in present else []
 
         def config_of(checkpoint_id: str) -> RunnableConfig:
             return {

@@ -1,0 +1,121 @@
+"""What a ``HaythamSaver`` has read of its threads' files, kept while the files are unchanged.
+
+The files are the truth; this is a cache of what they say, in the saver's memory, keyed by
+what each file is now. A read asks the file system first (one ``lstat`` a file, one ``stat``
+a namespace folder) and uses what it kept only while that answer is the one it kept:
+
+- a checkpoint or writes file: its sections (``files.split_sections``, the markdown parse)
+  under the file's inode, size, modification and change times in nanoseconds. Values are
+  decoded from the sections at each read (``files.checkpoint_from``), so every caller gets
+  objects of its own, as from ``SqliteSaver``;
+- a namespace folder: its checkpoint ids and file names, under the folder's inode and times
+  (a file added, removed or renamed in it changes them).
+
+A hand edit, a ``git pull`` or another process's write changes the file's (or the folder's)
+times, size or inode, so the next read reads the file again; no write of haytham's is
+needed in between. What changed in the last ``RACY_NS`` is not kept at all (git's "racily
+clean" rule, as ``haytham.store.progress`` keeps digests): a second change within one tick
+of the file system's clock could keep every time the same. Reads take no lock and never
+write, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from haytham.format.guard import read_file
+from haytham.integrations.langgraph import files
+
+RACY_NS = 100_000_000
+"""How long ago a file or folder must have last changed for what it says to be kept: a
+tenth of a second, many ticks of the kernel's file-time clock on every local file system."""
+LIMIT = 4096
+"""How many files' sections one saver keeps at most (the least recently read go first)."""
+
+_Key = tuple[int, int, int, int]
+_Sections = list[files.Section]
+
+
+def _key(st: os.stat_result) -> _Key:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _settled(st: os.stat_result, now_ns: int) -> bool:
+    """Whether ``st`` last changed long enough before ``now_ns`` to be kept (module doc)."""
+    return max(st.st_mtime_ns, st.st_ctime_ns) < now_ns - RACY_NS
+
+
+class ThreadFiles:
+    """The sections of the files a saver read and the listings of its namespace folders,
+    each under the identity it had when read (the module doc says when one is used)."""
+
+    def __init__(self, limit: int = LIMIT) -> None:
+        self._limit = limit
+        self._sections: OrderedDict[str, tuple[_Key, _Sections]] = OrderedDict()
+        self._folders: dict[str, tuple[_Key, list[str], frozenset[str]]] = {}
+        self._lock = threading.Lock()
+
+    def listing(self, folder: Path) -> tuple[list[str], frozenset[str]]:
+        """The checkpoint ids of a namespace folder (oldest first) and the names of its
+        files; nothing for a folder that does not exist."""
+        where = os.fspath(folder)
+        now = time.time_ns()
+        try:
+            st = os.stat(where)
+            with self._lock:
+                kept = self._folders.get(where)
+            if kept is not None and kept[0] == _key(st):
+                return kept[1], kept[2]
+            names = os.listdir(where)
+        except (FileNotFoundError, NotADirectoryError):
+            with self._lock:
+                self._folders.pop(where, None)
+            return [], frozenset()
+        ids, present = files.checkpoint_ids(names), frozenset(names)
+        if _settled(st, now):
+            with self._lock:
+                self._folders[where] = (_key(st), ids, present)
+        return ids, present
+
+    def sections(self, path: Path) -> _Sections | None:
+        """The sections of a checkpoint or writes file (``files.split_sections``), read and
+        parsed only when the file is not the one kept; None when there is no such file.
+        A file that does not parse raises ``DocumentError``, as ``split_sections`` does."""
+        where = os.fspath(path)
+        now = time.time_ns()
+        try:
+            st = os.lstat(where)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        with self._lock:
+            kept = self._sections.get(where)
+            if kept is not None and kept[0] == _key(st):
+                self._sections.move_to_end(where)
+                return kept[1]
+        try:
+            data = read_file(path)  # the guarded read: a regular file, bounded, in the tree
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        _, sections = files.split_sections(data.decode("utf-8"), path)
+        with self._lock:
+            if _settled(st, now):
+                self._sections[where] = (_key(st), sections)
+                self._sections.move_to_end(where)
+                while len(self._sections) > self._limit:
+                    self._sections.popitem(last=False)
+            else:
+                self._sections.pop(where, None)
+        return sections
+
+    def forget(self, folder: Path) -> None:
+        """Drop what is kept of ``folder`` and every file below it (a thread deleted)."""
+        prefix = os.path.join(os.fspath(folder), "")
+        with self._lock:
+            for where in [w for w in self._sections if w.startswith(prefix)]:
+                del self._sections[where]
+            for where in [w for w in self._folders if w.startswith(prefix) or w == os.fspath(folder)]:
+                del self._folders[where]

@@ -1,0 +1,171 @@
+"""HaythamSaver's reads do the work of the call, not of the thread: counted, never timed.
+
+A thread of 200 checkpoints is written through the saver. Reading its newest checkpoint
+opens and parses that checkpoint and its writes alone, whatever the thread's length, and a
+second read by the same saver opens and parses nothing; yet a file changed behind the
+saver's back (a hand edit that keeps the size, a checkpoint another process added) is seen
+at the very next read. The saver's cache is a cache: the files decide.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+try:
+    from langgraph.checkpoint.base import empty_checkpoint
+except ImportError:  # pragma: no cover - CI installs the extra
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("LangGraph is not installed: pip install 'haytham[langgraph]'", allow_module_level=True)
+
+from workcount import WorkCounters
+
+from haytham.integrations.langgraph import HaythamSaver, cache
+
+P = "langgraph"
+THREAD: Any = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}}
+CHECKPOINTS = 200
+HOUR_NS = 3600 * 10**9
+
+
+def _thread(saver: HaythamSaver, count: int) -> list[str]:
+    """``count`` checkpoints of one thread, each with a task's writes; their ids, oldest first."""
+    ids: list[str] = []
+    config: Any = THREAD
+    for step in range(count):
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"draft": f"draft {step:04d}", "notes": [f"note {step}"]}
+        checkpoint["channel_versions"] = {"draft": step + 1, "notes": step + 1}
+        config = saver.put(config, checkpoint, {"step": step, "source": "loop"}, {})
+        saver.put_writes(config, [("draft", f"next {step:04d}")], f"task-{step}")
+        ids.append(checkpoint["id"])
+    return ids
+
+
+def _settle(root: Path) -> None:
+    """Every file and folder under ``root`` last modified an hour ago, as a thread written
+    yesterday is (the change time stays now: the saver's rule looks at both)."""
+    old = os.stat(root).st_mtime_ns - HOUR_NS
+    for directory, _, names in os.walk(root):
+        for name in names:
+            os.utime(os.path.join(directory, name), ns=(old, old))
+        os.utime(directory, ns=(old, old))
+
+
+@pytest.fixture
+def settled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files count as settled as soon as they are written (the real rule waits 0.1 s after
+    their last change; ``test_a_file_changed_a_moment_ago_is_read_again`` keeps it)."""
+    monkeypatch.setattr(cache, "RACY_NS", -(10**15))
+
+
+def test_the_newest_checkpoint_of_a_long_thread_reads_two_files_then_none(
+    tmp_path: Path, counters: WorkCounters, settled_at_once: None
+) -> None:
+    ids = _thread(HaythamSaver(tmp_path, P), CHECKPOINTS)
+    saver = HaythamSaver(tmp_path, P)  # a new process's saver: nothing kept yet
+    counters.reset()
+    newest = saver.get_tuple(THREAD)
+    assert newest is not None and newest.config["configurable"]["checkpoint_id"] == ids[-1]
+    assert newest.pending_writes == [("task-199", "draft", "next 0199")]
+    assert (counters.opened, counters.parsed) == (2, 2)  # the checkpoint and its writes, of 400 files
+    assert counters.listed == 1
+
+    counters.reset()
+    again = saver.get_tuple(THREAD)
+    assert again == newest
+    assert (counters.opened, counters.parsed, counters.listed) == (0, 0, 0)
+    assert counters.stated <= 3  # the folder, the checkpoint, its writes
+
+    counters.reset()
+    middle = saver.get_tuple({"configurable": {**THREAD["configurable"], "checkpoint_id": ids[100]}})
+    assert middle is not None and middle.checkpoint["channel_values"]["draft"] == "draft 0100"
+    assert (counters.opened, counters.parsed) == (2, 2)
+
+
+def test_a_listing_parses_each_file_once_and_a_second_one_none(
+    tmp_path: Path, counters: WorkCounters, settled_at_once: None
+) -> None:
+    ids = _thread(HaythamSaver(tmp_path, P), CHECKPOINTS)
+    saver = HaythamSaver(tmp_path, P)
+    counters.reset()
+    first = list(saver.list(THREAD))
+    assert [t.config["configurable"]["checkpoint_id"] for t in first] == ids[::-1]
+    assert counters.opened == counters.parsed == 2 * CHECKPOINTS
+    counters.reset()
+    assert list(saver.list(THREAD)) == first
+    assert (counters.opened, counters.parsed) == (0, 0)
+    counters.reset()
+    assert [t.checkpoint["id"] for t in saver.list(THREAD, limit=1)] == [ids[-1]]
+    assert (counters.opened, counters.parsed) == (0, 0)
+
+
+def test_values_read_twice_are_objects_of_their_own(tmp_path: Path, settled_at_once: None) -> None:
+    saver = HaythamSaver(tmp_path, P)
+    _thread(saver, 3)
+    first = saver.get_tuple(THREAD)
+    assert first is not None
+    first.checkpoint["channel_values"]["notes"].append("changed by the caller")
+    first.checkpoint["channel_versions"]["draft"] = 99
+    second = saver.get_tuple(THREAD)
+    assert second is not None
+    assert second.checkpoint["channel_values"]["notes"] == ["note 2"]
+    assert second.checkpoint["channel_versions"]["draft"] == 3
+
+
+def test_a_hand_edit_that_keeps_the_size_is_seen_at_the_next_read(
+    tmp_path: Path, counters: WorkCounters, settled_at_once: None
+) -> None:
+    ids = _thread(HaythamSaver(tmp_path, P), CHECKPOINTS)
+    _settle(tmp_path)
+    saver = HaythamSaver(tmp_path, P)
+    assert saver.get_tuple(THREAD).checkpoint["channel_values"]["draft"] == "draft 0199"  # type: ignore[union-attr]
+    newest = saver.session_dir("long") / "langgraph" / "root" / f"{ids[-1]}.md"
+    text = newest.read_text("utf-8")
+    edited = text.replace("draft 0199", "draft 9199")
+    assert len(edited) == len(text) and edited != text
+    before = os.stat(newest)
+    with open(newest, "r+", encoding="utf-8") as handle:  # in place: same inode, same size
+        handle.write(edited)
+    os.utime(newest, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))
+    assert os.stat(newest).st_ino == before.st_ino and os.stat(newest).st_size == before.st_size
+
+    counters.reset()
+    found = saver.get_tuple(THREAD)
+    assert found is not None and found.checkpoint["channel_values"]["draft"] == "draft 9199"
+    assert (counters.opened, counters.parsed) == (1, 1)  # the edited file only; its writes are kept
+    assert [t.checkpoint["channel_values"]["draft"] for t in saver.list(THREAD, limit=1)] == ["draft 9199"]
+
+
+def test_a_checkpoint_another_saver_added_is_seen_at_the_next_read(
+    tmp_path: Path, settled_at_once: None
+) -> None:
+    _thread(HaythamSaver(tmp_path, P), 5)
+    _settle(tmp_path)
+    reader = HaythamSaver(tmp_path, P)
+    assert len(list(reader.list(THREAD))) == 5
+    ids = _thread(HaythamSaver(tmp_path, P), 1)  # another process's saver
+    newest = reader.get_tuple(THREAD)
+    assert newest is not None and newest.checkpoint["id"] == ids[-1]
+    assert len(list(reader.list(THREAD))) == 6
+    reader.delete_thread("long")
+    assert reader.get_tuple(THREAD) is None
+
+
+def test_a_file_changed_a_moment_ago_is_read_again(tmp_path: Path, counters: WorkCounters) -> None:
+    """The real rule: a file whose last change is not yet ``RACY_NS`` old is never kept, as a
+    second change within the same tick of the file system's clock could keep its times."""
+    _thread(HaythamSaver(tmp_path, P), 3)
+    future = os.stat(tmp_path).st_mtime_ns + HOUR_NS  # "a moment ago" for any clock
+    for directory, _, names in os.walk(tmp_path):
+        for name in names:
+            os.utime(os.path.join(directory, name), ns=(future, future))
+    saver = HaythamSaver(tmp_path, P)
+    assert saver.get_tuple(THREAD) is not None
+    counters.reset()
+    assert saver.get_tuple(THREAD) is not None
+    assert (counters.opened, counters.parsed) == (2, 2)

@@ -1,0 +1,86 @@
+"""The commands people wait on at every step import only what they use: counted, never timed.
+
+``haytham status P S``, ``haytham validate A B`` (the pre-commit hook) and the merge driver
+(one process per conflicting file) start in about the time of their imports. Each is run
+here in a process of its own, as a person or git runs it, and the modules it loaded are
+read from that process's ``sys.modules`` at exit: the heavy ones (YAML, the schema
+validator, SQLite, the web stack, asyncio) and the parts of haytham a command does not use
+(the doctor for ``status``, the store for the merge driver) must not be among them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from haytham import CheckpointManager
+
+PROBE = """
+import atexit, runpy, sys
+out, module = sys.argv[1], sys.argv[2]
+def dump():
+    with open(out, "w", encoding="utf-8") as handle:
+        handle.write("\\n".join(sorted(sys.modules)))
+atexit.register(dump)
+sys.argv = [module, *sys.argv[3:]]
+runpy.run_module(module, run_name="__main__")
+"""
+HEAVY = frozenset(
+    {"yaml", "jsonschema", "fastjsonschema", "mistune", "sqlite3", "rich", "jinja2", "starlette", "asyncio"}
+    | {"email", "http", "tarfile", "haytham.web", "haytham.transfer"}
+)
+"""Modules none of the three commands needs when the files are valid."""
+
+
+def loaded(tmp_path: Path, module: str, *args: str) -> set[str]:
+    """The modules ``python -m module args`` had loaded when it exited (successfully)."""
+    out = tmp_path / f"modules-{len(list(tmp_path.glob('modules-*')))}.txt"
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(out), module, *args],
+        cwd=tmp_path,
+        env={**os.environ, "HAYTHAM_BASE_DIR": str(tmp_path / "projects")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return set(out.read_text("utf-8").split("\n"))
+
+
+def _session(tmp_path: Path) -> Path:
+    manager = CheckpointManager(tmp_path / "projects")
+    manager.create_session("P", "S", "ada", execution_mode="mvp")
+    manager.save_agent_output("P", "S", 1, "writer", "# Draft\n\ntext\n", model="m")
+    manager.save_checkpoint("P", "S", 1, "completed", [{"agent_name": "writer", "tokens": 5, "cost": 0.5}])
+    return manager.session_dir("P", "S")
+
+
+def test_status_imports_neither_the_heavy_modules_nor_the_doctor(tmp_path: Path) -> None:
+    _session(tmp_path)
+    modules = loaded(tmp_path, "haytham", "status", "P", "S")
+    assert "haytham.store.manager" in modules  # the probe saw the command run
+    assert not modules & HEAVY
+    assert not modules & {"haytham.store.doctor", "haytham.store.validation", "haytham.store.copy"}
+
+
+def test_validate_of_two_files_imports_none_of_the_heavy_modules(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    files = [session / "session_manifest.md", next(session.glob("phase_1_*")) / "checkpoint.md"]
+    modules = loaded(tmp_path, "haytham", "validate", *map(str, files))
+    assert "haytham.store.validation" in modules
+    assert not modules & HEAVY
+
+
+def test_the_merge_driver_imports_no_store_and_no_yaml(tmp_path: Path) -> None:
+    manifest = (_session(tmp_path) / "session_manifest.md").read_text("utf-8")
+    theirs = manifest.replace("- Total Tokens: 5\n", "- Total Tokens: 7\n")
+    assert theirs != manifest
+    for name, text in (("base.md", manifest), ("ours.md", manifest), ("theirs.md", theirs)):
+        (tmp_path / name).write_text(text, "utf-8")
+    path = "projects/P/sessions/S/session_manifest.md"
+    modules = loaded(tmp_path, "haytham.cli.git", "merge-driver", "base.md", "ours.md", "theirs.md", path)
+    assert "- Total Tokens: 7" in (tmp_path / "ours.md").read_text("utf-8")  # it merged
+    assert not modules & HEAVY
+    assert not modules & {"haytham.store.manager", "haytham.git.autocommit", "haytham.projects"}
