@@ -1,6 +1,8 @@
 """Shared test set-up: the tests folder is importable (workers, crash harness), the
 ``isolated_git`` fixture for the tests that run real git, and the ``counters`` fixture for
-the tests that count work (``tests/workcount.py``)."""
+the tests that count work (``tests/workcount.py``), and Hypothesis without its per-example
+deadline: the suite asserts no timings, and a 200 ms deadline fails a correct example on a
+loaded machine (a flaky test, seen on a 2-core machine running several suites)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("haytham", deadline=None)
+settings.load_profile("haytham")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
