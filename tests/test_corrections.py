@@ -323,3 +323,19 @@ def test_diff_of_the_correction_entry_shows_original_to_corrected(tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert "analyst: changed" in done.stdout
     assert f"+{CORRECTED.splitlines()[-1]}" in done.stdout
+
+
+def test_the_history_keeps_an_original_with_crlf_fences_and_a_bom_byte_for_byte(tmp_path: Path) -> None:
+    manager, _ = awaiting(tmp_path)
+    path = output_file(manager, 2, "analyst")
+    text = path.read_text(encoding="utf-8").replace("\n", "\r\n") + "```\r\ncafé ````\r\n```\r\n"
+    original = b"\xef\xbb\xbf" + text.encode("utf-8")
+    path.write_bytes(original)  # a person's editor saved it so
+
+    manager.correct_output(PROJECT, S, 2, "analyst", CORRECTED)
+
+    entry = next(e for e in manager.history(PROJECT, S, phase=2) if e.original_output is not None)
+    assert entry.original_output is not None
+    assert entry.original_output.encode("utf-8") == original
+    assert manager.load_agent_output(PROJECT, S, 2, "analyst").content == CORRECTED
+    assert [str(issue) for issue in manager.validate_session(PROJECT, S) if issue.is_error] == []
