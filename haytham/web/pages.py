@@ -459,11 +459,14 @@ def phase_page(
         for attempt in reversed(attempts[:-1])
     ]
     moves = tuple(t.event for t in lifecycle.moves_from(view.state, "reviewer") if t.event in REVIEW_MOVES)
+    # the history is read only for a phase an output of which says it was corrected: the
+    # report makes every phase's page, and reading the history for each would be quadratic
+    corrected = any(output.corrected for output in outputs)
     corrections = {
         c.agent: unified_diff(
             c.original, c.corrected, f"{c.agent}.md (the agent's)", f"{c.agent}.md (corrected)"
         )
-        for c in (manager.session(project, session).corrections(phase) if checkpoint else [])
+        for c in (manager.session(project, session).corrections(phase) if corrected else [])
     }
     return PhasePage(
         project,
