@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from haytham.errors import InvalidArgumentError, NotFoundError
-from haytham.format import CHECKPOINT
+from haytham.format import AGENT_OUTPUT, CHECKPOINT
 from haytham.records import AgentRun, Attempt, HistoryEntry, PhaseCheckpoint
 from haytham.store.manager import CheckpointManager
 
@@ -98,6 +98,10 @@ def compare(
     metadata, status, metrics and outputs. The entry's outputs are those of its attempt
     (``entry_state``) while that attempt's files are on disk; when they are not, both sides
     compare their checkpoint's agent rows instead, so like is compared with like.
+
+    The entry of a correction (``correct_output``) keeps the output it replaced, so its side
+    shows the corrected agent's output as it was before: compared with the session now, it
+    gives the correction's diff (``haytham diff P/S@ENTRY P/S``).
 
     An entry records its checkpoint but not the outputs; ``outputs`` gives each
     entry's agent outputs (what ``manager.entry_state(project, session, entry)[1]``
@@ -254,6 +258,9 @@ def _entry_side(entry: HistoryEntry, outputs: Mapping[str, str] | None) -> _Side
         **_checkpoint_metadata(checkpoint),
     }
     agents = dict(outputs) if outputs is not None else {r.agent_name: _run_text(r) for r in checkpoint.agents}
+    if outputs is not None and entry.corrected_agent is not None and entry.original_output is not None:
+        # a correction's entry keeps the output it replaced: its side shows the output before
+        agents[entry.corrected_agent] = AGENT_OUTPUT.parse(entry.original_output).content
     return _Side(metadata, entry.status, _checkpoint_metrics(checkpoint), agents)
 
 

@@ -45,9 +45,12 @@ FeedbackAction = Literal[
     "skip_phase",
     "skip_stage",
     "max_retries_exceeded",
+    "modified",
 ]
-"""What was done about a reviewer's feedback (``pending`` until someone has reviewed). The
-last four are the first implementation's words, read from files it wrote; see
+"""What was done about a reviewer's feedback (``pending`` until someone has reviewed).
+``modified``: the reviewer corrected an agent's output (``correct_output``) and, once
+``Approved: true``, approved the correction. ``retry_with_changes`` to
+``max_retries_exceeded`` are the first implementation's words, read from files it wrote; see
 ``ACTION_VERDICTS`` for what each means to a run."""
 ActionVerdict = Literal["awaiting", "approved", "sent_back", "stopped"]
 """What a feedback action says a run does with its phase: wait for a review, go on, run the
@@ -85,13 +88,15 @@ ACTION_VERDICTS: Mapping[FeedbackAction, ActionVerdict] = {
     "rejected": "sent_back",
     "retry_with_changes": "sent_back",
     "max_retries_exceeded": "stopped",
+    "modified": "approved",
 }
 """Each action's verdict, as data: skipping a phase (or the first implementation's stage)
 moves the run on like an approval; every way of sending a phase back runs it again;
 ``max_retries_exceeded`` ends the run as failed, as exhausting the workflow's retries does."""
-APPROVAL_ACTIONS: frozenset[FeedbackAction] = frozenset({"approved"})
-"""The actions that say a reviewer approved the phase. ``Approved:`` is the reviewer's
-decision and the action only records what was done about it, so these agree with
+APPROVAL_ACTIONS: frozenset[FeedbackAction] = frozenset({"approved", "modified"})
+"""The actions that say a reviewer approved the phase (``modified``: approved as corrected).
+``Approved:`` is the reviewer's decision and the action only records what was done about it,
+so these agree with
 ``Approved: true`` alone: a reviewed file that says ``Approved: false`` with one of them
 contradicts itself in a way nothing can settle safely (approve, or run the phase again?),
 and is an error at its Action line (formats.md, "Hand edits")."""
@@ -225,6 +230,10 @@ class AgentOutput:
     stack_trace: str | None = None
     cost: float | None = None
     """What the agent's model calls cost, in dollars (kept here so a resume never loses it)."""
+    corrected: str | None = None
+    """When a person last corrected the content (``correct_output``), ISO 8601 UTC; None for
+    the agent's own text. The other fields (model, tokens, cost, duration) stay those of the
+    agent's run: the person's correction spent none."""
 
 
 @dataclass(frozen=True)
@@ -265,6 +274,12 @@ class HistoryEntry:
     """``checkpoint`` for a checkpoint save, ``review`` for a saved review."""
     feedback_text: str | None = None
     """The user_feedback.md a review wrote, exactly; None for a checkpoint save."""
+    corrected_agent: str | None = None
+    """For the checkpoint save of a correction (``correct_output``): the agent whose output a
+    person corrected; else None."""
+    original_output: str | None = None
+    """For a correction: that agent's output file as it was before, exactly (its whole text,
+    header included), so the original stays readable and diffable; else None."""
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,16 @@ def run_update_feedback(root: Path) -> None:
     manager(root).update_feedback(P, S, 1, reviewed=True, approved=True, action="approved")
 
 
+def setup_correct_output(root: Path) -> None:
+    _session(root, phases=2)  # phase 2 is built on phase 1's output
+
+
+def run_correct_output(root: Path) -> None:
+    """A reviewer's correction of phase 1's output: the output, the checkpoint with the
+    history entry keeping the original, the review (modified) and its entry, the manifest."""
+    manager(root).correct_output(P, S, 1, "writer", "phase 1 output, corrected\n", approve=True)
+
+
 def setup_start_attempt(root: Path) -> None:
     _session(root, phases=1)
     manager(root).save_user_feedback(P, S, 1, True, False, comments="redo", action="rejected")
@@ -239,6 +249,7 @@ OPERATIONS: dict[str, Operation] = {
     "save_phase": (setup_save_phase, run_save_phase),
     "review": (setup_review, run_review),
     "update_feedback": (setup_update_feedback, run_update_feedback),
+    "correct_output": (setup_correct_output, run_correct_output),
     "start_attempt": (setup_start_attempt, run_start_attempt),
     "archive_from": (setup_archive_from, run_archive_from),
     "fork": (setup_fork, run_fork),

@@ -28,6 +28,7 @@ import fault_ops
 OPERATIONS = (
     "save_checkpoint",
     "review",
+    "correct_output",
     "start_attempt",
     "archive_from",
     "complete_session",

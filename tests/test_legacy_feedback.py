@@ -15,7 +15,7 @@ import pytest
 
 from haytham.format import FEEDBACK
 from haytham.format.document import to_json
-from haytham.records import ACTION_VERDICTS, FEEDBACK_ACTIONS, UserFeedback
+from haytham.records import ACTION_VERDICTS, APPROVAL_ACTIONS, FEEDBACK_ACTIONS, UserFeedback
 from haytham.store import lifecycle
 
 LEGACY = Path(__file__).parent / "legacy"
@@ -61,5 +61,5 @@ def test_lifecycle_verdict_follows_the_action_table(action: str) -> None:
         retry_count=0,
     )
     table = ACTION_VERDICTS[action]
-    want = ("awaiting" if action == "approved" else "skipped") if table == "approved" else "sent_back"
+    want = ("awaiting" if action in APPROVAL_ACTIONS else "skipped") if table == "approved" else "sent_back"
     assert lifecycle.verdict(feedback) == want

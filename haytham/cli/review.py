@@ -29,17 +29,19 @@ from haytham.cli.present import describe_feedback, next_step
 from haytham.errors import (
     DocumentError,
     HaythamError,
+    InvalidArgumentError,
     Issue,
     MoveRefusedError,
     ProjectNotFoundError,
     StaleReviewError,
 )
 from haytham.format import FEEDBACK
+from haytham.format.agent_output import MAX_CORRECTED_BYTES
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.reader import decode
 from haytham.git.sync import sync
 from haytham.records import UserFeedback
-from haytham.store import fs
+from haytham.store import fs, lifecycle
 from haytham.store.clock import sort_time
 from haytham.store.manager import CheckpointManager
 from haytham.store.scan import list_sessions
@@ -128,6 +130,89 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class Correction:
+    """How an editing of an agent's output ended (``edit_output``)."""
+
+    outcome: Literal["saved", "unchanged", "abandoned"]
+    """``saved``: the correction is recorded; ``unchanged``: the person closed the editor
+    without a change and nothing was recorded; ``abandoned``: nothing was recorded and the
+    person's text is kept in ``kept``."""
+    path: Path
+    """The agent's output file."""
+    issues: tuple[Issue, ...] = ()
+    kept: Path | None = None
+
+
+def edit_output(
+    manager: CheckpointManager, project: str, session: str, phase: int, agent: str, approve: bool
+) -> Correction:
+    """Open an agent's output (its content, not the file's header) in the editor and record
+    what the person saves as a correction (``correct_output``: the original kept in the
+    history, the review's action ``modified``, approved with ``approve``).
+
+    As ``edit_feedback``: text that is not UTF-8 reopens the editor with the mistake noted
+    on top; closing it without a change records nothing. A BOM the editor adds is dropped,
+    and CRLF line ends become LF unless the output had them. The correction is recorded
+    against the review file's version the editor was opened on, so a review saved
+    meanwhile is never replaced (the text is then kept, and nothing is recorded).
+    """
+    manager.recover(project, session)
+    view = manager.state(project, session).phase(phase)
+    path = manager.phase_dir(project, session, phase) / f"{agent}.md"
+    if view.state not in lifecycle.CORRECTABLE:
+        allowed = ", ".join(sorted(s.replace("_", " ") for s in lifecycle.CORRECTABLE))
+        raise click.ClickException(
+            f"phase {phase} of {project}/{session} is {view.state.replace('_', ' ')}: only a phase "
+            f"that is {allowed} can be corrected"
+        )
+    if path.is_file() and path.stat().st_size > MAX_CORRECTED_BYTES:
+        raise click.ClickException(
+            f"{path} is {path.stat().st_size:,} bytes long: haytham corrects outputs of at most "
+            f"{MAX_CORRECTED_BYTES:,} bytes (the original is kept whole in the history)"
+        )
+    original = manager.load_agent_output(project, session, phase, agent).content
+    review = path.parent / FEEDBACK_FILE
+    version = fs.file_version(review)[0] if review.exists() else None
+    folder = Path(tempfile.mkdtemp(prefix=f"haytham-{project}-{session}-{phase}-{agent}-"))
+    copy = folder / f"{agent}.md"
+    body, keep = original, False
+    issues: list[Issue] = []
+    try:
+        while True:
+            shown = with_banner(body, issues, path)
+            copy.write_bytes(shown.encode("utf-8"))
+            click.edit(filename=str(copy))
+            data = copy.read_bytes()
+            if data == shown.encode("utf-8"):  # closed without a change: quit
+                if body == original:
+                    return Correction("unchanged", path)
+                keep = True
+                copy.write_bytes(body.encode("utf-8"))
+                return Correction("abandoned", path, tuple(issues), copy)
+            text, undecodable = _as_saved(data, path)
+            if "\r\n" in original and undecodable is None:
+                text = data.decode("utf-8").removeprefix("\ufeff")  # the output's own CRLF stays
+            body = strip_banner(text)
+            issues = [] if undecodable is None else [undecodable]
+            if issues:
+                continue
+            if body == original:
+                return Correction("unchanged", path)
+            try:
+                manager.correct_output(
+                    project, session, phase, agent, body, approve=approve, expected_version=version
+                )
+            except (StaleReviewError, MoveRefusedError, InvalidArgumentError) as error:
+                keep = True
+                copy.write_bytes(body.encode("utf-8"))
+                return Correction("abandoned", path, (Issue(path, None, None, str(error)),), copy)
+            return Correction("saved", path)
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def _as_saved(data: bytes, path: Path) -> tuple[str, Issue | None]:
     """The text an editor saved, read as every file is (``decode``): a BOM some editors add
     is dropped, CRLF line ends become LF. Bytes that are not UTF-8 (an editor set to
@@ -209,6 +294,12 @@ def report(manager: CheckpointManager, project: str, session: str, edited: Edite
 @click.option("--reject", is_flag=True, help="Send the phase back to be run again.")
 @click.option("--comment", help="Your comments (markdown).")
 @click.option("--change", "changes", multiple=True, help="A change you ask for (repeatable).")
+@click.option(
+    "--edit",
+    "edit_agent",
+    metavar="AGENT",
+    help="Correct AGENT's output in $EDITOR (with --approve: and approve the phase).",
+)
 @commit_options
 @base_dir_option
 def feedback(
@@ -219,6 +310,7 @@ def feedback(
     reject: bool,
     comment: str | None,
     changes: tuple[str, ...],
+    edit_agent: str | None,
     commit: bool,
     push: bool,
     remote: str,
@@ -233,7 +325,11 @@ def feedback(
     it noted at the top; closing the editor without a change leaves the file as it was.
     What you save is kept as you wrote it, and the session's manifest and history say it
     at once. Exit code 1 when you quit with a mistake (nothing is saved) or the file still
-    has one.
+    has one. With --edit AGENT the agent's output opens instead: what you save is recorded
+    as your correction (the original is kept in the history; haytham diff P/S@ENTRY P/S
+    shows it), the review's action becomes modified, and with --approve the phase is
+    approved as corrected; the phases built on the original become stale. Closing the
+    editor without a change records nothing.
 
     With --approve or --reject the review is saved over the phase as it was when the command
     started: a review written before is decided over, as asked, but one saved after it
@@ -248,11 +344,18 @@ def feedback(
         raise click.UsageError(
             "--comment and --change need --approve or --reject (without them the editor opens)"
         )
+    if edit_agent is not None and (reject or comment is not None or changes):
+        raise click.UsageError("--edit takes only --approve (--reject, --comment and --change are reviews)")
     manager = CheckpointManager(base_dir)
     commits = Commits(manager, commit, push, remote)
     commits.pull()
     manager.recover(project, session)  # the retry count below is the whole change's
     manager.load_checkpoint(project, session, phase)  # nothing to review before a phase ran
+    if edit_agent is not None:
+        _correct(manager, project, session, phase, edit_agent, approve)
+        if not commits.finish():
+            click.get_current_context().exit(1)
+        return
     if not (approve or reject):
         edited = edit_feedback(manager, project, session, phase)
         report(manager, project, session, edited)
@@ -286,6 +389,28 @@ def feedback(
     click.echo(f"Next: {next_step(manager, project, session).message}")
     if not commits.finish():
         click.get_current_context().exit(1)
+
+
+def _correct(
+    manager: CheckpointManager, project: str, session: str, phase: int, agent: str, approve: bool
+) -> None:
+    """``feedback --edit``: correct an agent's output and say what was recorded."""
+    corrected = edit_output(manager, project, session, phase, agent, approve)
+    if corrected.outcome == "abandoned":
+        for issue in corrected.issues:
+            click.echo(str(issue), err=True)
+        raise click.ClickException(
+            f"nothing was recorded: {corrected.path} is as it was. Your text is in {corrected.kept}"
+        )
+    if corrected.outcome == "unchanged":
+        click.echo(f"No change: {corrected.path} is as it was; nothing was recorded")
+    else:
+        click.echo(f"Corrected {corrected.path} (the original is kept in the session's history)")
+        understood = manager.load_feedback(project, session, phase)
+        if understood is not None:
+            click.echo(f"Review ({lifecycle.OUTCOME_LABELS[lifecycle.outcome(understood)]}):")
+            click.echo(describe_feedback(understood))
+    click.echo(f"Next: {next_step(manager, project, session).message}")
 
 
 # ------------------------------------------------------------------------- review

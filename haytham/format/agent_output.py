@@ -37,6 +37,10 @@ MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 """The largest agent output file haytham reads (docs/formats.md, "Limits"). Larger than
 ``MAX_DOCUMENT_BYTES`` of the other files, which are parsed whole: an output is read mapped
 (``read_mapped``), in about the memory of its content."""
+MAX_CORRECTED_BYTES = 32 * 1024 * 1024
+"""The largest output file a reviewer may correct (``correct_output``): the original is kept
+whole in the correction's history entry, a file haytham reads up to ``MAX_DOCUMENT_BYTES``
+(64 MB), beside the checkpoint."""
 MAPPED_FROM = 1024 * 1024
 """Files of more bytes than this are read mapped, not read whole."""
 _HEAD_BYTES = 64 * 1024
@@ -55,13 +59,15 @@ METADATA = SectionSpec(
         FieldSpec("executed", "Executed"),
         FieldSpec("duration", "Duration"),
         FieldSpec("status", "Status"),
+        FieldSpec("corrected", "Corrected"),
         FieldSpec("final_newlines", "Final Newlines"),
         FieldSpec("line_endings", "Line Endings"),
         VERSION_FIELD,
     ),
 )
-"""``- Phase: {number} - {name}`` holds both phase_number and phase_name; Final Newlines and
-Line Endings are written only when needed."""
+"""``- Phase: {number} - {name}`` holds both phase_number and phase_name; Corrected (when a
+person corrected the content: ``correct_output``), Final Newlines and Line Endings are written
+only when needed."""
 EXECUTION_DETAILS = SectionSpec(
     "Execution Details",
     (
@@ -274,6 +280,7 @@ _CANONICAL_HEADER = lazy(
     rf"- Executed: (?:-|(?P<executed>{v.TIMESTAMP}))\n"
     rf"- Duration: (?:-|(?P<duration>{v.SECONDS}))\n"
     rf"- Status: (?P<status>{'|'.join(s for s in PHASE_STATUSES if s != 'failed')})\n"
+    rf"(?:- Corrected: (?P<corrected>{v.TIMESTAMP})\n)?"
     r"(?:- Final Newlines: (?P<final_newlines>[1-9][0-9]{0,6})\n)?"
     r"(?:- Line Endings: (?P<crlf>crlf)\n)?"
     rf"- Format: {FORMAT_VERSION}\n"
@@ -367,6 +374,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             "executed": take(meta, "executed", v.read_text, required=False),
             "duration": take(meta, "duration", v.read_seconds, required=False),
             "status": take(meta, "status", v.read_text, section=meta_section),
+            "corrected": take(meta, "corrected", v.read_text, required=False),
         }
         final_newlines = take(meta, "final_newlines", v.read_int, default=None, required=False)
         if final_newlines is None:
@@ -445,6 +453,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             error_message=None,
             stack_trace=None,
             cost=None if cost is None else float(cost[1:]),
+            corrected=found["corrected"],
         )
 
     def check_record(self, record: AgentOutput, path: Path | None = None) -> None:
@@ -472,6 +481,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             "executed": v.write_text(record.executed),
             "duration": v.write_seconds(record.duration),
             "status": record.status,
+            "corrected": record.corrected,
             "final_newlines": str(final_newlines) if final_newlines else None,
             "line_endings": "crlf" if crlf else None,
         }

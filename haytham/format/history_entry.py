@@ -34,15 +34,19 @@ METADATA = SectionSpec(
         FieldSpec("name", "Name"),
         FieldSpec("reason", "Reason"),
         FieldSpec("kind", "Kind"),
+        FieldSpec("corrected_agent", "Corrected Agent"),
         VERSION_FIELD,
     ),
 )
 """``- Phase: {number} - {name}`` holds both phase_number and phase_name; ``Kind`` is written
-only for a review (an entry without it records a checkpoint save)."""
+only for a review (an entry without it records a checkpoint save), ``Corrected Agent`` only
+for the checkpoint save of a correction."""
 CHECKPOINT_SECTION = SectionSpec("Checkpoint", attr="checkpoint_text")
 FEEDBACK_SECTION = SectionSpec("Feedback", required=False, attr="feedback_text")
 """A review entry's user_feedback.md, fenced."""
-SECTIONS = (METADATA, CHECKPOINT_SECTION, FEEDBACK_SECTION)
+ORIGINAL_SECTION = SectionSpec("Original Output", required=False, attr="original_output")
+"""A correction's original agent output file (its whole text before), fenced."""
+SECTIONS = (METADATA, CHECKPOINT_SECTION, FEEDBACK_SECTION, ORIGINAL_SECTION)
 
 
 _ID = "[0-9a-f]{12}"
@@ -98,7 +102,17 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
             "checkpoint_text": "",
             "kind": take(fields, "kind", v.read_text, default="checkpoint", required=False),
             "feedback_text": None,
+            "corrected_agent": take(fields, "corrected_agent", v.read_text, required=False),
+            "original_output": None,
         }
+        original = reader.section(ORIGINAL_SECTION)
+        if original is not None:
+            reader.lines[("original_output",)] = original.line
+            block = first_fence(original.body, original.body_line)
+            if block is None:
+                reader.error(original.line, ORIGINAL_SECTION.title, "has no fenced block holding the output")
+            else:
+                data["original_output"] = v.read_fenced(block[0], block[1])
         feedback = reader.section(FEEDBACK_SECTION)
         if feedback is not None:
             reader.lines[("feedback_text",)] = feedback.line
@@ -178,6 +192,7 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
             "name": v.write_text(record.name),
             "reason": v.write_text(record.reason),
             "kind": record.kind if record.kind != "checkpoint" else None,
+            "corrected_agent": record.corrected_agent,
         }
         lines = [
             f"# {TITLE}{record.entry_id}",
@@ -189,6 +204,8 @@ class HistoryEntryFormat(DocumentFormat[HistoryEntry]):
         ]
         if record.feedback_text is not None:
             lines += ["", FEEDBACK_SECTION.heading, v.write_fenced(record.feedback_text)]
+        if record.original_output is not None:
+            lines += ["", ORIGINAL_SECTION.heading, v.write_fenced(record.original_output)]
         return "\n".join(lines) + "\n"
 
 

@@ -580,6 +580,68 @@ class SessionHandle:
         self.store.events.emit(events)
         return path
 
+    def correct_output(
+        self,
+        phase_num: int,
+        agent_name: str,
+        content: str,
+        *,
+        approve: bool = False,
+        expected_version: str | Shown | None = None,
+    ) -> Path | None:
+        """``CheckpointManager.correct_output``: a reviewer's correction of one agent's output,
+        the original kept in the history, the review's action ``modified``, in one change;
+        None when ``content`` is the output already (nothing is written)."""
+        check_agent_name(agent_name)
+        if not isinstance(content, str):
+            raise InvalidArgumentError(
+                f"content must be a string, got {type(content).__name__}", field="content"
+            )
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise InvalidArgumentError(
+                f"content holds {error.object[error.start : error.end]!r}, which UTF-8 cannot store "
+                "(a lone surrogate)",
+                field="content",
+            ) from None
+        check_flag("approve", approve)
+        self.open().phase(phase_num)
+        with self.transact() as tx:
+            saved = saving.correct_output(tx, phase_num, agent_name, content, approve, expected_version)
+        if saved is None:
+            return None
+        self.store.events.emit(saved[1])
+        return saved[0]
+
+    def corrections(self, phase_num: int) -> list[Correction]:
+        """The corrections of the phase's current attempt, one per agent a reviewer corrected:
+        the agent's own output (kept by the first correction's history entry) and the output
+        now, with their diff. Read only; empty when nobody corrected the attempt."""
+        session = self.open()
+        phase = session.phase(phase_num)
+        checkpoint = self.store.load_optional(CHECKPOINT, session.read_phase_dir(phase_num) / CHECKPOINT_FILE)
+        if checkpoint is None:
+            return []
+        attempt = checkpoint.retry_count + 1
+        entries, _ = history.read_entries(session.directory, cache=self.store.cache)
+        first: dict[str, HistoryEntry] = {}
+        for entry in entries:
+            if entry.phase_number != phase.number or entry.attempt != attempt:
+                continue
+            if entry.corrected_agent is not None and entry.original_output is not None:
+                first.setdefault(entry.corrected_agent, entry)
+        found = []
+        for agent, entry in sorted(first.items()):
+            assert entry.original_output is not None
+            original = AGENT_OUTPUT.parse(entry.original_output).content
+            try:
+                now = self.agent_output(phase_num, agent).content
+            except NotFoundError:
+                continue
+            found.append(Correction(agent, entry.entry_id, entry.timestamp, original, now))
+        return found
+
     def keep_edited_outputs(self, phase_num: int) -> bool:
         """``CheckpointManager.keep_edited_outputs``: a person's correction of a phase's outputs
         becomes its output of record; returns whether anything was written."""
@@ -663,6 +725,21 @@ class SessionHandle:
             newest = history.newest(entries, tx.session.manifest.history_head)
             head = newest.entry_id if newest is not None else None
             tx.sync_manifest(head=head if head != tx.session.manifest.history_head else None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Correction:
+    """A reviewer's correction of an agent's output in a phase's current attempt."""
+
+    agent: str
+    entry_id: str
+    """The history entry of the first correction, which keeps the agent's own output."""
+    timestamp: str
+    """When the output was first corrected."""
+    original: str
+    """The agent's own output (the content, not the file)."""
+    corrected: str
+    """The output now."""
 
 
 def _flat_dict(record: Any) -> dict[str, Any]:

@@ -37,11 +37,15 @@ def make_entry(
     name: str | None = None,
     reason: str | None = None,
     feedback_text: str | None = None,
+    *,
+    original: tuple[str, str] | None = None,
 ) -> HistoryEntry:
     """A new entry whose id hashes everything it records, its parent included.
 
     With ``feedback_text`` it is a review entry (``Kind: review``); a checkpoint entry hashes
-    what it did before reviews were recorded, so older ids stay the same.
+    what it did before reviews were recorded, so older ids stay the same. ``original``: for
+    the checkpoint save of a correction, the corrected agent and its output file's text
+    before (``HistoryEntry.original_output``), hashed too.
     """
     digest = _digest(
         parent,
@@ -54,6 +58,7 @@ def make_entry(
         reason,
         checkpoint_text,
         feedback_text,
+        original,
     )
     return HistoryEntry(
         digest,
@@ -68,6 +73,8 @@ def make_entry(
         checkpoint_text,
         "checkpoint" if feedback_text is None else "review",
         feedback_text,
+        None if original is None else original[0],
+        None if original is None else original[1],
     )
 
 
@@ -82,6 +89,7 @@ def _digest(
     reason: str | None,
     checkpoint_text: str,
     feedback_text: str | None,
+    original: tuple[str, str] | None = None,
 ) -> str:
     """The 12 hex digits of an entry's id: a hash of everything it records."""
     content: list[object] = [
@@ -97,6 +105,8 @@ def _digest(
     ]
     if feedback_text is not None:
         content += ["review", feedback_text]
+    if original is not None:
+        content += ["correction", *original]
     return hashlib.sha256(_json_list(content).encode("utf-8")).hexdigest()[:12]
 
 
@@ -291,8 +301,16 @@ def verify(entry: HistoryEntry) -> bool:
         entry.reason,
         entry.checkpoint_text,
         entry.feedback_text if entry.kind == "review" else None,
+        _original(entry),
     )
     return digest == entry.entry_id
+
+
+def _original(entry: HistoryEntry) -> tuple[str, str] | None:
+    """A correction entry's agent and original output (``make_entry``'s ``original``)."""
+    if entry.corrected_agent is None or entry.original_output is None:
+        return None
+    return entry.corrected_agent, entry.original_output
 
 
 _order_key: Callable[[HistoryEntry], tuple[str, str]] = operator.attrgetter("timestamp", "entry_id")

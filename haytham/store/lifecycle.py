@@ -33,6 +33,7 @@ from haytham.records import (
     ACTION_VERDICTS,
     APPROVAL_ACTIONS,
     SESSION_STATUSES,
+    FeedbackAction,
     PhaseState,
     SessionStatus,
     UserFeedback,
@@ -67,6 +68,32 @@ EDITED = "edited by hand since it completed"
 (``PhaseView.edited``): a person's correction, kept as the phase's output. It changes no
 state: a done phase stays done (a resume keeps the correction), and the phases built on the
 old outputs become ``stale``. Shown by ``status``, ``validate`` and every ``describe``."""
+CORRECTABLE: frozenset[PhaseState] = frozenset({"awaiting_review", "completed", "approved"})
+"""The states in which a reviewer may correct a phase's output (``correct_output``): the
+phase finished and stands, so its outputs are the ones a reviewer decides on. Any other
+phase is about to run again, or has not run."""
+Outcome = Literal["none", "awaiting", "approved", "modified", "changes_requested", "skipped"]
+"""What a review decided (``outcome``), in the words the pages and the report show: the
+lifecycle's verdict, with an approval of a corrected output told apart as ``modified``."""
+OUTCOME_LABELS: Mapping[Outcome, str] = {
+    "none": "no review",
+    "awaiting": "not reviewed yet",
+    "approved": "approved",
+    "modified": "modified",
+    "changes_requested": "changes requested",
+    "skipped": "skipped",
+}
+"""Each outcome as a person reads it."""
+CORRECTED_ACTION: FeedbackAction = "modified"
+"""The ``Action`` of a review whose phase's output a reviewer corrected (``records``'s
+``modified``): approved as corrected once ``Approved: true``."""
+
+
+def corrected_reason(agent: str) -> str:
+    """The reason of the history entry of a correction (``correct_output``) of ``agent``."""
+    return f"output of {agent} corrected by a person"
+
+
 EDIT_KEPT = "outputs edited by hand, kept"
 """The reason of the history entry of a checkpoint that records a phase's corrected outputs as
 its own (``CheckpointManager.keep_edited_outputs``, which a resume calls before it runs the
@@ -401,6 +428,17 @@ def verdict(feedback: UserFeedback | None) -> Verdict:
     if ACTION_VERDICTS.get(feedback.action) == "approved":
         return "skipped"
     return "sent_back"
+
+
+def outcome(feedback: UserFeedback | None) -> Outcome:
+    """What a review decided: its ``verdict``, with an approval whose action is ``modified``
+    (the reviewer corrected an output, then approved) read as ``modified``."""
+    found = verdict(feedback)
+    if found == "approved" and feedback is not None and feedback.action == CORRECTED_ACTION:
+        return "modified"
+    if found == "sent_back":
+        return "changes_requested"
+    return found
 
 
 def outputs_digest(outputs: Mapping[str, str]) -> str:

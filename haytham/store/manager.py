@@ -136,6 +136,34 @@ class CheckpointManager(Store):
         checkpoint records no digest)."""
         return self.session(project_id, session_id).keep_edited_outputs(phase_num)
 
+    def correct_output(
+        self,
+        project_id: str,
+        session_id: str,
+        phase_num: int,
+        agent_name: str,
+        content: str,
+        *,
+        approve: bool = False,
+        expected_version: str | Shown | None = None,
+    ) -> Path | None:
+        """A reviewer's correction of an agent's output, before (or with) approving the phase.
+
+        In one change: the output file holds ``content`` and says ``- Corrected:`` (its model,
+        tokens and cost stay the agent's run); the checkpoint records the outputs' new
+        digest, with a history entry that keeps the original file whole
+        (``HistoryEntry.original_output``); the review's action becomes ``modified`` (with
+        ``approve``, the phase is approved: ``Approved: true``, ``Action: modified``); the
+        phases built on the original become stale. Only a phase that is awaiting review,
+        completed or approved can be corrected (MoveRefusedError otherwise);
+        ``expected_version``: what the correction was made against, as for
+        ``save_user_feedback`` (a ``Shown``, or the review file's version), StaleReviewError
+        naming what changed since. Returns the output
+        file, or None when ``content`` is the output already (nothing is written)."""
+        return self.session(project_id, session_id).correct_output(
+            phase_num, agent_name, content, approve=approve, expected_version=expected_version
+        )
+
     def save_agent_output(
         self,
         project_id: str,

@@ -14,8 +14,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from haytham.errors import DocumentError, NotFoundError, StaleReviewError
+from haytham.errors import (
+    DocumentError,
+    InvalidArgumentError,
+    MoveRefusedError,
+    NotFoundError,
+    StaleReviewError,
+)
 from haytham.format import AGENT_OUTPUT, FEEDBACK
+from haytham.format.agent_output import MAX_CORRECTED_BYTES
 from haytham.format.feedback import rewrite_feedback, rewrite_fields
 from haytham.format.feedback import settle as settle_feedback
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE
@@ -77,10 +84,7 @@ def save_user_feedback(
     session = tx.session
     phase = session.phase(phase_num)
     directory = session.phase_dir(phase_num)
-    if isinstance(expected_version, Shown):
-        check_shown(tx, phase.number, directory, expected_version)
-    elif expected_version is not None:
-        check_version(directory / FEEDBACK_FILE, expected_version, tx.reads)
+    check_expected(tx, phase.number, directory, expected_version)
     tx.check_review(phase, review_of(phase, fields))
     tx.phase_folder(phase_num)
     path, found = feedback_change(tx, directory, phase, fields)
@@ -237,6 +241,120 @@ def keep_edited_outputs(tx: Transaction, phase_num: int) -> bool:
     return True
 
 
+def correct_output(
+    tx: Transaction,
+    phase_num: int,
+    agent_name: str,
+    content: str,
+    approve: bool,
+    expected_version: str | Shown | None,
+) -> Saved | None:
+    """``CheckpointManager.correct_output`` under the transaction's lock: a reviewer's
+    correction of one agent's output, in one change.
+
+    The output file gets the corrected content and ``- Corrected:`` (its execution details
+    stay the agent's run); the checkpoint records the outputs' new digest, with a history
+    entry that keeps the original file's text whole (``lifecycle.corrected_reason``); the
+    review's action becomes ``modified`` (with ``approve``: reviewed and approved); the
+    manifest follows. The phases built on the original are stale (their Built From no
+    longer matches), as after a correction typed by hand. None when the content is the
+    output's already: nothing is written.
+    """
+    session = tx.session
+    phase = session.phase(phase_num)
+    directory = session.phase_dir(phase_num)
+    feedback_path = directory / FEEDBACK_FILE
+    check_expected(tx, phase.number, directory, expected_version)
+    current = tx.checkpoints()
+    state = tx.derive(session, current=current)[1].phase(phase.number).state
+    if state not in lifecycle.CORRECTABLE:
+        allowed = ", ".join(sorted(s.replace("_", " ") for s in lifecycle.CORRECTABLE))
+        raise MoveRefusedError(
+            f"phase {phase.number} ({phase.name}) of {tx.project_id}/{tx.session_id}: a phase that "
+            f"is {state.replace('_', ' ')} cannot be corrected (only one that is {allowed}); "
+            "nothing was written",
+            path=directory / f"{agent_name}.md",
+            event="correct",
+            state=state,
+        )
+    tx.phase_folder(phase_num)
+    path = directory / f"{agent_name}.md"
+    data = tx.reads.data(path, AGENT_OUTPUT.max_bytes)
+    if data is None:
+        raise NotFoundError(
+            f"agent {agent_name!r} has no output in phase {phase.number} of "
+            f"{tx.project_id}/{tx.session_id}: {path} does not exist",
+            path=path,
+        )
+    if len(data) > MAX_CORRECTED_BYTES:
+        raise InvalidArgumentError(
+            f"{path} is {len(data):,} bytes long: haytham corrects outputs of at most "
+            f"{MAX_CORRECTED_BYTES:,} bytes, since the original is kept whole in the history "
+            "(docs/formats.md, Limits)",
+            field="content",
+        )
+    existing = AGENT_OUTPUT.load_data(data, path, cache=tx.store.cache)
+    if existing.content == content:
+        return None
+    previous = current.get(phase.number)
+    if previous is None:  # a correctable phase has a checkpoint
+        raise NotFoundError(f"phase {phase.number} has no checkpoint", path=directory / CHECKPOINT_FILE)
+    now = tx.store.now()
+    corrected = dataclasses.replace(existing, content=content, corrected=now)
+    AGENT_OUTPUT.check_record(corrected, path)
+    digest = outputs_digest(tx, directory, previous.agents, {agent_name: content})
+    checkpoint = dataclasses.replace(previous, outputs_digest=digest)
+    review = tx.reads.record(FEEDBACK, feedback_path, tx.store.cache)
+    fields: dict[str, Any] = {
+        "reviewed": approve or (review is not None and review.reviewed),
+        "approved": approve or (review is not None and review.approved),
+        "comments": review.comments if review is not None else "",
+        "requested_changes": review.requested_changes if review is not None else (),
+        "action": lifecycle.CORRECTED_ACTION,
+        "retry_count": review.retry_count if review is not None else previous.retry_count,
+    }
+    tx.check_review(phase, review_of(phase, fields), {phase.number: checkpoint})
+    _, found = feedback_change(tx, directory, phase, fields)
+    original = data.decode("utf-8")
+    with tx.change("correct_output") as change:
+        tx.stage(change, AGENT_OUTPUT, path, corrected)
+        moved = tx.stage_checkpoint(
+            change,
+            session,
+            directory / CHECKPOINT_FILE,
+            checkpoint,
+            now,
+            reason=lifecycle.corrected_reason(agent_name),
+            stage_manifest=False,
+            original=(agent_name, original),
+        )
+        head = moved.history_head
+        reviews: dict[int, _progress.Review | None] = {}
+        if found is not None:
+            tx.stage_text(change, feedback_path, found[0])
+            reviews, reviewed_head = tx.stage_review(
+                change,
+                dataclasses.replace(session, manifest=moved),
+                phase,
+                found[1],
+                checkpoint=checkpoint,
+                stage_manifest=False,
+            )
+            head = reviewed_head or head
+        tx.stage_manifest(
+            change,
+            session,
+            checkpoints={phase.number: checkpoint},
+            reviews=reviews,
+            head=head,
+            current=current,
+        )
+    events = [output_event(tx, phase.number, path, {"agent_name": agent_name, "status": existing.status})]
+    if found is not None:
+        events.append(feedback_event(tx, phase.number, feedback_path, fields))
+    return path, events
+
+
 # ------------------------------------------------------ what a save writes
 
 
@@ -365,6 +483,9 @@ def feedback_change(
     )
     path = directory / FEEDBACK_FILE
     existing = tx.reads.record(FEEDBACK, path, tx.store.cache)
+    corrected = existing is not None and existing.action == lifecycle.CORRECTED_ACTION
+    if record.approved and record.action == "approved" and corrected:  # approving a correction
+        record = dataclasses.replace(record, action=lifecycle.CORRECTED_ACTION)
     if existing is not None and dataclasses.replace(existing, timestamp=record.timestamp) == record:
         return path, None
     data = tx.reads.data(path)
@@ -398,6 +519,16 @@ def check_version(path: Path, expected: str, reads: Reads) -> None:
             expected=expected,
             current=current,
         )
+
+
+def check_expected(tx: Transaction, phase_num: int, directory: Path, expected: str | Shown | None) -> None:
+    """Refuse (StaleReviewError) a decision on the phase in ``directory`` made against
+    anything but the files as they are: ``expected`` is what the reviewer was shown
+    (``Shown``), or only the review file's version (a ``str``), or nothing to check (None)."""
+    if isinstance(expected, Shown):
+        check_shown(tx, phase_num, directory, expected)
+    elif expected is not None:
+        check_version(directory / FEEDBACK_FILE, expected, tx.reads)
 
 
 def check_shown(tx: Transaction, phase_num: int, directory: Path, expected: Shown) -> None:

@@ -162,12 +162,15 @@ class Transaction:
         *,
         stage_manifest: bool = True,
         current: Mapping[int, PhaseCheckpoint] | None = None,
+        original: tuple[str, str] | None = None,
     ) -> SessionManifest:
         """Stage a checkpoint, its history entry and the manifest.
 
         Returns the manifest as it will be; the session's History Head moves to the entry.
         With ``stage_manifest=False`` the caller stages the manifest itself, once, after the
-        other files of the operation (``stage_manifest``): a batch of saves is one record."""
+        other files of the operation (``stage_manifest``): a batch of saves is one record.
+        ``original``: a correction's agent and its output file's text before, which the entry
+        keeps (``HistoryEntry.original_output``)."""
         self.stage(change, CHECKPOINT, path, record)
         entry = history.make_entry(
             session.manifest.history_head,
@@ -179,6 +182,7 @@ class Transaction:
             self.reads.rendered(CHECKPOINT, record),
             name,
             reason,
+            original=original,
         )
         self.stage_entry(change, session, entry)
         if not stage_manifest:

@@ -81,6 +81,35 @@ def submit_review(manager: CheckpointManager, project: str, session: str, phase:
         raise _conflict(manager, project, session, phase, error.changed) from None
 
 
+def submit_correction(
+    manager: CheckpointManager,
+    project: str,
+    session: str,
+    phase: int,
+    agent: str,
+    content: str,
+    *,
+    approve: bool,
+    version: str,
+) -> bool:
+    """Save a reviewer's correction of ``agent``'s output (``correct_output``: the original
+    kept in the history, the review's action ``modified``, approved with ``approve``) if the
+    phase is still what the page showed (``Shown``: its attempt, outputs and review file;
+    ReviewConflictError naming what changed otherwise); return whether anything changed.
+    The browser's CRLF line breaks become LF unless the output had CRLF."""
+    check_names(project, session)
+    original = manager.load_agent_output(project, session, phase, agent).content
+    if "\r\n" not in original:
+        content = content.replace("\r\n", "\n")
+    try:
+        written = manager.correct_output(
+            project, session, phase, agent, content, approve=approve, expected_version=Shown.parse(version)
+        )
+    except StaleReviewError as error:
+        raise _conflict(manager, project, session, phase, error.changed) from None
+    return written is not None
+
+
 def _conflict(
     manager: CheckpointManager, project: str, session: str, phase: int, changed: tuple[str, ...]
 ) -> ReviewConflictError:

@@ -13,6 +13,7 @@ parse 422; anything unexpected is a 500 page without a traceback.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -127,6 +128,34 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
         said = "approved" if submitted.approve else "sent back with your comments"
         return _back(f"/p/{_q(project)}/s/{_q(session_id)}/phase/{number}", f"Saved: {said}.")
 
+    async def correct(request: Request) -> Response:
+        project, session_id = _names(request)
+        number = request.path_params["phase"]
+        form = await _form(request)
+        agent = form.get("agent", "")
+        approve = form.get("approve") == "yes"
+        try:
+            changed = await run_in_threadpool(
+                functools.partial(
+                    actions.submit_correction,
+                    manager,
+                    project,
+                    session_id,
+                    number,
+                    agent,
+                    form.get("content", ""),
+                    approve=approve,
+                    version=form.get("version", ""),
+                )
+            )
+        except ReviewConflictError as conflict:
+            return await run_in_threadpool(phase, request, conflict=conflict, draft=None, status=409)
+        if not changed:
+            said = f"No change: the output of {agent} is as it was; nothing was recorded."
+        else:
+            said = f"Saved: your correction of {agent}" + (", approved (modified)." if approve else ".")
+        return _back(f"/p/{_q(project)}/s/{_q(session_id)}/phase/{number}", said)
+
     async def fork(request: Request) -> Response:
         project, session_id = _names(request)
         form = await _form(request)
@@ -180,6 +209,7 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
         Route(base + "/rerun", rerun, methods=["POST"]),
         Route(base + "/phase/{phase:int}", phase),
         Route(base + "/phase/{phase:int}/review", review, methods=["POST"]),
+        Route(base + "/phase/{phase:int}/correct", correct, methods=["POST"]),
         Route("/favicon.ico", lambda request: Response(status_code=204)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

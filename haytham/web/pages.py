@@ -42,6 +42,12 @@ took gigabytes. Only this much of an output is read, so the memory a page or the
 takes grows only with what the store reads to derive the state (``memory_bound``; docs/formats.md,
 "Limits")."""
 
+EDITABLE_OUTPUT_CHARS = 50_000
+"""The longest output the phase page offers to correct in its "Edit output" form: a browser
+sends a text area's line breaks as CRLF, and a form field may hold at most
+``app.MAX_FORM_FIELD`` (100,000) characters. A longer output is corrected with
+``haytham feedback P S N --edit AGENT``, which the page says instead."""
+
 
 def memory_bound(output_bytes: int) -> int:
     """The most memory (peak resident bytes) a page or the report of a session may take when its
@@ -367,6 +373,30 @@ class PhasePage:
             issue.path == self.directory / FEEDBACK_FILE for issue in self.problems
         )
 
+    corrections: dict[str, list[DiffLine]] = field(default_factory=dict)
+    """For each agent whose output a reviewer corrected in this attempt, the diff from the
+    agent's own output to the output now (``SessionHandle.corrections``)."""
+
+    @property
+    def correctable(self) -> bool:
+        """Whether a reviewer may correct the outputs now (``lifecycle.CORRECTABLE``)."""
+        return self.checkpoint is not None and self.view.state in lifecycle.CORRECTABLE
+
+    def edit_refusal(self, output: AgentOutput) -> str | None:
+        """Why the page cannot offer ``output`` to correct (too long for a form), or None."""
+        if self.cut_of(output.agent_name) is None and len(output.content) <= EDITABLE_OUTPUT_CHARS:
+            return None
+        return (
+            f"This output is longer than the {EDITABLE_OUTPUT_CHARS:,} characters the page edits: "
+            f"correct it with haytham feedback {self.project} {self.session} {self.view.number} "
+            f"--edit {output.agent_name}"
+        )
+
+    @property
+    def outcome(self) -> str:
+        """What the review decided, in words (``lifecycle.outcome``: approved, modified, ...)."""
+        return lifecycle.OUTCOME_LABELS[lifecycle.outcome(self.feedback)]
+
     def cut_of(self, agent: str, attempt: int | None = None) -> OutputCut | None:
         """How the output of ``agent`` (in the current attempt, or earlier ``attempt``) was cut."""
         directory = self.directory if attempt is None else self.directory / ATTEMPTS_DIR / str(attempt)
@@ -463,6 +493,15 @@ def phase_page(
         for attempt in reversed(attempts[:-1])
     ]
     moves = tuple(t.event for t in lifecycle.moves_from(view.state, "reviewer") if t.event in REVIEW_MOVES)
+    # the history is read only for a phase an output of which says it was corrected: the
+    # report makes every phase's page, and reading the history for each would be quadratic
+    corrected = any(output.corrected for output in outputs)
+    corrections = {
+        c.agent: unified_diff(
+            c.original, c.corrected, f"{c.agent}.md (the agent's)", f"{c.agent}.md (corrected)"
+        )
+        for c in (manager.session(project, session).corrections(phase) if corrected else [])
+    }
     return PhasePage(
         project,
         session,
@@ -480,4 +519,5 @@ def phase_page(
         cut,
         directory,
         problems,
+        corrections,
     )
