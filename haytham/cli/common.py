@@ -234,6 +234,37 @@ def reviewer_option(function: F) -> F:
     )(function)
 
 
+def _resolve_mine(ctx: click.Context, param: click.Parameter, value: str | None) -> Reviewer | None:
+    """``--reviewer`` of a listing: resolved as ``reviewer_option`` resolves it, but only when
+    the listing is filtered by it (``--mine``, or ``--reviewer`` on the command line), so a
+    plain listing neither reads haytham.yaml nor asks git who the author is."""
+    given = ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.COMMANDLINE
+    if not (ctx.params.get("mine") or given):
+        return None
+    return _resolve_reviewer(ctx, param, value)
+
+
+def mine_options(function: F) -> F:
+    """``--mine`` and ``--reviewer``: keep only what the current reviewer (found as
+    ``reviewer_option`` finds them) may review; ``--reviewer`` on the command line implies
+    ``--mine``. The command receives ``mine`` and ``reviewer`` (None: no such filter)."""
+    function = click.option(
+        "--reviewer",
+        callback=_resolve_mine,
+        envvar=REVIEWER_ENVVAR,
+        show_envvar=True,
+        help="Who --mine is: 'Name <email>', a name or an address (given here, it implies --mine); "
+        f"without the option or the variable, review.reviewer of ./{CONFIG_FILE}, else git's author.",
+    )(function)
+    return click.option(
+        "--mine",
+        is_flag=True,
+        is_eager=True,
+        help="Only what the current reviewer may review: a phase whose workflow names them in its "
+        "reviewers:, or names no reviewers (anyone's).",
+    )(function)
+
+
 def base_dir_option(function: F) -> F:
     """``--base-dir``: the option, else ``HAYTHAM_BASE_DIR``, else haytham.yaml, else ./projects."""
     return click.option(

@@ -46,9 +46,10 @@ INDEX_DIR = layout.INDEX_DIR
 INDEX_FILE = layout.INDEX_FILE
 RACY_NS = 3_000_000_000
 """How much older than the file system's clock a file's last change must be to be remembered."""
-_FORMAT = "3"
+_FORMAT = "4"
 """The layout of the tables; part of ``code_stamp``, so an index laid out by an older haytham
-(whose ``summary`` entries were JSON, then rows keyed by the manifest alone) starts empty
+(whose ``summary`` entries were JSON, then rows keyed by the manifest alone, then rows
+without ``current_reviewers``) starts empty
 here, and one of a newer haytham there."""
 _LOCK = threading.Lock()
 
@@ -229,11 +230,12 @@ class Index:
         self._connection.execute("BEGIN")
 
     def summaries_in(self, parent: str) -> sqlite3.Cursor:
-        """``(name, identity, listed, issues, user_id, status, facts)`` of each remembered
+        """``(name, identity, listed, issues, user_id, status, facts, current_reviewers)`` of each remembered
         session folder in ``parent``, by name (the order of Python's ``sorted``: SQLite
         compares text by its UTF-8 bytes, which order as the code points do)."""
         return self._connection.execute(
-            "SELECT name, identity, listed, issues, user_id, status, facts FROM summaries WHERE parent = ?"
+            "SELECT name, identity, listed, issues, user_id, status, facts, current_reviewers FROM summaries"
+            " WHERE parent = ?"
             " ORDER BY name",
             (parent,),
         )
@@ -334,6 +336,7 @@ SUMMARY_COLUMNS = (
     "total_tokens",
     "total_cost",
     "current_state",
+    "current_reviewers",
 )
 """A listed session's values, in ``haytham.store.scan.SessionSummary`` order."""
 _SUMMARIES_TABLE = (
