@@ -44,6 +44,9 @@ if TYPE_CHECKING:  # rich is imported by the functions that draw, so a command t
     from rich.table import Table
     from rich.text import Text
 
+    from haytham.notify import NotifyConfig
+    from haytham.store.manager import CheckpointManager
+
 CONFIG_FILE = layout.CONFIG_FILE
 DEFAULT_BASE_DIR = layout.DEFAULT_BASE_DIR
 BASE_DIR_ENVVAR = layout.BASE_DIR_VARIABLE
@@ -263,6 +266,33 @@ def mine_options(function: F) -> F:
         help="Only what the current reviewer may review: a phase whose workflow names them in its "
         "reviewers:, or names no reviewers (anyone's).",
     )(function)
+
+
+def notify_config() -> NotifyConfig | None:
+    """``notify`` of ./haytham.yaml, or None. A haytham.yaml that cannot be read was already
+    an error unless ``--base-dir`` was given; then it is a warning, and nobody is notified."""
+    from haytham.config import find_config
+
+    try:
+        return find_config().notify
+    except HaythamError as error:
+        click.echo(f"warning: {error}; the notify hook is off", err=True)
+        return None
+
+
+def notified(manager: CheckpointManager) -> CheckpointManager:
+    """``manager`` with the ``notify:`` hook of ./haytham.yaml attached (``haytham.notify``),
+    its deliveries waited for (at most their timeout) when the command ends, so none is cut
+    off by the process's exit (``notify_config``)."""
+    from haytham.notify import Notifier
+
+    config = notify_config()
+    if config is not None:
+        notifier = Notifier(config, manager.base_dir).attach(manager)
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None:
+            ctx.call_on_close(notifier.flush)
+    return manager
 
 
 def base_dir_option(function: F) -> F:

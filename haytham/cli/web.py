@@ -19,7 +19,7 @@ from types import ModuleType
 
 import click
 
-from haytham.cli.common import base_dir_option, command, reviewer_option
+from haytham.cli.common import base_dir_option, command, notify_config, reviewer_option
 from haytham.format.reviewer import Reviewer
 from haytham.store import fs
 from haytham.store.manager import CheckpointManager
@@ -77,8 +77,8 @@ def serve(host: str, port: int, open_browser: bool, reviewer: Reviewer | None, b
     added stay), and only over the version of the file the page showed. It listens on
     127.0.0.1 by default; any other --host needs an access token, which is printed in the
     address to open (as Jupyter does). The inbox filters by reviewer (?reviewer=NAME), and
-    by --reviewer's identity with its "mine" box. Needs the web extra: pip install
-    'haytham[web]'.
+    by --reviewer's identity with its "mine" box. The notify hook of haytham.yaml is told of
+    the reviews saved on the pages. Needs the web extra: pip install 'haytham[web]'.
     """
     app_module = _web("app")
     security = _web("security")
@@ -93,7 +93,7 @@ def serve(host: str, port: int, open_browser: bool, reviewer: Reviewer | None, b
         guard = security.Guard(token=token, hosts=("*",))
         url = f"http://{_netloc(host, port)}/?token={token}"
         click.echo(f"Listening on {host}, not only this machine: every request needs the token below.")
-    app = app_module.create_app(str(base_dir), guard=guard, reviewer=reviewer)
+    app = app_module.create_app(str(base_dir), guard=guard, reviewer=reviewer, notify=notify_config())
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False))
     click.echo(f"Serving the sessions under {base_dir} at {url}  (Ctrl-C to stop)")
     sys.stdout.flush()

@@ -37,6 +37,7 @@ from haytham.errors import (
 )
 from haytham.format.patterns import lazy
 from haytham.format.reviewer import Reviewer
+from haytham.notify import Notifier, NotifyConfig
 from haytham.store.manager import CheckpointManager
 from haytham.web import actions, pages
 from haytham.web.report import report_html
@@ -59,12 +60,16 @@ def create_app(
     *,
     guard: Guard | None = None,
     reviewer: Reviewer | None = None,
+    notify: NotifyConfig | None = None,
 ) -> Starlette:
     """The application serving the sessions under ``base_dir`` (loopback hosts, no token by default).
 
-    ``reviewer`` is who reviews from this server (the inbox's "mine")."""
+    ``reviewer`` is who reviews from this server (the inbox's "mine"); ``notify`` the hook told
+    of the reviews its pages save (``haytham.notify``)."""
     guard = guard or Guard()
     manager = CheckpointManager(base_dir)
+    if notify is not None:
+        Notifier(notify, manager.base_dir).attach(manager)
 
     def csrf(request: Request) -> str:
         return guard.csrf_token(browser_csrf_cookie(request))
