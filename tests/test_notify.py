@@ -155,6 +155,36 @@ def test_the_runner_then_the_command_line_notify_the_command_and_the_url(
     assert len(commanded(project)) == 2  # approved again: the phase did not move, nobody is told
 
 
+def test_a_review_written_in_the_editor_loop_is_notified(project: Path, receiver: Receiver) -> None:
+    assert haytham(project, "demo", "--review", "manual").returncode == 0
+    script = project / "edit.py"
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nfrom pathlib import Path\npath = Path(sys.argv[1])\n"
+        "text = path.read_text().replace('Reviewed: false', 'Reviewed: yes')\n"
+        "text = text.replace('No comments provided', 'Name the buyer.')\npath.write_text(text)\n"
+    )
+    script.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EDITOR": str(script)}
+    env.pop("VISUAL", None)
+    env.pop("HAYTHAM_BASE_DIR", None)
+    edited = subprocess.run(
+        [sys.executable, "-m", "haytham", "feedback", P, S, "1"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert edited.returncode == 0, edited.stdout + edited.stderr
+    waiting, decided = commanded(project)
+    assert receiver.got == [waiting, decided]
+    assert (decided["event"], decided["outcome"], decided["comments"]) == (
+        "review_decided",
+        "sent_back",
+        "Name the buyer.",
+    )
+
+
 def test_a_review_saved_on_the_page_is_notified(tmp_path: Path, receiver: Receiver) -> None:
     pytest.importorskip("starlette", reason="the web extra is not installed: pip install 'haytham[web]'")
     from starlette.testclient import TestClient
