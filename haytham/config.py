@@ -21,9 +21,15 @@ Every key does something: ``storage.base_dir`` is where ``manager()`` keeps sess
     cleanup_on_start: false
     review:
       reviewer: Alice Smith <alice@example.com>  # default: git's author
+    notify:
+      command: ./tell-the-team      # gets each event as JSON on its standard input
+      url: http://127.0.0.1:9000/haytham   # and/or: each event POSTed as JSON
+      timeout: 5
 
 ``review.reviewer`` is who reviews from this clone when neither ``--reviewer`` nor
-``HAYTHAM_REVIEWER`` says (``haytham.format.reviewer``).
+``HAYTHAM_REVIEWER`` says (``haytham.format.reviewer``). ``notify`` is told when a phase
+starts awaiting its review and when a review decides it (``haytham.notify``, docs/notify.md);
+``open_store`` attaches it to the manager it returns.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from haytham.format import layout
 from haytham.format.reviewer import Reviewer, parse_reviewer
 from haytham.format.schema import describe, schema_errors
 from haytham.format.yamlfile import line_of, parse_yaml, read_yaml
+from haytham.notify import DEFAULT_TIMEOUT, Notifier, NotifyConfig
 from haytham.retention import RetentionPolicy, cleanup
 from haytham.store.clock import Clock
 from haytham.store.events import logger
@@ -60,6 +67,8 @@ class HaythamConfig:
     cleanup_on_start: bool = False
     reviewer: Reviewer | None = None
     """``review.reviewer``: who reviews from this clone, when nothing more specific says."""
+    notify: NotifyConfig | None = None
+    """``notify``: the hook told of reviews awaited and decided; None without one."""
     path: Path | None = None
     """The file these settings came from; None for the defaults."""
 
@@ -92,6 +101,7 @@ def load_config(path: str | os.PathLike[str]) -> HaythamConfig:
     storage = data.get("storage") or {}
     retention = data.get("retention") or {}
     reviewer = (data.get("review") or {}).get("reviewer")
+    notify = data.get("notify")
     try:
         policy = RetentionPolicy(**retention)
     except InvalidArgumentError as error:  # what the schema cannot say, such as .inf days
@@ -102,6 +112,7 @@ def load_config(path: str | os.PathLike[str]) -> HaythamConfig:
         retention=policy,
         cleanup_on_start=data.get("cleanup_on_start", False),
         reviewer=None if reviewer is None else _reviewer(reviewer, node, path),
+        notify=None if not notify else _notify(notify, node, path),
         path=path,
     )
 
@@ -120,7 +131,8 @@ def open_store(
     """The CheckpointManager that ``haytham.yaml`` describes, cleaned up first if it says so.
 
     Without ``config_path`` the file is ``./haytham.yaml`` when there is one, else the
-    defaults. The manager is ``config.manager()``, a plain ``CheckpointManager(base_dir)``.
+    defaults. The manager is ``config.manager()``, a plain ``CheckpointManager(base_dir)``,
+    with the ``notify`` hook attached when the file has one (``haytham.notify.Notifier``).
     With ``cleanup_on_start: true`` it is handed to ``haytham.retention.cleanup`` with the
     configured policy first (the one way to clean up; nothing here removes anything itself);
     what it removed is logged on the ``haytham`` logger (nobody can have subscribed to the
@@ -128,6 +140,8 @@ def open_store(
     """
     config = find_config() if config_path is None else load_config(config_path)
     manager = config.manager(clock=clock)
+    if config.notify is not None:
+        Notifier(config.notify, manager.base_dir).attach(manager)
     if config.cleanup_on_start:
         report = cleanup(manager, config.retention)
         for removal in report.removed:
@@ -141,6 +155,18 @@ def _reviewer(text: str, node: yaml.Node, path: Path) -> Reviewer:
         return parse_reviewer(text)
     except InvalidArgumentError as error:
         keys = ["review", "reviewer"]
+        raise DocumentError(str(error), path=path, line=line_of(node, keys), field=".".join(keys)) from None
+
+
+def _notify(data: dict[str, Any], node: yaml.Node, path: Path) -> NotifyConfig:
+    """``notify`` as a NotifyConfig; a DocumentError at the line of the key that is wrong."""
+    if not data.get("command") and not data.get("url"):
+        message = "notify names neither a command nor a url: give one or both, or remove notify"
+        raise DocumentError(message, path=path, line=line_of(node, ["notify"]), field="notify")
+    try:
+        return NotifyConfig(data.get("command"), data.get("url"), float(data.get("timeout", DEFAULT_TIMEOUT)))
+    except InvalidArgumentError as error:
+        keys = ["notify", error.field] if error.field else ["notify"]
         raise DocumentError(str(error), path=path, line=line_of(node, keys), field=".".join(keys)) from None
 
 

@@ -24,7 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "haytham"
 
-FEATURES = ("compare", "transfer", "retention", "analytics", "projects", "config", "migrate")
+FEATURES = ("compare", "transfer", "retention", "analytics", "projects", "config", "migrate", "notify")
 """The feature modules: haytham/<name>.py, built on the store's public API."""
 
 BELOW_FEATURES = {"base", "format", "store"}

@@ -99,6 +99,20 @@ names = st.one_of(
 )
 plain_phase_names = st.from_regex(r"[A-Z][a-z]{1,8}( [A-Za-z0-9()]{1,8}){0,3}", fullmatch=True)
 CALLABLES = ["m:f", "mod:fn", "my.mod:fn.attr", "a:b:c", "x y:z", "1m:f", "m:f "]
+REVIEWERS = [
+    "alice@example.com",
+    "Bob Smith <bob@example.com>",
+    "Carol",
+    "yes",
+    "Smith, Bob",
+    "a: b",
+    "#ops",
+    "@alice",
+    "O'Neil",
+    "<dan@example.com>",
+    "Ève Müller",
+]
+"""``reviewers:`` entries, plain (written fast) or not (quoted by PyYAML, read by it)."""
 
 
 @st.composite
@@ -121,6 +135,7 @@ def workflows(draw: st.DrawFn) -> Workflow:
                 agents,
                 draw(st.sampled_from(["single", "parallel", "sequential"])),
                 draw(st.booleans()),
+                tuple(draw(st.lists(st.sampled_from(REVIEWERS), max_size=3, unique=True))),
             )
         )
     modes = draw(

@@ -22,6 +22,7 @@ from haytham.cli.common import (
     progress,
     suggest,
 )
+from haytham.notify import Failure, recent_failures
 from haytham.store import orphans
 from haytham.store.doctor import Finding, check_folders
 from haytham.store.manager import CheckpointManager
@@ -48,9 +49,13 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "findings[].path": "the file or directory concerned",
         "findings[].message": "what is wrong",
         "findings[].fixed": "true when `--fix` repaired it",
+        "notify_failures": "the newest deliveries of the `notify:` hook that failed (of PROJECT, "
+        "SESSION when given), oldest first; they change neither `ok` nor the exit code",
     },
 }
 """The ``--json`` keys of ``validate`` and ``doctor``, in the form of ``haytham.cli.main.JSON_OUTPUT``."""
+JSON_RECORDS: dict[str, dict[str, type]] = {"doctor": {"notify_failures[]": Failure}}
+"""Each failed delivery is a ``haytham.notify.Failure``, its fields as keys."""
 
 
 @command()
@@ -125,6 +130,9 @@ def doctor(project: str | None, session: str | None, fix: bool, base_dir: Path, 
     directory, with deleted projects' trash. A session folder that holds files but no
     manifest is found too, and --fix rebuilds its manifest from them. A person's content
     is never deleted or rewritten. Exit code 1 while findings remain unfixed.
+
+    The newest failed deliveries of haytham.yaml's notify hook are shown as warnings first;
+    they are no finding of the files and change neither the result nor the exit code.
     """
     manager = CheckpointManager(base_dir)
     findings: list[Finding] = check_folders(base_dir, project, fix, manager.lock_timeout)
@@ -138,9 +146,12 @@ def doctor(project: str | None, session: str | None, fix: bool, base_dir: Path, 
     for project_id, session_id in sessions:
         findings += manager.check(project_id, session_id, fix=fix)
     unfixed = [f for f in findings if not f.fixed]
+    failures = recent_failures(base_dir, project, session)
     if as_json:
-        emit_json({"ok": not unfixed, "findings": plain(findings)})
+        emit_json({"ok": not unfixed, "findings": plain(findings), "notify_failures": plain(failures)})
     else:
+        for failure in failures:
+            click.echo(f"warning: {failure}")
         what = f"{project}/{session}" if session else project or str(base_dir)
         for finding in findings:
             click.echo(str(finding))

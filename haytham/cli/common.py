@@ -44,6 +44,9 @@ if TYPE_CHECKING:  # rich is imported by the functions that draw, so a command t
     from rich.table import Table
     from rich.text import Text
 
+    from haytham.notify import NotifyConfig
+    from haytham.store.manager import CheckpointManager
+
 CONFIG_FILE = layout.CONFIG_FILE
 DEFAULT_BASE_DIR = layout.DEFAULT_BASE_DIR
 BASE_DIR_ENVVAR = layout.BASE_DIR_VARIABLE
@@ -232,6 +235,64 @@ def reviewer_option(function: F) -> F:
         help="Who reviews: 'Name <email>', a name or an address; without the option or the "
         f"variable, review.reviewer of ./{CONFIG_FILE}, else git's author.",
     )(function)
+
+
+def _resolve_mine(ctx: click.Context, param: click.Parameter, value: str | None) -> Reviewer | None:
+    """``--reviewer`` of a listing: resolved as ``reviewer_option`` resolves it, but only when
+    the listing is filtered by it (``--mine``, or ``--reviewer`` on the command line), so a
+    plain listing neither reads haytham.yaml nor asks git who the author is."""
+    given = ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.COMMANDLINE
+    if not (ctx.params.get("mine") or given):
+        return None
+    return _resolve_reviewer(ctx, param, value)
+
+
+def mine_options(function: F) -> F:
+    """``--mine`` and ``--reviewer``: keep only what the current reviewer (found as
+    ``reviewer_option`` finds them) may review; ``--reviewer`` on the command line implies
+    ``--mine``. The command receives ``mine`` and ``reviewer`` (None: no such filter)."""
+    function = click.option(
+        "--reviewer",
+        callback=_resolve_mine,
+        envvar=REVIEWER_ENVVAR,
+        show_envvar=True,
+        help="Who --mine is: 'Name <email>', a name or an address (given here, it implies --mine); "
+        f"without the option or the variable, review.reviewer of ./{CONFIG_FILE}, else git's author.",
+    )(function)
+    return click.option(
+        "--mine",
+        is_flag=True,
+        is_eager=True,
+        help="Only what the current reviewer may review: a phase whose workflow names them in its "
+        "reviewers:, or names no reviewers (anyone's).",
+    )(function)
+
+
+def notify_config() -> NotifyConfig | None:
+    """``notify`` of ./haytham.yaml, or None. A haytham.yaml that cannot be read was already
+    an error unless ``--base-dir`` was given; then it is a warning, and nobody is notified."""
+    from haytham.config import find_config
+
+    try:
+        return find_config().notify
+    except HaythamError as error:
+        click.echo(f"warning: {error}; the notify hook is off", err=True)
+        return None
+
+
+def notified(manager: CheckpointManager) -> CheckpointManager:
+    """``manager`` with the ``notify:`` hook of ./haytham.yaml attached (``haytham.notify``),
+    its deliveries waited for (at most their timeout) when the command ends, so none is cut
+    off by the process's exit (``notify_config``)."""
+    from haytham.notify import Notifier
+
+    config = notify_config()
+    if config is not None:
+        notifier = Notifier(config, manager.base_dir).attach(manager)
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None:
+            ctx.call_on_close(notifier.flush)
+    return manager
 
 
 def base_dir_option(function: F) -> F:

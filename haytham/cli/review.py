@@ -23,7 +23,7 @@ from typing import Literal
 
 import click
 
-from haytham.cli.common import base_dir_option, command, suggest, when
+from haytham.cli.common import base_dir_option, command, notified, suggest, when
 from haytham.cli.git import Commits, commit_options, describe_sync
 from haytham.cli.present import describe_feedback, next_step
 from haytham.errors import (
@@ -346,7 +346,7 @@ def feedback(
         )
     if edit_agent is not None and (reject or comment is not None or changes):
         raise click.UsageError("--edit takes only --approve (--reject, --comment and --change are reviews)")
-    manager = CheckpointManager(base_dir)
+    manager = notified(CheckpointManager(base_dir))
     commits = Commits(manager, commit, push, remote)
     commits.pull()
     manager.recover(project, session)  # the retry count below is the whole change's
@@ -526,7 +526,7 @@ def review(
     saved is its own commit, authored by you; with --push the others' reviews are fetched
     first and each of yours is pushed as soon as it is saved (haytham sync).
     """
-    manager = CheckpointManager(base_dir)
+    manager = notified(CheckpointManager(base_dir))
     commits = Commits(manager, commit, push, remote)
     commits.pull()  # the others' reviews first
     items, warnings = awaiting_review(manager, project, session)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from haytham.cli.common import base_dir_option, command, emit_json, json_option, plain
+from haytham.cli.common import base_dir_option, command, emit_json, json_option, notified, plain
 from haytham.cli.git import Commits, commit_options
 from haytham.cli.present import NEXT_KEYS, declare_agents, next_step, print_status
 from haytham.errors import HaythamError
@@ -108,7 +108,7 @@ def demo(
     The agents are deterministic and make no network calls. The session goes into project
     "demo". Exit codes: 0 done or awaiting review, 1 failed, 3 crashed on purpose.
     """
-    manager = CheckpointManager(base_dir)
+    manager = notified(CheckpointManager(base_dir))
     session_id = session or (last_session_id(manager) if resume else next_session_id(manager))
     if session_id is None:
         raise click.ClickException(f"there is no demo session under {base_dir} to resume")
@@ -213,7 +213,7 @@ def _run(
     git: tuple[bool, bool, str] = (False, False, DEFAULT_REMOTE),
 ) -> None:
     """``resume`` and ``rerun``: resolve the agents, run, say where the run stopped."""
-    manager = CheckpointManager(base_dir)
+    manager = notified(CheckpointManager(base_dir))
     commits = Commits(manager, *git)
     commits.pull()
     manager.recover(project, session)  # the workflow and mode read next are the whole change's
@@ -349,7 +349,7 @@ def runner(
     """
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    manager = CheckpointManager(base_dir)
+    manager = notified(CheckpointManager(base_dir))
 
     def agents_for(workflow: Workflow) -> Mapping[str, Agent]:
         return resolve_agents(workflow, _given_agents(agent_specs, workflow))

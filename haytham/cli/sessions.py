@@ -21,6 +21,7 @@ from haytham.cli.common import (
     command,
     emit_json,
     json_option,
+    mine_options,
     new_console,
     on_terminal,
     plain,
@@ -39,6 +40,7 @@ from haytham.cli.present import (
     status_cell,
 )
 from haytham.errors import Issue
+from haytham.format.reviewer import Reviewer
 from haytham.format.workflow import IDEA_VALIDATION, load_workflow
 from haytham.records import SESSION_STATUSES, AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.store import durations
@@ -77,6 +79,8 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         "limit": "the `--limit` given, or null",
         "sessions": "the sessions shown, most recently updated first",
         **{f"sessions[].{k}": v for k, v in _SESSION_KEYS.items()},
+        "sessions[].current_reviewers": "who the current phase's workflow assigns to review it "
+        "(its `reviewers:`); empty: anyone",
         "sessions[].total_tokens": "tokens over every phase",
         "sessions[].total_cost": "cost in dollars over every phase",
         "sessions[].path": "the session directory",
@@ -199,6 +203,7 @@ def new(project: str, session: str, user: str, mode: str | None, workflow_spec: 
 @click.option(
     "--offset", type=click.IntRange(min=0), default=0, help="Skip the first N sessions.", metavar="N"
 )
+@mine_options
 @base_dir_option
 @json_option
 def list_command(
@@ -208,6 +213,8 @@ def list_command(
     awaiting_review: bool,
     limit: int | None,
     offset: int,
+    mine: bool,
+    reviewer: Reviewer | None,
     base_dir: Path,
     as_json: bool,
 ) -> None:
@@ -221,18 +228,33 @@ def list_command(
     missing manifest).
     Rows are printed as they are made: piped, as plain aligned columns; with --json, as one
     JSON object whose sessions array holds one session a line.
+
+    --mine (usually with --awaiting-review: your review inbox) keeps the sessions whose
+    current phase the current reviewer may review: its workflow's reviewers: name them, or
+    name nobody (like a path without a CODEOWNERS line, such a phase is anyone's).
     """
     if awaiting_review:
         if status not in (None, "awaiting_review"):
             raise click.UsageError(f"--awaiting-review lists awaiting_review sessions, not {status}")
         status = "awaiting_review"
+    if mine and reviewer is None:
+        raise click.UsageError(
+            "--mine needs to know who you are: give --reviewer, set HAYTHAM_REVIEWER or "
+            "review.reviewer in haytham.yaml, or configure git's user.name"
+        )
     manager = CheckpointManager(base_dir)
     if project is not None:
         manager.project_dir(project)  # refuses an unsafe project id
     with iter_sessions(
-        manager.base_dir, project_id=project, user_id=user, status=status, workflows=manager.workflows
+        manager.base_dir,
+        project_id=project,
+        user_id=user,
+        status=status,
+        workflows=manager.workflows,
+        reviewer=reviewer,
     ) as listing:
-        _print_listing(listing, base_dir, offset, limit, as_json, filtered=bool(project or user or status))
+        filtered = bool(project or user or status or reviewer)
+        _print_listing(listing, base_dir, offset, limit, as_json, filtered=filtered)
 
 
 def _print_listing(

@@ -19,8 +19,9 @@ from types import ModuleType
 
 import click
 
-from haytham.cli.common import base_dir_option, command
+from haytham.cli.common import base_dir_option, command, notify_config, reviewer_option
 from haytham.errors import Issue
+from haytham.format.reviewer import Reviewer
 from haytham.store import fs
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_path_name
@@ -67,8 +68,9 @@ def is_loopback(host: str) -> bool:
     help="The port to listen on.",
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the inbox in a web browser.")
+@reviewer_option
 @base_dir_option
-def serve(host: str, port: int, open_browser: bool, base_dir: Path) -> None:
+def serve(host: str, port: int, open_browser: bool, reviewer: Reviewer | None, base_dir: Path) -> None:
     """Review in the browser: the inbox, session and phase pages, and the review form.
 
     Serves the sessions under the base directory until Ctrl-C. A review saved on a page is
@@ -76,7 +78,9 @@ def serve(host: str, port: int, open_browser: bool, base_dir: Path) -> None:
     added stay), and only over what the page showed (the phase's attempt, its outputs and
     the version of the file: otherwise nothing is saved and the page says what changed). It listens on
     127.0.0.1 by default; any other --host needs an access token, which is printed in the
-    address to open (as Jupyter does). Needs the web extra: pip install 'haytham[web]'.
+    address to open (as Jupyter does). The inbox filters by reviewer (?reviewer=NAME), and
+    by --reviewer's identity with its "mine" box. The notify hook of haytham.yaml is told of
+    the reviews saved on the pages. Needs the web extra: pip install 'haytham[web]'.
     """
     app_module = _web("app")
     security = _web("security")
@@ -91,7 +95,7 @@ def serve(host: str, port: int, open_browser: bool, base_dir: Path) -> None:
         guard = security.Guard(token=token, hosts=("*",))
         url = f"http://{_netloc(host, port)}/?token={token}"
         click.echo(f"Listening on {host}, not only this machine: every request needs the token below.")
-    app = app_module.create_app(str(base_dir), guard=guard)
+    app = app_module.create_app(str(base_dir), guard=guard, reviewer=reviewer, notify=notify_config())
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False))
     click.echo(f"Serving the sessions under {base_dir} at {url}  (Ctrl-C to stop)")
     sys.stdout.flush()

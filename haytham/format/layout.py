@@ -85,6 +85,9 @@ JOURNAL_FILE = ".haytham-journal"
 """The record of a multi-file operation in progress (``haytham.store.journal``)."""
 INDEX_DIR = ".haytham-cache"
 INDEX_FILE = "index.sqlite3"
+NOTIFY_FAILURES_FILE = "notify-failures.log"
+"""In ``INDEX_DIR``: the ``notify:`` deliveries that failed, one JSON object a line
+(``haytham.notify``), shown by ``haytham doctor``."""
 GITATTRIBUTES_FILE = ".gitattributes"
 
 LANGGRAPH_DIR = "langgraph"

@@ -21,6 +21,7 @@ from haytham.errors import DocumentError, InvalidArgumentError, UnknownPhaseErro
 from haytham.format.layout import FORMAT_VERSION, PHASE_DIR_PREFIX
 from haytham.format.patterns import lazy
 from haytham.format.reader import decode
+from haytham.format.reviewer import parse_reviewer
 from haytham.format.schema import describe, schema_errors
 from haytham.format.yamlfile import (
     MAX_YAML_CHARS,
@@ -46,6 +47,12 @@ class PhaseDefinition:
     run_style: RunStyle = "single"
     review: bool = False
     """True when a person must approve the phase before the next one runs."""
+    reviewers: tuple[str, ...] = ()
+    """Who reviews the phase (``reviewers:``), each entry a name, an address or ``Name <email>``
+    matched like a CODEOWNERS line (``haytham.format.reviewer.is_assigned``); none: anyone.
+
+    Not part of the fingerprint: who reviews a phase shapes none of its files, so assigning
+    or reassigning reviewers never makes a session "changed"."""
 
 
 @dataclass(frozen=True)
@@ -108,12 +115,13 @@ class Workflow:
     def fingerprint(self) -> str:
         """A short hash of the definition: it changes whenever a phase, agent or mode does.
 
-        ``callables`` are left out: they decide which code runs an agent, not the shape of the
-        session's files, so adding or changing them keeps existing sessions runnable.
+        ``callables`` and each phase's ``reviewers`` are left out: they decide which code runs
+        an agent and who reviews, not the shape of the session's files, so adding or changing
+        them keeps existing sessions runnable.
         """
         data = {
             "name": self.name,
-            "phases": [asdict(p) for p in self.phases],
+            "phases": [_shape(p) for p in self.phases],
             "modes": {k: list(v) for k, v in sorted(self.modes.items())},
             "max_retries": self.max_retries,
         }
@@ -131,6 +139,13 @@ class Workflow:
                 field="phase_num",
             )
         return phase
+
+
+def _shape(phase: PhaseDefinition) -> dict[str, Any]:
+    """What of a phase the fingerprint covers: every field but ``reviewers``."""
+    shape = asdict(phase)
+    del shape["reviewers"]
+    return shape
 
 
 IDEA_VALIDATION = Workflow(
@@ -199,6 +214,8 @@ def dump_workflow(workflow: Workflow) -> str:
         }
         if phase.review:
             item["review"] = True
+        if phase.reviewers:
+            item["reviewers"] = list(phase.reviewers)
         data["phases"].append(item)
     import yaml  # only when a workflow is written
 
@@ -252,6 +269,7 @@ def _workflow_from(data: dict[str, Any], path: Path, node: Any) -> Workflow:
                 agents=tuple(item["agents"]),
                 run_style=item.get("run_style", "parallel" if len(item["agents"]) > 1 else "single"),
                 review=item.get("review", False),
+                reviewers=tuple(item.get("reviewers", ())),
             )
         )
     workflow = Workflow(
@@ -281,6 +299,12 @@ _CALLABLE = (
     r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 )
 """``module:function`` in ASCII, written plain (a colon not followed by a space)."""
+_REVIEWER = (
+    r"[A-Za-z][A-Za-z0-9._+-]*(?:@[A-Za-z0-9.-]+)?(?: [A-Za-z][A-Za-z0-9._+-]*)*"
+    r"(?: <[A-Za-z0-9._+-]+@[A-Za-z0-9.-]+>)?"
+)
+"""A ``reviewers:`` entry written plain in a flow list: a name of words, an address, or
+``Name <address>``, without the characters YAML's flow style would quote."""
 _COUNT = r"0|[1-9][0-9]*"
 _YAML_WORDS = frozenset(
     form
@@ -365,7 +389,7 @@ def _scalar(key: str, value: str) -> Any:
     the text itself (checked when it is written again)."""
     if key in ("format", "max_retries", "number"):
         return int(value) if re.fullmatch(_COUNT, value) else None
-    if key == "agents":
+    if key in ("agents", "reviewers"):
         return _flow(value, str)
     if key == "review":
         return True if value == "true" else None
@@ -396,7 +420,7 @@ def _canonical_text(version: int, data: dict[str, Any]) -> str:
     lines += [f"  {_plain(k, _NAME)}: [{', '.join(_count(n) for n in v)}]" for k, v in modes.items()]
     lines.append("phases:")
     for phase in data["phases"]:
-        if set(phase) - {"number", "name", "directory", "agents", "run_style", "review"}:
+        if set(phase) - {"number", "name", "directory", "agents", "run_style", "review", "reviewers"}:
             raise ValueError("unknown key")
         lines.append(f"- number: {_count(phase['number'])}")
         lines.append(f"  name: {_plain(phase['name'], _PHASE_NAME)}")
@@ -407,6 +431,10 @@ def _canonical_text(version: int, data: dict[str, Any]) -> str:
             if phase["review"] is not True:
                 raise ValueError("review: false is never written")
             lines.append("  review: true")
+        if "reviewers" in phase:
+            if not phase["reviewers"]:
+                raise ValueError("an empty list is written in flow style")
+            lines.append(f"  reviewers: [{', '.join(_plain(r, _REVIEWER) for r in phase['reviewers'])}]")
     if "agents" in data:
         agents: dict[str, Any] = data["agents"]
         lines.append("agents:")
@@ -473,6 +501,17 @@ def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
                     line=_line(node, ["modes", mode, index]),
                     field=f"modes.{mode}",
                 )
+    for index, phase in enumerate(workflow.phases):
+        for position, entry in enumerate(phase.reviewers):
+            try:
+                parse_reviewer(entry)
+            except InvalidArgumentError as error:
+                raise DocumentError(
+                    str(error),
+                    path=path,
+                    line=_line(node, ["phases", index, "reviewers", position]),
+                    field=f"phases.{index}.reviewers",
+                ) from None
     names = [a for p in workflow.phases for a in p.agents]
     for name, spec in workflow.callables.items():
         if name not in names:

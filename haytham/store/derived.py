@@ -148,18 +148,23 @@ def salt_of(workflows: Mapping[str, Workflow]) -> str:
     return hashlib.blake2b(repr(definitions).encode(), digest_size=8).hexdigest()
 
 
-def _definitions(workflows: Mapping[str, Workflow]) -> list[tuple[str, str]]:
-    return sorted((name, w.fingerprint()) for name, w in workflows.items())
+def _definitions(workflows: Mapping[str, Workflow]) -> list[tuple[str, str, str]]:
+    """Each workflow's name, fingerprint and assignments (which the fingerprint leaves out,
+    and a listing remembers as ``current_reviewers``)."""
+    return sorted(
+        (name, w.fingerprint(), repr([p.reviewers for p in w.phases])) for name, w in workflows.items()
+    )
 
 
 @functools.cache
-def _builtin_definitions() -> list[tuple[str, str]]:
+def _builtin_definitions() -> list[tuple[str, str, str]]:
     return _definitions(BUILTIN_WORKFLOWS)
 
 
-Derived = tuple[str, int, str, str, int, float]
+Derived = tuple[str, int, str, str, int, float, str]
 """What the files decide of a listed session: Status, Current Phase (number, name, state),
-Total Tokens and Total Cost."""
+Total Tokens, Total Cost, and who is assigned to review the Current Phase (its workflow's
+``reviewers:``, joined by ``SEPARATOR``; "" for anyone)."""
 
 
 class Deriver:
@@ -248,4 +253,13 @@ def _derived(
         view = lifecycle.derive(_progress.phase_facts(phases, checkpoints, reviews))
     current = _progress.current_phase(_progress.phase_rows(phases, checkpoints, view))
     totals = _progress.metrics(checkpoints)
-    return view.state, current.number, current.name, current.status, totals.total_tokens, totals.total_cost
+    reviewers = next((p.reviewers for p in phases if p.number == current.number), ())
+    return (
+        view.state,
+        current.number,
+        current.name,
+        current.status,
+        totals.total_tokens,
+        totals.total_cost,
+        SEPARATOR.join(reviewers),
+    )

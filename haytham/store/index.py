@@ -71,10 +71,11 @@ INDEX_DIR = layout.INDEX_DIR
 INDEX_FILE = layout.INDEX_FILE
 RACY_NS = 3_000_000_000
 """How much older than the file system's clock a file's last change must be to be remembered."""
-LAYOUT_VERSION = 4
+LAYOUT_VERSION = 5
 """The layout of the tables; part of ``stamp``, so an index laid out by an older haytham
 (whose ``summary`` entries were JSON, then rows keyed by the manifest alone, then stamped
-with a hash of every source file) starts empty here, and one of a newer haytham there."""
+with a hash of every source file, then rows without ``current_reviewers``) starts empty
+here, and one of a newer haytham there."""
 RULES_VERSION = 1
 """The version of the rules that turn a session's bytes into what the index remembers: the
 parsers, the state's derivation and the validation rules written as code (the module doc
@@ -259,11 +260,12 @@ class Index:
         self._connection.execute("BEGIN")
 
     def summaries_in(self, parent: str) -> sqlite3.Cursor:
-        """``(name, identity, listed, issues, user_id, status, facts)`` of each remembered
+        """``(name, identity, listed, issues, user_id, status, facts, current_reviewers)`` of each remembered
         session folder in ``parent``, by name (the order of Python's ``sorted``: SQLite
         compares text by its UTF-8 bytes, which order as the code points do)."""
         return self._connection.execute(
-            "SELECT name, identity, listed, issues, user_id, status, facts FROM summaries WHERE parent = ?"
+            "SELECT name, identity, listed, issues, user_id, status, facts, current_reviewers FROM summaries"
+            " WHERE parent = ?"
             " ORDER BY name",
             (parent,),
         )
@@ -364,6 +366,7 @@ SUMMARY_COLUMNS = (
     "total_tokens",
     "total_cost",
     "current_state",
+    "current_reviewers",
 )
 """A listed session's values, in ``haytham.store.scan.SessionSummary`` order."""
 _SUMMARIES_TABLE = (

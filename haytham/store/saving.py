@@ -85,16 +85,17 @@ def save_user_feedback(
     phase = session.phase(phase_num)
     directory = session.phase_dir(phase_num)
     check_expected(tx, phase.number, directory, expected_version)
-    tx.check_review(phase, review_of(phase, fields))
+    moved_from = tx.check_review(phase, review_of(phase, fields))
     tx.phase_folder(phase_num)
     path, found = feedback_change(tx, directory, phase, fields)
     if found is None:
         return path, []  # the same review again: no byte changes
     text, record = found
+    created = tx.reads.data(path) is None
     with tx.change("save_user_feedback") as change:
         tx.stage_text(change, path, text)
         tx.stage_review(change, session, phase, record)
-    return path, [feedback_event(tx, phase.number, path, fields)]
+    return path, [feedback_event(tx, phase.number, path, fields, moved_from, created)]
 
 
 def save_phase(
@@ -120,11 +121,13 @@ def save_phase(
     current = tx.checkpoints()
     record, previous, now = checkpoint_record(tx, phase, checked, current, staged)
     new_checkpoint = previous != record or name is not None or reason is not None
+    moved_from = None
     if review is not None:  # the review moves the phase as its new checkpoint leaves it
-        tx.check_review(phase, review_of(phase, review), {phase.number: record})
+        moved_from = tx.check_review(phase, review_of(phase, review), {phase.number: record})
     feedback_path, found = (
         feedback_change(tx, directory, phase, review) if review is not None else (None, None)
     )
+    created = feedback_path is not None and tx.reads.data(feedback_path) is None
     manifest = session.manifest
     with tx.change("save_phase") as change:
         for path, output, _ in written:
@@ -157,7 +160,7 @@ def save_phase(
     if new_checkpoint:
         events += checkpoint_events(tx, phase.number, checkpoint_path, checked.status, manifest)
     if found is not None and feedback_path is not None and review is not None:
-        events.append(feedback_event(tx, phase.number, feedback_path, review))
+        events.append(feedback_event(tx, phase.number, feedback_path, review, moved_from, created))
     return checkpoint_path, events
 
 
@@ -176,14 +179,16 @@ def save_feedback_text(
     if record is None:
         first = next(issue for issue in issues if issue.is_error)
         raise DocumentError(first.message, path=path, line=first.line, field=first.field)
-    tx.check_review(phase, record)
+    moved_from = tx.check_review(phase, record)
     tx.phase_folder(phase_num)
-    if tx.reads.data(path) == data:
+    before = tx.reads.data(path)
+    if before == data:
         return record, []  # the file says this already: no byte changes
     with tx.change("save_feedback_text") as change:
         change.write(path, data, current=tx.reads.current(path))
         tx.stage_review(change, session, phase, record, text=text)
-    return record, [feedback_event(tx, phase.number, path, dataclasses.asdict(record))]
+    fields = dataclasses.asdict(record)
+    return record, [feedback_event(tx, phase.number, path, fields, moved_from, before is None)]
 
 
 def update_feedback(tx: Transaction, phase_num: int, updates: Mapping[str, bool | int | str]) -> UserFeedback:
@@ -572,8 +577,24 @@ def output_event(tx: Transaction, phase: int, path: Path, fields: Mapping[str, A
     return Event("agent_output_saved", tx.project_id, tx.session_id, phase, path, details)
 
 
-def feedback_event(tx: Transaction, phase: int, path: Path, fields: Mapping[str, Any]) -> Event:
-    details = {"approved": fields["approved"], "action": fields["action"]}
+def feedback_event(
+    tx: Transaction,
+    phase: int,
+    path: Path,
+    fields: Mapping[str, Any],
+    moved_from: str | None = None,
+    created: bool = False,
+) -> Event:
+    """What a saved review announces: its decision, the state it moved the phase from when it
+    moved it (``Transaction.check_review``: a decision), and whether the file is new (the
+    blank template a phase starts awaiting its review with)."""
+    details = {
+        "approved": fields["approved"],
+        "action": fields["action"],
+        "reviewed": fields["reviewed"],
+        "moved_from": moved_from,
+        "created": created,
+    }
     return Event("feedback_saved", tx.project_id, tx.session_id, phase, path, details)
 
 

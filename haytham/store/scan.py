@@ -32,6 +32,7 @@ from haytham.format.layout import (
     SESSIONS_DIR,
 )
 from haytham.format.reader import decode
+from haytham.format.reviewer import Reviewer, is_assigned
 from haytham.format.summary import ManifestSummary, read_summary, summary_of
 from haytham.format.workflow import Workflow
 from haytham.records import SessionManifest
@@ -65,6 +66,8 @@ class SessionSummary:
     path: Path
     current_state: str = ""
     """The Current Phase's lifecycle state (``awaiting_review``, ``stale``)."""
+    current_reviewers: tuple[str, ...] = ()
+    """Who the workflow assigns to review the Current Phase (its ``reviewers:``); none: anyone."""
 
 
 def session_dirs(root: Path) -> Iterator[Path]:
@@ -166,7 +169,13 @@ _USER, _STATUS = _FIELDS.index("user_id"), _FIELDS.index("status")
 _WORKFLOW, _MODE = _FIELDS.index("workflow_type"), _FIELDS.index("execution_mode")
 _CREATED, _TOKENS = _FIELDS.index("created"), _FIELDS.index("total_tokens")
 _DERIVED_LAYOUT = ("status", "current_phase", "current_phase_name", "created", "last_updated", "total_tokens")
-assert _FIELDS[_STATUS:] == (*_DERIVED_LAYOUT, "total_cost", "current_state")  # as _know rebuilds a row
+_REVIEWERS = _FIELDS.index("current_reviewers")
+assert _FIELDS[_STATUS:] == (
+    *_DERIVED_LAYOUT,
+    "total_cost",
+    "current_state",
+    "current_reviewers",
+)  # as _know rebuilds a row
 assert _FIELDS.index("session_id") == _SESSION
 Row = tuple[Any, ...]
 """A listed session: its ``_FIELDS`` values, then its folder as ``parent`` and ``name`` (text)."""
@@ -230,6 +239,10 @@ class SessionListing:
             # field (the tests compare them), made once a session.
             summary: SessionSummary = new(SessionSummary)
             summary.__dict__.update(zip(_NAMES, (*row[:-2], folder / name), strict=True))
+            reviewers = row[_REVIEWERS]  # kept as text in a row (and the index): a tuple here
+            summary.__dict__["current_reviewers"] = (
+                tuple(reviewers.split(_derived.SEPARATOR)) if reviewers else ()
+            )
             yield summary
 
 
@@ -240,13 +253,19 @@ def list_sessions(
     user_id: str | None = None,
     status: str | None = None,
     workflows: Mapping[str, Workflow] | None = None,
+    reviewer: Reviewer | None = None,
 ) -> tuple[list[SessionSummary], list[Issue]]:
     """Summaries of the sessions under ``base_dir``, newest update first, and unreadable ones.
 
     ``iter_sessions`` as a list (every summary made at once).
     """
     with iter_sessions(
-        base_dir, project_id=project_id, user_id=user_id, status=status, workflows=workflows
+        base_dir,
+        project_id=project_id,
+        user_id=user_id,
+        status=status,
+        workflows=workflows,
+        reviewer=reviewer,
     ) as listing:
         return list(listing), listing.issues
 
@@ -258,9 +277,15 @@ def iter_sessions(
     user_id: str | None = None,
     status: str | None = None,
     workflows: Mapping[str, Workflow] | None = None,
+    reviewer: Reviewer | None = None,
 ) -> SessionListing:
-    """The sessions under ``base_dir`` (optionally one project's, one user's, one status),
-    newest update first, as a ``SessionListing``; unreadable manifests are its ``issues``.
+    """The sessions under ``base_dir`` (optionally one project's, one user's, one status,
+    those whose Current Phase ``reviewer`` may review), newest update first, as a
+    ``SessionListing``; unreadable manifests are its ``issues``.
+
+    ``reviewer`` keeps a session whose Current Phase names no ``reviewers:`` (anyone's, as a
+    path with no CODEOWNERS line) or names this reviewer (``format.reviewer.is_assigned``).
+    Who is assigned is remembered with the summary, so a warm listing reads no workflow.
 
     Each session's state (Status, Current Phase, totals) is derived from its checkpoints and
     review files through the lifecycle, as ``CheckpointManager.state`` derives it, with the
@@ -275,7 +300,7 @@ def iter_sessions(
     unchanged session costs one ``stat`` a fact file and reads nothing.
     """
     root = base_dir / project_id if project_id else base_dir
-    wanted = _Filter(user_id or None, status or None)
+    wanted = _Filter(user_id or None, status or None, reviewer)
     deriver = _derived.Deriver(workflows)
     try:
         folders = _folders(root)
@@ -297,10 +322,22 @@ def iter_sessions(
 class _Filter:
     user_id: str | None
     status: str | None
+    reviewer: Reviewer | None = None
 
-    def __call__(self, user: str, status: str) -> bool:
-        return (self.user_id is None or user == self.user_id) and (
-            self.status is None or status == self.status
+    @property
+    def everyone(self) -> bool:
+        """Whether every listed session passes."""
+        return self.user_id is None and self.status is None and self.reviewer is None
+
+    def __call__(self, user: str, status: str, reviewers: str | None) -> bool:
+        return (
+            (self.user_id is None or user == self.user_id)
+            and (self.status is None or status == self.status)
+            and (
+                self.reviewer is None
+                or not reviewers
+                or is_assigned(self.reviewer, reviewers.split(_derived.SEPARATOR))
+            )
         )
 
 
@@ -375,8 +412,19 @@ def _know(
     if problem is not None:
         found = [*found, problem]
     if values is not None:
-        status, number, phase, state, tokens, cost = values
-        row = (*row[:_STATUS], status, number, phase, *row[_CREATED:_TOKENS], tokens, cost, state, *row[-2:])
+        status, number, phase, state, tokens, cost, reviewers = values
+        row = (
+            *row[:_STATUS],
+            status,
+            number,
+            phase,
+            *row[_CREATED:_TOKENS],
+            tokens,
+            cost,
+            state,
+            reviewers,
+            *row[-2:],
+        )
     return row, found, st, facts
 
 
@@ -398,7 +446,7 @@ def _learn(parent: str, name: str, project: str, *, identify: bool) -> _Learnt |
     del data
     summary = read_summary(text)
     if summary is not None and summary.session_id == name and summary.project_id == project:
-        return (project, name, *summary[2:], parent, name), [], st
+        return (project, name, *summary[2:], "", parent, name), [], st
     return (*_from_record(parent, name, project, manifest, *MANIFEST.read(text, Path(manifest))), st)
 
 
@@ -411,7 +459,7 @@ def _learn_slowly(parent: str, name: str, project: str, manifest: str, *, identi
     return (*_from_record(parent, name, project, manifest, *read), st if identify else None)
 
 
-assert ManifestSummary._fields == _FIELDS
+assert (*ManifestSummary._fields, "current_reviewers") == _FIELDS  # the manifest assigns nobody
 
 
 def _from_record(
@@ -426,7 +474,7 @@ def _from_record(
         dataclasses.replace(issue, severity="warning")
         for issue in folder_disagreements(Path(manifest), record)
     ]
-    return (project, name, *summary_of(record)[2:], parent, name), problems
+    return (project, name, *summary_of(record)[2:], "", parent, name), problems
 
 
 def _from_files(
@@ -447,7 +495,7 @@ def _from_files(
     issues: list[Issue] = []
     learnt: list[tuple[str, str, os.stat_result, Row | None, list[Issue], _derived.Facts | None]] = []
     count = 0
-    everyone = wanted.user_id is None and wanted.status is None
+    everyone = wanted.everyone
     for parent, name, project in _sessions_of(root, folders):
         got = _know(parent, name, project, deriver, identify=identify)
         if got is None:  # no manifest: a folder that holds files anyway is an orphan
@@ -459,7 +507,7 @@ def _from_files(
             learnt.append((parent, name, st, row, found, facts))
         if row is None:
             issues += found
-        elif everyone or wanted(row[_USER], row[_STATUS]):
+        elif everyone or wanted(row[_USER], row[_STATUS], row[_REVIEWERS]):
             issues += found
             rows.append(row)
     if create and count >= _index.INDEX_MIN_SESSIONS and learnt:
@@ -563,7 +611,7 @@ def _from_index(
     total = 0
     identity = _index.identity
     still, salt = _derived.still, deriver.salt
-    everyone = wanted.user_id is None and wanted.status is None
+    everyone = wanted.everyone
     stat_of = os.stat
     for parent, names, project in folders:
         known = index.summaries_in(parent) if _storable((parent,)) else iter(())
@@ -591,7 +639,7 @@ def _from_index(
                         total += 1
                     elif not remembered[2]:
                         issues += _index.issues_from_json(remembered[3])
-                    elif wanted(remembered[4], remembered[5]):
+                    elif wanted(remembered[4], remembered[5], remembered[7]):
                         total += 1
                         if remembered[3]:
                             issues += _index.issues_from_json(remembered[3])
@@ -610,7 +658,7 @@ def _from_index(
                     learnt.append(stored)
             if row is None:
                 issues += found
-            elif wanted(row[_USER], row[_STATUS]):
+            elif wanted(row[_USER], row[_STATUS], row[_REVIEWERS]):
                 total += 1
                 issues += found
                 fresh.append(row)
@@ -623,7 +671,7 @@ def _from_index(
     del learnt
     fresh.sort(key=_newest_first, reverse=True)
     hidden = changed.union(gone)
-    every = forget_others and not others and not hidden and not wanted.user_id and not wanted.status
+    every = forget_others and not others and not hidden and wanted.everyone
 
     def remembered_rows() -> Iterator[Row]:
         if every:  # the index holds exactly the listed rows it was checked for
@@ -631,7 +679,11 @@ def _from_index(
         return filter(keep, index.newest_summaries())
 
     def keep(row: Row) -> bool:
-        return row[-2] in scanned and (row[-2], row[-1]) not in hidden and wanted(row[_USER], row[_STATUS])
+        return (
+            row[-2] in scanned
+            and (row[-2], row[-1]) not in hidden
+            and wanted(row[_USER], row[_STATUS], row[_REVIEWERS])
+        )
 
     def rows() -> Iterator[Row]:
         made = 0

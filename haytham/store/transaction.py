@@ -241,14 +241,18 @@ class Transaction:
         phase: PhaseDefinition,
         review: UserFeedback,
         checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
-    ) -> None:
+    ) -> str | None:
         """Refuse (MoveRefusedError) a review whose move (``lifecycle.review_event``) the
         lifecycle does not allow a reviewer on the phase as its files say it stands now, or as
         ``checkpoints`` (those the operation is about to write) leave it. The one check every
-        review write makes, so the library, the command line and the pages refuse the same."""
+        review write makes, so the library, the command line and the pages refuse the same.
+
+        Returns the state the review moves the phase from when it moves it to another one (a
+        decision: ``awaiting_review`` to ``approved``), else None (no verdict, or the same
+        state with other comments), for the ``feedback_saved`` event to say so."""
         event = lifecycle.review_event(review)
         if event is None:
-            return
+            return None
         session = self.session
         state = self.derive(session, checkpoints=checkpoints)[1].phase(phase.number).state
         move = lifecycle.check_move(event, state, "reviewer")
@@ -261,6 +265,7 @@ class Transaction:
                 event=event,
                 state=state,
             )
+        return None if move.target == state else state
 
     def sync_manifest(self, *, head: str | None = None) -> SessionManifest:
         """Recompute the manifest's progress from the session's files (``lifecycle.derive``)

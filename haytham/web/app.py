@@ -39,6 +39,8 @@ from haytham.errors import (
     UnknownPhaseError,
 )
 from haytham.format.patterns import lazy
+from haytham.format.reviewer import Reviewer
+from haytham.notify import Notifier, NotifyConfig
 from haytham.store.manager import CheckpointManager
 from haytham.web import actions, pages
 from haytham.web.report import report_html
@@ -56,10 +58,21 @@ MAX_FORM_FIELD = 100_000
 """The longest comment or list of changes a form may send (characters)."""
 
 
-def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
-    """The application serving the sessions under ``base_dir`` (loopback hosts, no token by default)."""
+def create_app(
+    base_dir: str,
+    *,
+    guard: Guard | None = None,
+    reviewer: Reviewer | None = None,
+    notify: NotifyConfig | None = None,
+) -> Starlette:
+    """The application serving the sessions under ``base_dir`` (loopback hosts, no token by default).
+
+    ``reviewer`` is who reviews from this server (the inbox's "mine"); ``notify`` the hook told
+    of the reviews its pages save (``haytham.notify``)."""
     guard = guard or Guard()
     manager = CheckpointManager(base_dir)
+    if notify is not None:
+        Notifier(notify, manager.base_dir).attach(manager)
 
     def csrf(request: Request) -> str:
         return guard.csrf_token(browser_csrf_cookie(request))
@@ -75,7 +88,9 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
         return [said] if said and guard.signed(said, signature) else []
 
     def inbox(request: Request) -> Response:
-        found = pages.inbox(manager)
+        query = request.query_params
+        wanted = pages.inbox_reviewer(query.get("reviewer", ""), query.get("mine", "") == "1", reviewer)
+        found = pages.inbox(manager, wanted)
         project = request.query_params.get("project", "")
         kind = request.query_params.get("kind", "")
         if kind and kind not in pages.INBOX_KINDS:
@@ -91,6 +106,9 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
             project=project,
             kind=kind,
             kinds=pages.INBOX_KINDS,
+            reviewer=query.get("reviewer", ""),
+            mine=query.get("mine", "") == "1",
+            identity=reviewer,
         )
 
     def session(request: Request) -> Response:

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from haytham.errors import DocumentError, HaythamError, Issue, NotFoundError
+from haytham.errors import DocumentError, HaythamError, InvalidArgumentError, Issue, NotFoundError
 from haytham.format.agent_output import load_start
 from haytham.format.layout import ATTEMPTS_DIR, FEEDBACK_FILE
+from haytham.format.reviewer import Reviewer, is_assigned, parse_reviewer
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import durations, fs, lifecycle
 from haytham.store.clock import parse_timestamp, sort_time
@@ -67,6 +68,23 @@ def check_names(project: str, session: str) -> None:
 # ------------------------------------------------------------------------- inbox
 
 
+def inbox_reviewer(text: str, mine: bool, identity: Reviewer | None) -> Reviewer | None:
+    """Whom the inbox is filtered for: ``?reviewer=`` (a name, an address or ``Name <email>``),
+    else the server's own identity with ``?mine=1`` (InvalidArgumentError when it has none),
+    else nobody (every phase)."""
+    if text.strip():
+        return parse_reviewer(text)
+    if mine:
+        if identity is None:
+            raise InvalidArgumentError(
+                "this server has no reviewer identity for 'mine': start it with haytham serve "
+                "--reviewer, HAYTHAM_REVIEWER or review.reviewer in haytham.yaml",
+                field="mine",
+            )
+        return identity
+    return None
+
+
 @dataclass(frozen=True)
 class InboxItem:
     """One line of the inbox: a phase that needs a person, and why."""
@@ -83,6 +101,8 @@ class InboxItem:
     """When the phase began to wait (awaiting review) or ended (failed), ISO 8601 UTC."""
     tokens: int | None
     cost: float | None
+    reviewers: tuple[str, ...] = ()
+    """Who the workflow assigns to review the phase (``reviewers:``); none: anyone."""
 
 
 @dataclass(frozen=True)
@@ -92,8 +112,10 @@ class Inbox:
     warnings: list[str]
 
 
-def inbox(manager: CheckpointManager) -> Inbox:
-    """Every phase awaiting review (oldest first), then failed and stale ones, across the base dir."""
+def inbox(manager: CheckpointManager, reviewer: Reviewer | None = None) -> Inbox:
+    """Every phase awaiting review (oldest first), then failed and stale ones, across the base
+    dir; with ``reviewer``, only the phases assigned to them or to nobody (anyone's: the
+    workflow's ``reviewers:``, matched by ``format.reviewer.is_assigned``)."""
     found, unreadable = list_sessions(manager.base_dir, workflows=manager.workflows)
     warnings = [f"a session that cannot be read: {issue}" for issue in unreadable]
     items: list[InboxItem] = []
@@ -102,12 +124,16 @@ def inbox(manager: CheckpointManager) -> Inbox:
         try:
             view = manager.state(project, session)
             checkpoints = manager.load_checkpoints(project, session)
+            workflow = manager.session_workflow(project, session)
         except HaythamError as error:
             warnings.append(f"{project}/{session}: {error}")
             continue
         for phase in view.phases:
             kind = _inbox_kind(view, phase)
             if kind is None:
+                continue
+            assigned = workflow.phase(phase.number).reviewers
+            if reviewer is not None and assigned and not is_assigned(reviewer, assigned):
                 continue
             checkpoint = checkpoints.get(phase.number)
             since = phase.waiting_since or (checkpoint.completed if checkpoint else None)
@@ -122,6 +148,7 @@ def inbox(manager: CheckpointManager) -> Inbox:
                     since,
                     checkpoint.total_tokens if checkpoint else None,
                     checkpoint.cost if checkpoint else None,
+                    assigned,
                 )
             )
     items.sort(key=lambda i: (INBOX_KINDS.index(i.kind), sort_time(i.since), i.project, i.session, i.phase))
