@@ -1,5 +1,5 @@
-"""The Starlette application of ``haytham serve``: the inbox, session and phase pages, and
-their forms.
+"""The Starlette application of ``haytham serve``: the inbox, the sessions page, the session
+and phase pages, their forms, and each agent output's raw file (streamed as plain text).
 
 Handlers only parse the request, call ``pages`` (to read) or ``actions`` (to write, through
 the manager under its locks) and render a template; ``security.GuardMiddleware`` stands in
