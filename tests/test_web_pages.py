@@ -149,6 +149,11 @@ def test_the_raw_route_refuses_what_is_not_an_agent_output_of_the_session(
     phase = manager.phase_dir(P, S, 1)
     os.symlink(secret, phase / "leak.md")  # a link out of the tree, named like an output
     (phase / "inside.md").symlink_to(phase / "checkpoint.md")  # a link to the phase's own file
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / f"{agent}.md").write_text("# Not yours either\n")
+    (phase / "attempts").mkdir()
+    (phase / "attempts" / "5").symlink_to(outside)  # a folder that leads out of the tree
     refused = [
         f"{phase_url(1)}/raw/checkpoint",
         f"{phase_url(1)}/raw/user_feedback",
@@ -157,6 +162,7 @@ def test_the_raw_route_refuses_what_is_not_an_agent_output_of_the_session(
         f"{phase_url(1)}/raw/inside",
         f"{phase_url(1)}/raw/%2E%2E",
         f"{phase_url(1)}/raw/{agent}?attempt=7",
+        f"{phase_url(1)}/raw/{agent}?attempt=5",
         f"{phase_url(1)}/raw/{agent}?attempt=x",
         f"{phase_url(99)}/raw/{agent}",
         f"/p/{P}/s/nope/phase/1/raw/{agent}",
@@ -165,7 +171,7 @@ def test_the_raw_route_refuses_what_is_not_an_agent_output_of_the_session(
     for url in refused:
         answer = client.get(url)
         assert answer.status_code == 404, (url, answer.text[:300])
-        assert "Not yours" not in answer.text and "Traceback" not in answer.text
+        assert "# Not yours" not in answer.text and "Traceback" not in answer.text
         assert answer.headers["content-security-policy"] == HEADERS["content-security-policy"]
 
 

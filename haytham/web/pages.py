@@ -30,7 +30,6 @@ from haytham.store.lease import LeaseHolder
 from haytham.store.lifecycle import PhaseView, SessionView
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_agent_name, check_path_name
-from haytham.store.phase_files import agent_files
 from haytham.store.scan import SessionSummary, iter_sessions, list_sessions
 from haytham.web.render import Bar, DiffLine, bar_chart, unified_diff
 
@@ -511,10 +510,11 @@ def raw_output(
     current one), as pieces read through the guarded read (``guard.chunks``): memory stays one
     piece whatever the file's size.
 
-    Only an agent output of this session is served: a name that is not a listed agent output
-    of the phase folder (the phase's own files, hidden files, anything else), a file that is a
-    symlink, and a file the guard refuses (out of the tree, not a regular file) are each a
-    NotFoundError, raised before the first piece is given, so a refusal is a whole answer."""
+    Only an agent output of this session is served: a name that is not an agent's
+    (``check_agent_name``: the phase's own files and hidden names are not), a file that is not
+    there or is a symlink, and a file the guard refuses (out of the tree, not a regular file)
+    are each a NotFoundError, raised before the first piece is given, so a refusal is a whole
+    answer."""
     check_names(project, session)
     try:
         check_agent_name(agent)
@@ -523,20 +523,14 @@ def raw_output(
     directory = manager.phase_dir(project, session, phase)
     if attempt is not None:
         directory = directory / ATTEMPTS_DIR / str(attempt)
-    try:
-        names = [path.name for path in agent_files(directory)]
-    except (FileNotFoundError, NotADirectoryError):
-        where = f"attempt {attempt} of phase {phase}" if attempt is not None else f"phase {phase}"
-        raise NotFoundError(f"{where} of {project}/{session} has no outputs", path=directory) from None
     path = directory / f"{agent}.md"
-    try:
-        mode = os.lstat(path).st_mode if path.name in names else None
-    except FileNotFoundError:
+    try:  # an agent's name (no phase file's, no hidden one) and a regular file, not a link
+        mode: int | None = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
         mode = None
     if mode is None or not stat.S_ISREG(mode):
-        raise NotFoundError(
-            f"{agent!r} is not an agent output of phase {phase} of {project}/{session}", path=path
-        )
+        where = f"phase {phase}" if attempt is None else f"attempt {attempt} of phase {phase}"
+        raise NotFoundError(f"{agent!r} is not an agent output of {where} of {project}/{session}", path=path)
     pieces = chunks(path, MAX_OUTPUT_BYTES)
     try:
         first = next(pieces, b"")
