@@ -425,7 +425,8 @@ def test_report_is_one_self_contained_file(manager: CheckpointManager, tmp_path:
     assert result.exit_code == 0, result.output
     html = target.read_text()
     assert_inert(html)
-    assert "<script" not in html and "<link" not in html
+    assert "<link" not in html and html.count("<script") == 1  # app.js inline, allowed by its hash only
+    assert "<script>// haytham serve and haytham report" in html and "script-src 'sha256-" in html
     assert re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html) is None
     assert "<style>" in html and '<svg class="chart"' in html
     assert 'font: 15px/1.5 system-ui, -apple-system, "Segoe UI"' in html  # the stylesheet, not escaped

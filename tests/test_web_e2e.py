@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +160,7 @@ def screenshot(driver: Any, folder: Path, name: str) -> Path:
     assert driver.save_screenshot(str(path)), path
     driver.set_window_size(1280, 1000)
     copy_to = os.environ.get("HAYTHAM_SCREENSHOTS")
-    if copy_to and name in ("inbox", "phase"):
+    if copy_to and name in ("inbox", "phase", "sessions"):
         shutil.copyfile(path, Path(copy_to) / f"serve-{name}.png")
     return path
 
@@ -215,6 +217,9 @@ def test_review_a_demo_session_in_chromium_then_read_its_report_offline(
     screenshot(browser, shots, "session")
     browser.get(server)
     assert wait_for(browser, "#count").text == "0"
+    browser.find_element(By.ID, "sessions-link").click()  # every session, the completed one too
+    assert wait_for(browser, "tr.session", S).find_element(By.CSS_SELECTOR, ".badge").text == "completed"
+    screenshot(browser, shots, "sessions")
 
     # the report, opened with the network off, renders completely
     report = tmp_path / "report.html"
@@ -236,5 +241,66 @@ def test_review_a_demo_session_in_chromium_then_read_its_report_offline(
     assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
     assert "Be concrete about who pays." in browser.find_element(By.ID, "attempt-1-1").text
     screenshot(browser, shots, "report")
-    for name in ("inbox", "phase", "sent-back", "attempt-2", "session", "report"):
+    for name in ("inbox", "phase", "sent-back", "attempt-2", "session", "sessions", "report"):
         assert (shots / f"{name}.png").stat().st_size > 0
+
+
+LOCAL = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\+05:30$")
+"""A time as app.js shows it in Asia/Kolkata (UTC+05:30 all year: no daylight saving time)."""
+
+
+def test_times_read_in_local_time_on_pages_and_in_the_report(
+    base: Path, server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25: each ``<time>`` the server writes in UTC reads in the browser's time zone, to
+    the second, with the ISO value kept as its title: on a served page (app.js) and in the
+    report opened offline (app.js inline, allowed by its hash)."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # the browser started below inherits it
+    driver = chrome(tmp_path / "tz-profile")
+    try:
+        report = tmp_path / "report.html"
+        haytham(base, "report", P, S, "-o", str(report))
+        for url in (f"{server}p/{P}/s/{S}", f"{server}sessions", report.as_uri()):
+            driver.get(url)
+            times = WebDriverWait(driver, WAIT, poll_frequency=0.1).until(
+                lambda d: [
+                    t for t in d.find_elements(By.CSS_SELECTOR, "time[datetime]") if LOCAL.match(t.text)
+                ]
+            )
+            for element in times:
+                iso = element.get_attribute("datetime")
+                assert element.get_attribute("title") == iso
+                moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+                local = moment.astimezone(timezone(timedelta(hours=5, minutes=30)))
+                assert element.text == local.strftime("%Y-%m-%d %H:%M:%S UTC+05:30"), url
+            logs = [
+                entry for entry in driver.get_log("browser") if "Content Security Policy" in entry["message"]
+            ]
+            assert not logs, logs  # the report's inline script is allowed, nothing else was refused
+    finally:
+        driver.quit()
+
+
+def test_a_60_mb_output_loads_with_the_review_form_in_view(base: Path, server: str, browser: Any) -> None:
+    """Issue 25, item 2: Chromium did not finish loading the page of a 60 MB output in 120 s,
+    and its review form sat below the output. Now the page loads, the form is in the first
+    screen without scrolling, and the link to the whole file opens it as plain text."""
+    manager = CheckpointManager(base)
+    agent = manager.load_checkpoint(P, S, 1).agents[0].agent_name
+    path = manager.phase_dir(P, S, 1) / f"{agent}.md"
+    line = ("- a finding, with **emphasis** and a [link](https://example.com/x) " * 3)[:199] + "\n"
+    block = (line * (2**20 // len(line))).encode()
+    with path.open("ab") as file:
+        while file.tell() + len(block) < 60 * 2**20:
+            file.write(block)
+        file.write(b"THE LAST LINE\n")
+    browser.get(f"{server}p/{P}/s/{S}/phase/1")
+    form = wait_for(browser, "#review-form")
+    top = browser.execute_script("return arguments[0].getBoundingClientRect().top", form)
+    assert 0 <= top < browser.execute_script("return window.innerHeight"), top  # no scrolling needed
+    assert form.find_element(By.ID, "approve").is_displayed()
+    link = browser.find_element(By.CSS_SELECTOR, f"#cut-1-{agent} a.raw-link")
+    assert link.get_attribute("href").endswith(f"/p/{P}/s/{S}/phase/1/raw/{agent}")
+    with urllib.request.urlopen(link.get_attribute("href"), timeout=WAIT) as raw:
+        assert raw.headers["content-type"] == "text/plain; charset=utf-8"
+        assert raw.read(64) == path.read_bytes()[:64]  # the file itself, from its first byte

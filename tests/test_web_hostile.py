@@ -365,7 +365,8 @@ def test_a_big_output_is_shown_in_part_within_the_memory_bound(
     report_peak, _ = run_measured(REPORT, P, S, "-o", str(report_file), "--base-dir", str(manager.base_dir))
     for html, peak in ((page_file.read_text(), page_peak), (report_file.read_text(), report_peak)):
         assert FIRST_LINE in html and LAST_LINE not in html  # the start, not the rest
-        assert f"This output is {size / MiB:,.1f} MiB: only its first 1 MiB is shown." in html
-        assert f"Open {path} for the whole of it." in html
+        assert f"This output is {size / MiB:,.1f} MiB: only its first 256 KiB is shown." in html
         assert len(html) < SHOWN_OUTPUT_BYTES * 3  # the shown part, rendered, and the page
         assert peak < memory_bound(size), f"peak {peak / MiB:.0f} MiB for an output of {size / MiB:.0f} MiB"
+    assert f"The whole file: {path}" in report_file.read_text()  # the report names the file,
+    assert f'href="/p/{P}/s/{S}/phase/1/raw/{path.stem}"' in page_file.read_text()  # the page links it

@@ -8,7 +8,6 @@ command modules, so that no command module imports another.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
 import click
@@ -26,6 +25,7 @@ from haytham.cli.common import (
     when,
 )
 from haytham.records import UserFeedback
+from haytham.store.advice import Advice, advise
 from haytham.store.lifecycle import RUNNING
 from haytham.store.manager import CheckpointManager
 
@@ -37,6 +37,7 @@ NEXT_KEYS = {
     "next.action": "`review`, `resume`, `wait` (a runner is at work on it), `fix` or `done`",
     "next.phase": "the phase it concerns, or null when every phase is done",
     "next.message": "the same advice as a sentence with the command to run",
+    "next.command": "the command line that does it, or null when the advice is to wait or to fix a file",
 }
 """The ``--json`` keys of ``next_step``'s advice, for the commands that print it."""
 
@@ -61,49 +62,10 @@ def status_cell(status: str, style: str | None = None) -> Text:
     return Text(status, style=_STATUS_STYLES.get(status, "") if style is None else style)
 
 
-@dataclasses.dataclass(frozen=True)
-class Advice:
-    """What a person should do next with a session, and the command for it."""
-
-    action: str
-    """``review``, ``resume``, ``wait``, ``fix`` or ``done``."""
-    phase: int | None
-    message: str
-
-
 def next_step(manager: CheckpointManager, project: str, session: str) -> Advice:
-    """The library's next step for the session, said as a sentence with the command to run."""
-    from haytham.run.runner import next_step as runner_next_step  # not asyncio at start
-
-    step = runner_next_step(manager, project, session)
-    number = step.phase
-    resume = suggest("resume", project, session)
-    if step.reason == "invalid_feedback":
-        message = f"phase {number}'s feedback has a mistake: {step.detail}"
-    elif step.reason == "awaiting_review":
-        approve = suggest("feedback", project, session, str(number), "--approve")
-        message = f"phase {number} awaits review: edit {step.feedback_file} or run {approve}"
-    elif step.reason == "sent_back":
-        message = f"phase {number} was sent back: run {resume} to run it again with the comments"
-    elif step.reason == "stale":
-        message = f"phase {number} is {step.detail}: run {resume} to run it again"
-    elif step.reason == "running":
-        name = manager.session_workflow(project, session).phase(number).name
-        watch = suggest("status", project, session)
-        message = (
-            f"phase {number} ({name}) is being run by {step.detail}: "
-            f"wait for the run to stop ({watch} shows where it is)"
-        )
-    elif step.reason == "failed":
-        why = f" ({step.detail})" if step.detail else ""
-        message = f"phase {number} failed{why}: fix the cause, then run {resume}"
-    elif step.reason in ("interrupted", "ready"):
-        name = manager.session_workflow(project, session).phase(number).name
-        verb = "was interrupted" if step.reason == "interrupted" else "is ready to run"
-        message = f"phase {number} ({name}) {verb}: run {resume}"
-    else:
-        message = f"every phase is done: read the results with {suggest('show', project, session)}"
-    return Advice(step.action, number, message)
+    """The library's next step for the session, said as a sentence with the command to run
+    (``advice.advise``, the one wording the session page shows too)."""
+    return advise(manager, project, session, command=suggest)
 
 
 def declare_agents(project: str, session: str) -> list[str]:

@@ -24,6 +24,8 @@ from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.store import lifecycle
+from haytham.store.advice import NextStep as NextStep  # the advice lives in the store (web shows it too)
+from haytham.store.advice import next_step as next_step
 from haytham.store.manager import CheckpointManager
 
 if TYPE_CHECKING:  # git (subprocess), the lease (socket) and threads only when a run needs
@@ -104,60 +106,6 @@ def review_verdict(feedback: UserFeedback | None) -> ReviewVerdict:
     and a skip read as an approval (both move the run on)."""
     found = lifecycle.verdict(feedback)
     return {"none": "awaiting", "skipped": "approved"}.get(found, found)  # type: ignore[return-value]
-
-
-@dataclass(frozen=True)
-class NextStep:
-    """Where the next ``run`` of a session would stop or start, and why."""
-
-    action: Literal["review", "resume", "wait", "fix", "done"]
-    phase: int | None
-    reason: Literal[
-        "awaiting_review",
-        "sent_back",
-        "stale",
-        "failed",
-        "interrupted",
-        "ready",
-        "running",
-        "invalid_feedback",
-        "done",
-    ]
-    detail: str = ""
-    """The phase's errors, what is wrong with its feedback file, what a stale phase was built
-    on, or who is running the session (``LeaseHolder.describe``)."""
-    feedback_file: Path | None = None
-
-
-def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> NextStep:
-    """What the session needs next, read from ``manager.state`` (the lifecycle): the phase the
-    next run starts with or stops at, and why. Nothing is run or written.
-
-    While a runner holds the session's run lease (``manager.running``), a phase it is to run
-    is ``running``: the advice is to wait, never to resume what is not interrupted.
-    """
-    view = manager.state(project_id, session_id)
-    current = view.current
-    if current is None:
-        return NextStep("done", None, "done")
-    number = current.number
-    if view.next_action == "run":
-        holder = manager.running(project_id, session_id)
-        if holder is not None:
-            return NextStep("wait", number, "running", holder.describe())
-    path = manager.phase_dir(project_id, session_id, number) / FEEDBACK_FILE
-    if view.next_action == "fix":
-        return NextStep("fix", number, "invalid_feedback", current.problem or "", path)
-    if current.state == "awaiting_review":
-        return NextStep("review", number, "awaiting_review", feedback_file=path)
-    if current.state == "sent_back":
-        return NextStep("resume", number, "sent_back", feedback_file=path)
-    if current.state == "stale":
-        return NextStep("resume", number, "stale", current.describe())
-    if current.state == "failed":
-        errors = manager.load_checkpoint(project_id, session_id, number).errors
-        return NextStep("resume", number, "failed", "; ".join(errors))
-    return NextStep("resume", number, "interrupted" if current.state == "in_progress" else "ready")
 
 
 def load_callable(spec: str) -> Any:

@@ -42,6 +42,7 @@ PUBLIC_MODULES = (
     "durations",
     "lease",
     "orphans",
+    "advice",
     "shown",
 )
 """The store's public API: the modules the layers above may import, and of them only names

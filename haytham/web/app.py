@@ -1,5 +1,5 @@
-"""The Starlette application of ``haytham serve``: the inbox, session and phase pages, and
-their forms.
+"""The Starlette application of ``haytham serve``: the inbox, the sessions page, the session
+and phase pages, their forms, and each agent output's raw file (streamed as plain text).
 
 Handlers only parse the request, call ``pages`` (to read) or ``actions`` (to write, through
 the manager under its locks) and render a template; ``security.GuardMiddleware`` stands in
@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -109,12 +109,39 @@ def create_app(
             reviewer=query.get("reviewer", ""),
             mine=query.get("mine", "") == "1",
             identity=reviewer,
+            needs=pages.INBOX_NEEDS,
         )
 
     def session(request: Request) -> Response:
         project, session_id = _names(request)
         page = pages.session_page(manager, project, session_id)
-        return _page("session.html", page=page, csrf=csrf(request), messages=_messages(request))
+        from_entry = request.query_params.get("from_entry") or None
+        if from_entry is not None and all(e.entry_id != from_entry for e in page.history):
+            raise NotFoundError(f"{project}/{session_id} has no history entry {from_entry!r} to fork from")
+        return _page(
+            "session.html", page=page, csrf=csrf(request), messages=_messages(request), from_entry=from_entry
+        )
+
+    def sessions(request: Request) -> Response:
+        query = pages.SessionsQuery.parse(request.query_params)
+        return _page(
+            "sessions.html",
+            page=pages.sessions_page(manager, query),
+            columns=pages.SESSION_COLUMNS,
+            filters=pages.SESSION_FILTERS,
+        )
+
+    def raw(request: Request) -> Response:
+        """An agent output's whole file as plain text, streamed (``pages.raw_output``)."""
+        project, session_id = _names(request)
+        text = request.query_params.get("attempt")
+        if text is not None and not text.isdigit():
+            raise NotFoundError(f"attempt {text!r} is not an attempt number")
+        number, agent = request.path_params["phase"], request.path_params["agent"]
+        pieces = pages.raw_output(
+            manager, project, session_id, number, agent, None if text is None else int(text)
+        )
+        return StreamingResponse(pieces, media_type="text/plain; charset=utf-8")
 
     def phase(request: Request, **extra: Any) -> Response:
         project, session_id = _names(request)
@@ -220,6 +247,7 @@ def create_app(
     base = "/p/{project}/s/{session}"
     routes = [
         Route("/", inbox),
+        Route("/sessions", sessions),
         Route(base, session),
         Route(base + "/version", version),
         Route(base + "/report", report),
@@ -228,6 +256,7 @@ def create_app(
         Route(base + "/phase/{phase:int}", phase),
         Route(base + "/phase/{phase:int}/review", review, methods=["POST"]),
         Route(base + "/phase/{phase:int}/correct", correct, methods=["POST"]),
+        Route(base + "/phase/{phase:int}/raw/{agent}", raw),
         Route("/favicon.ico", lambda request: Response(status_code=204)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

@@ -9,39 +9,61 @@ what exists) before it touches a path, and agent names through ``check_agent_nam
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
-from collections.abc import Mapping, Sequence
+import stat
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import urlencode
 
-from haytham.errors import DocumentError, HaythamError, InvalidArgumentError, Issue, NotFoundError
-from haytham.format.agent_output import load_start
+from haytham.errors import (
+    DocumentError,
+    HaythamError,
+    InvalidArgumentError,
+    Issue,
+    NotFoundError,
+    UnsafeFileError,
+    UnsafeNameError,
+)
+from haytham.format.agent_output import MAX_OUTPUT_BYTES, load_start
+from haytham.format.guard import chunks
 from haytham.format.layout import ATTEMPTS_DIR, FEEDBACK_FILE
 from haytham.format.reviewer import Reviewer, is_assigned, parse_reviewer
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import durations, fs, lifecycle
+from haytham.store.advice import Advice, advise
 from haytham.store.clock import parse_timestamp, sort_time
 from haytham.store.lease import LeaseHolder
 from haytham.store.lifecycle import PhaseView, SessionView
 from haytham.store.manager import CheckpointManager
-from haytham.store.names import check_path_name
-from haytham.store.scan import list_sessions
+from haytham.store.names import check_agent_name, check_path_name
+from haytham.store.scan import SessionSummary, iter_sessions, list_sessions
 from haytham.store.shown import Shown
 from haytham.web.render import Bar, DiffLine, bar_chart, unified_diff
 
 INBOX_KINDS = ("awaiting_review", "failed", "stale")
 """What the inbox lists: phases awaiting review, failed sessions, stale phases."""
+INBOX_NEEDS = {"awaiting_review": "review", "failed": "a fix, then resume", "stale": "a re-run"}
+"""What each kind of inbox item needs from a person, as its "Needs" column says it."""
 REVIEW_MOVES = ("approve", "send back")
 """The lifecycle moves the review form makes."""
+SESSIONS_PER_PAGE = 100
+"""How many sessions one page of the sessions page lists: its HTML stays bounded however
+many sessions there are."""
 NO_FILE = fs.NO_FILE
 """The version of a user_feedback.md that does not exist."""
-SHOWN_OUTPUT_BYTES = 1024 * 1024
-"""How much of an agent output a page and the report show: its first MiB, with a note of its
-size and its file. An output may be 256 MiB (docs/formats.md, "Limits"); rendering it whole
-took gigabytes. Only this much of an output is read, so the memory a page or the report
-takes grows only with what the store reads to derive the state (``memory_bound``; docs/formats.md,
-"Limits")."""
+SHOWN_OUTPUT_BYTES = 256 * 1024
+"""How much of an agent output a page and the report show: its first 256 KiB, with a note of
+its size and a link to the whole file (``raw_output``). An output may be 256 MiB
+(docs/formats.md, "Limits"); rendering it whole took gigabytes, and a page of even 1 MiB of
+it was more than a browser shows usably. Only this much of an output is read, so the memory a
+page or the report takes grows only with what the store reads to derive the state
+(``memory_bound``; docs/formats.md, "Limits")."""
+SHOWN_DIFF_LINES = 2000
+"""The most lines of one diff between attempts a page shows (the rest is counted in a note):
+two outputs of ``SHOWN_OUTPUT_BYTES`` that share nothing would make a diff of both."""
 
 EDITABLE_OUTPUT_CHARS = 50_000
 """The longest output the phase page offers to correct in its "Edit output" form: a browser
@@ -103,6 +125,19 @@ class InboxItem:
     cost: float | None
     reviewers: tuple[str, ...] = ()
     """Who the workflow assigns to review the phase (``reviewers:``); none: anyone."""
+
+    @property
+    def needs(self) -> str:
+        """What the item needs from a person (``INBOX_NEEDS``): the column that says it once."""
+        return INBOX_NEEDS[self.kind]
+
+    @property
+    def why(self) -> str:
+        """The reason the lifecycle gives beside the state (what a stale phase was built on,
+        a failed phase's problem), without the state's own words; empty when it gives none."""
+        words = self.kind.replace("_", " ")
+        rest = self.state[len(words) :].strip() if self.state.startswith(words) else self.state
+        return rest[1:-1] if rest.startswith("(") and rest.endswith(")") else rest
 
 
 @dataclass(frozen=True)
@@ -198,6 +233,20 @@ class AttemptLine:
     tokens: int | None
     cost: float | None
 
+    @property
+    def meta(self) -> str:
+        """Its tokens, cost and duration in one line, those it has (empty when none)."""
+        parts = [] if self.tokens is None else [f"{self.tokens:,} tokens"]
+        parts += [] if self.cost is None else [f"${self.cost:.4f}"]
+        parts += [] if self.duration is None else [f"{self.duration:.1f} s"]
+        return " · ".join(parts)
+
+    @property
+    def said(self) -> str:
+        """The attempt in words: ``completed, sent back`` (its review left out when none)."""
+        status = self.status.replace("_", " ")
+        return status if self.verdict == "none" else f"{status}, {self.verdict.replace('_', ' ')}"
+
 
 @dataclass(frozen=True)
 class PhaseLine:
@@ -227,6 +276,9 @@ class SessionPage:
     problems: list[Issue] = field(default_factory=list)
     """The mistakes of its review files that do not read (file, line, field, message),
     shown at the top: everything else of the session is shown as it reads."""
+    advice: Advice | None = None
+    """What the session needs next and the command to type (``advice.advise``, as
+    ``haytham status`` says it)."""
 
 
 def session_page(manager: CheckpointManager, project: str, session: str) -> SessionPage:
@@ -255,6 +307,7 @@ def session_page(manager: CheckpointManager, project: str, session: str) -> Sess
         session_version(manager, project, session),
         manager.running(project, session),
         problems,
+        advise(manager, project, session),
     )
 
 
@@ -271,12 +324,16 @@ class OutputCut:
     """The file, to open for the rest."""
     size: int
     """The file's size in bytes."""
+    attempt: int | None = None
+    """The earlier attempt the file is of, None for the current one (the raw file's link
+    says which: ``raw_output``)."""
 
     @property
     def note(self) -> str:
+        """What the page says of the cut: the file's size and how much of it is shown."""
         return (
-            f"This output is {self.size / 2**20:,.1f} MiB: only its first {SHOWN_OUTPUT_BYTES // 2**20} MiB "
-            f"is shown. Open {self.path} for the whole of it."
+            f"This output is {self.size / 2**20:,.1f} MiB: only its first "
+            f"{SHOWN_OUTPUT_BYTES // 1024} KiB is shown."
         )
 
 
@@ -362,6 +419,9 @@ class EarlierAttempt:
     attempt: AttemptLine
     outputs: dict[str, str]
     diffs: dict[str, list[DiffLine]]
+    """Each agent's diff, its first ``SHOWN_DIFF_LINES`` lines at most."""
+    omitted: dict[str, int] = field(default_factory=dict)
+    """How many lines of an agent's diff are not shown (only agents whose diff was cut)."""
 
 
 @dataclass(frozen=True)
@@ -495,7 +555,7 @@ def phase_page(
             return None
         records[path], size, whole = found
         if not whole:
-            cut[path] = OutputCut(path, size)
+            cut[path] = OutputCut(path, size, None if path.parent == directory else int(path.parent.name))
         return records[path].content
 
     directory = manager.phase_dir(project, session, phase)
@@ -503,22 +563,21 @@ def phase_page(
     outputs = [records[directory / f"{agent}.md"] for agent in attempts[-1].outputs] if attempts else []
     version, text = feedback_version(manager, project, session, phase)
     current = attempts[-1].outputs if attempts else {}
-    earlier = [
-        EarlierAttempt(
-            _attempt_line(attempt),
-            attempt.outputs,
-            {
-                agent: unified_diff(
-                    attempt.outputs.get(agent, ""),
-                    current.get(agent, ""),
-                    f"attempt {attempt.number}/{agent}.md",
-                    f"attempt {attempts[-1].number}/{agent}.md",
-                )
-                for agent in sorted(set(attempt.outputs) | set(current))
-            },
-        )
-        for attempt in reversed(attempts[:-1])
-    ]
+    earlier = []
+    for attempt in reversed(attempts[:-1]):
+        diffs: dict[str, list[DiffLine]] = {}
+        omitted: dict[str, int] = {}
+        for agent in sorted(set(attempt.outputs) | set(current)):
+            lines = unified_diff(
+                attempt.outputs.get(agent, ""),
+                current.get(agent, ""),
+                f"attempt {attempt.number}/{agent}.md",
+                f"attempt {attempts[-1].number}/{agent}.md",
+            )
+            diffs[agent] = lines[:SHOWN_DIFF_LINES]
+            if len(lines) > SHOWN_DIFF_LINES:
+                omitted[agent] = len(lines) - SHOWN_DIFF_LINES
+        earlier.append(EarlierAttempt(_attempt_line(attempt), attempt.outputs, diffs, omitted))
     moves = tuple(t.event for t in lifecycle.moves_from(view.state, "reviewer") if t.event in REVIEW_MOVES)
     # the history is read only for a phase an output of which says it was corrected: the
     # report makes every phase's page, and reading the history for each would be quadratic
@@ -548,3 +607,186 @@ def phase_page(
         problems,
         corrections,
     )
+
+
+# ------------------------------------------------------------------- raw output
+
+
+def raw_output(
+    manager: CheckpointManager, project: str, session: str, phase: int, agent: str, attempt: int | None = None
+) -> Iterator[bytes]:
+    """The whole file of ``agent``'s output in phase ``phase`` (of earlier ``attempt``, or the
+    current one), as pieces read through the guarded read (``guard.chunks``): memory stays one
+    piece whatever the file's size.
+
+    Only an agent output of this session is served: a name that is not an agent's
+    (``check_agent_name``: the phase's own files and hidden names are not), a file that is not
+    there or is a symlink, and a file the guard refuses (out of the tree, not a regular file)
+    are each a NotFoundError, raised before the first piece is given, so a refusal is a whole
+    answer."""
+    check_names(project, session)
+    try:
+        check_agent_name(agent)
+    except UnsafeNameError as error:
+        raise NotFoundError(f"{agent!r} is not an agent output of {project}/{session}: {error}") from None
+    directory = manager.phase_dir(project, session, phase)
+    if attempt is not None:
+        directory = directory / ATTEMPTS_DIR / str(attempt)
+    path = directory / f"{agent}.md"
+    try:  # an agent's name (no phase file's, no hidden one) and a regular file, not a link
+        mode: int | None = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None
+    if mode is None or not stat.S_ISREG(mode):
+        where = f"phase {phase}" if attempt is None else f"attempt {attempt} of phase {phase}"
+        raise NotFoundError(f"{agent!r} is not an agent output of {where} of {project}/{session}", path=path)
+    pieces = chunks(path, MAX_OUTPUT_BYTES)
+    try:
+        first = next(pieces, b"")
+    except (UnsafeFileError, FileNotFoundError) as error:
+        raise NotFoundError(f"{path} cannot be served: {error}", path=path) from None
+    return itertools.chain((first,), pieces)
+
+
+# ----------------------------------------------------------------- sessions page
+
+
+@dataclass(frozen=True)
+class Column:
+    """A sortable column of the sessions page: its name in the URL, its heading, its key."""
+
+    name: str
+    heading: str
+    key: Callable[[SessionSummary], object]
+    numeric: bool = False
+
+
+SESSION_COLUMNS = (
+    Column("session", "Session", lambda s: (s.session_id, s.project_id)),
+    Column("project", "Project", lambda s: (s.project_id, s.session_id)),
+    Column("workflow", "Workflow", lambda s: s.workflow_type),
+    Column("user", "User", lambda s: s.user_id),
+    Column("state", "State", lambda s: s.status),
+    Column("phase", "Current phase", lambda s: s.current_phase),
+    Column("tokens", "Tokens", lambda s: s.total_tokens, numeric=True),
+    Column("cost", "Cost", lambda s: s.total_cost, numeric=True),
+    Column("updated", "Updated", lambda s: s.last_updated),
+)
+"""The columns of the sessions page, in order; any of them sorts it (``?sort=NAME``)."""
+SORT_ORDERS = ("asc", "desc")
+
+
+@dataclass(frozen=True)
+class ListFilter:
+    """A filter of the sessions page: the query parameter, its label, and the value of a
+    session it compares (its choices are the values the listed sessions have)."""
+
+    name: str
+    label: str
+    value: Callable[[SessionSummary], str]
+
+
+SESSION_FILTERS = (
+    ListFilter("project", "Project", lambda s: s.project_id),
+    ListFilter("state", "State", lambda s: s.status),
+)
+"""The filters of the sessions page, as data: a filter is one more entry here."""
+
+
+def _searched(summary: SessionSummary) -> str:
+    """What a search looks in: what the listing already knows of a session (no file is read)."""
+    return "\n".join(
+        (
+            summary.project_id,
+            summary.session_id,
+            summary.user_id,
+            summary.workflow_type,
+            summary.execution_mode,
+            summary.status,
+            summary.current_phase_name,
+        )
+    ).casefold()
+
+
+@dataclass(frozen=True)
+class SessionsQuery:
+    """What the sessions page was asked for: a search, filters, a column and order, a page."""
+
+    search: str = ""
+    filters: dict[str, str] = field(default_factory=dict)
+    sort: str = "updated"
+    order: str = "desc"
+    page: int = 1
+
+    @classmethod
+    def parse(cls, params: Mapping[str, str]) -> SessionsQuery:
+        """The query of a URL's parameters; InvalidArgumentError (a 400) names a bad one."""
+        sort = params.get("sort") or "updated"
+        if sort not in {c.name for c in SESSION_COLUMNS}:
+            names = ", ".join(c.name for c in SESSION_COLUMNS)
+            raise InvalidArgumentError(
+                f"sort {sort!r} is not a column (expected one of {names})", field="sort"
+            )
+        order = params.get("order") or (
+            "asc" if sort in ("session", "project", "workflow", "user") else "desc"
+        )
+        if order not in SORT_ORDERS:
+            raise InvalidArgumentError(f"order {order!r} is not asc or desc", field="order")
+        text = params.get("page") or "1"
+        if not text.isdigit() or int(text) < 1:
+            raise InvalidArgumentError(f"page {text!r} is not a page number (1, 2, ...)", field="page")
+        chosen = {f.name: params[f.name] for f in SESSION_FILTERS if params.get(f.name)}
+        return cls(params.get("q", "").strip(), chosen, sort, order, int(text))
+
+    def link(self, **changes: object) -> str:
+        """The query string of this query with ``changes`` (a sort, a page): a plain link."""
+        values: dict[str, object] = {"q": self.search, **self.filters, "sort": self.sort, "order": self.order}
+        values["page"] = self.page
+        values.update(changes)
+        shown = {k: str(v) for k, v in values.items() if v not in ("", None) and not (k == "page" and v == 1)}
+        return "?" + urlencode(shown)
+
+    def sort_link(self, column: str) -> str:
+        """The link of a column's heading: sort by it, or reverse the order when it sorts already."""
+        if column == self.sort:
+            return self.link(order="asc" if self.order == "desc" else "desc", page=1)
+        return self.link(sort=column, order="", page=1)
+
+
+@dataclass(frozen=True)
+class SessionsPage:
+    """One page of the sessions page: its rows, the choices of each filter, the page count."""
+
+    query: SessionsQuery
+    rows: list[SessionSummary]
+    total: int
+    """How many sessions match the query (all pages)."""
+    pages: int
+    choices: dict[str, list[str]]
+    """Each filter's values among every session listed."""
+    warnings: list[str]
+
+
+def sessions_page(manager: CheckpointManager, query: SessionsQuery) -> SessionsPage:
+    """Every session under the base directory as the store's listing knows it
+    (``scan.iter_sessions``: the index, one ``stat`` a fact file of an unchanged session,
+    nothing opened or parsed), searched, filtered, sorted and cut to one page of
+    ``SESSIONS_PER_PAGE``."""
+    with iter_sessions(manager.base_dir, workflows=manager.workflows) as listing:
+        every = list(listing)
+        warnings = [f"a session that cannot be read: {issue}" for issue in listing.issues]
+    choices = {f.name: sorted({f.value(s) for s in every}) for f in SESSION_FILTERS}
+    wanted = [f for f in SESSION_FILTERS if f.name in query.filters]
+    needle = query.search.casefold()
+    found = [
+        s
+        for s in every
+        if all(f.value(s) == query.filters[f.name] for f in wanted) and (not needle or needle in _searched(s))
+    ]
+    column = next(c for c in SESSION_COLUMNS if c.name == query.sort)
+    found.sort(key=lambda s: (column.key(s), s.project_id, s.session_id), reverse=query.order == "desc")
+    pages = max(1, -(-len(found) // SESSIONS_PER_PAGE))
+    if query.page > pages:
+        raise NotFoundError(f"page {query.page} of the sessions page does not exist (there are {pages})")
+    start = (query.page - 1) * SESSIONS_PER_PAGE
+    return SessionsPage(query, found[start : start + SESSIONS_PER_PAGE], len(found), pages, choices, warnings)

@@ -3,9 +3,10 @@ or an e-mail.
 
 It holds the timeline, every phase's outputs rendered, the reviews and their comments, the
 earlier attempts with their diffs, and the costs, drawn with the same templates as the pages
-of ``haytham serve``. The stylesheet and the charts are inline, there is no script, and a
-Content-Security-Policy in the file itself forbids loading anything, so it renders the same
-offline and cannot run or fetch what an agent wrote.
+of ``haytham serve``. The stylesheet, the charts and the pages' one script (which shows each
+time in the reader's local time) are inline, and a Content-Security-Policy in the file itself
+forbids loading anything and allows no script but that one (by its hash), so it renders the
+same offline and cannot run or fetch what an agent wrote.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from markupsafe import Markup
 from haytham.errors import Issue
 from haytham.store.manager import CheckpointManager
 from haytham.web import pages
-from haytham.web.templating import render, stylesheet
+from haytham.web.templating import render, script, script_hash, stylesheet
 
 
 def report_html(
@@ -37,4 +38,14 @@ def report_html(
     if problems is not None:
         problems.extend(found)
     css = Markup(stylesheet())  # the package's own stylesheet, inlined as it is
-    return render("report.html", standalone=True, css=css, page=page, phases=phases, problems=found)
+    js = script()
+    return render(
+        "report.html",
+        standalone=True,
+        css=css,
+        js=Markup(js),
+        js_hash=Markup(script_hash(js)),
+        page=page,
+        phases=phases,
+        problems=found,
+    )

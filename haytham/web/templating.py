@@ -7,6 +7,8 @@ here, and only those).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +18,8 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
+from haytham.records import AgentOutput
+from haytham.store.clock import parse_timestamp
 from haytham.web.pages import waited
 from haytham.web.render import markdown_html
 
@@ -44,6 +48,47 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} s"
 
 
+def _when(value: str | datetime | None) -> Markup | str:
+    """A time as ``<time datetime="ISO" title="ISO">YYYY-MM-DD HH:MM:SS UTC</time>``: to the
+    second in UTC (what a page without script, or the report printed, shows), the ISO value
+    on hover, and ``static/app.js`` rewrites the text to the reader's local time. ``-`` for no
+    time; a value that is not a time is shown as it is (escaped)."""
+    if value is None or value == "":
+        return "-"
+    try:
+        moment = value if isinstance(value, datetime) else parse_timestamp(value)
+    except ValueError:
+        return str(value)
+    iso = value if isinstance(value, str) else value.isoformat().replace("+00:00", "Z")
+    shown = moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return Markup('<time datetime="{0}" title="{0}">{1}</time>').format(iso, shown)
+
+
+def _output_meta(output: AgentOutput) -> str:
+    """An output's metadata as one line, each fact it has and none it lacks: ``completed ·
+    model gpt-x · 10 in / 20 out tokens · $0.0100 · 1.5 s``."""
+    parts = [_words(output.status)]
+    if output.model:
+        parts.append(f"model {output.model}")
+    if output.input_tokens is not None or output.output_tokens is not None:
+        parts.append(f"{_number(output.input_tokens)} in / {_number(output.output_tokens)} out tokens")
+    if output.cost is not None:
+        parts.append(_cost(output.cost))
+    if output.duration is not None:
+        parts.append(_seconds(output.duration))
+    if output.tools_used:
+        parts.append("tools: " + ", ".join(output.tools_used))
+    return " · ".join(parts)
+
+
+def _code_in(message: str, command: str | None) -> Markup:
+    """``message`` escaped, with its first ``command`` shown as ``<code>`` (the command to type)."""
+    if not command or command not in message:
+        return Markup("{0}").format(message)
+    before, _, after = message.partition(command)
+    return Markup("{0}<code>{1}</code>{2}").format(before, command, after)
+
+
 def _url_part(name: str) -> str:
     """One path segment of a URL (a project or session name) with every special character quoted."""
     return quote(name, safe="")
@@ -64,7 +109,16 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        markdown=_markdown, svg=_svg, u=_url_part, number=_number, cost=_cost, seconds=_seconds, words=_words
+        markdown=_markdown,
+        svg=_svg,
+        u=_url_part,
+        number=_number,
+        cost=_cost,
+        seconds=_seconds,
+        words=_words,
+        when=_when,
+        output_meta=_output_meta,
+        code_in=_code_in,
     )
     return env
 
@@ -78,3 +132,14 @@ def render(template: str, **context: Any) -> str:
 def stylesheet() -> str:
     """The stylesheet the served pages link to and the report holds inline."""
     return (STATIC / "style.css").read_text(encoding="utf-8")
+
+
+def script() -> str:
+    """The script the served pages link to and the report holds inline (allowed there by its
+    hash, ``script_hash``): it shows every ``<time>`` in the reader's local time."""
+    return (STATIC / "app.js").read_text(encoding="utf-8")
+
+
+def script_hash(text: str) -> str:
+    """The Content-Security-Policy source that allows exactly the inline script ``text``."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"

@@ -1,0 +1,135 @@
+"""What a session needs next, and the command a person types for it: the one home of the
+"Next:" advice that ``haytham status``, ``feedback``, ``resume`` and the session page show.
+
+``next_step`` reads the lifecycle's state (``CheckpointManager.state``) and says where the
+next run would start or stop, and why; ``advise`` says it as a sentence with the exact
+command line. Each caller builds its command lines its own way (the CLI adds the
+``--base-dir`` it was given), so every view words the same advice alike. Nothing here runs
+or writes anything.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from haytham.format.layout import FEEDBACK_FILE
+from haytham.store.manager import CheckpointManager
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """Where the next ``run`` of a session would stop or start, and why."""
+
+    action: Literal["review", "resume", "wait", "fix", "done"]
+    phase: int | None
+    reason: Literal[
+        "awaiting_review",
+        "sent_back",
+        "stale",
+        "failed",
+        "interrupted",
+        "ready",
+        "running",
+        "invalid_feedback",
+        "done",
+    ]
+    detail: str = ""
+    """The phase's errors, what is wrong with its feedback file, what a stale phase was built
+    on, or who is running the session (``LeaseHolder.describe``)."""
+    feedback_file: Path | None = None
+
+
+def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> NextStep:
+    """What the session needs next, read from ``manager.state`` (the lifecycle): the phase the
+    next run starts with or stops at, and why. Nothing is run or written.
+
+    While a runner holds the session's run lease (``manager.running``), a phase it is to run
+    is ``running``: the advice is to wait, never to resume what is not interrupted.
+    """
+    view = manager.state(project_id, session_id)
+    current = view.current
+    if current is None:
+        return NextStep("done", None, "done")
+    number = current.number
+    if view.next_action == "run":
+        holder = manager.running(project_id, session_id)
+        if holder is not None:
+            return NextStep("wait", number, "running", holder.describe())
+    path = manager.phase_dir(project_id, session_id, number) / FEEDBACK_FILE
+    if view.next_action == "fix":
+        return NextStep("fix", number, "invalid_feedback", current.problem or "", path)
+    if current.state == "awaiting_review":
+        return NextStep("review", number, "awaiting_review", feedback_file=path)
+    if current.state == "sent_back":
+        return NextStep("resume", number, "sent_back", feedback_file=path)
+    if current.state == "stale":
+        return NextStep("resume", number, "stale", current.describe())
+    if current.state == "failed":
+        errors = manager.load_checkpoint(project_id, session_id, number).errors
+        return NextStep("resume", number, "failed", "; ".join(errors))
+    return NextStep("resume", number, "interrupted" if current.state == "in_progress" else "ready")
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What a person should do next with a session, and the command for it."""
+
+    action: str
+    """``review``, ``resume``, ``wait``, ``fix`` or ``done``."""
+    phase: int | None
+    message: str
+    """The advice as a sentence, with the command to type."""
+    command: str | None = None
+    """The one command line that does it (None when the advice is to wait or to fix a file)."""
+
+
+def command_line(*words: str) -> str:
+    """``haytham`` with ``words``, quoted for a POSIX shell: the command a person types."""
+    return shlex.join(["haytham", *words])
+
+
+def advise(
+    manager: CheckpointManager,
+    project: str,
+    session: str,
+    *,
+    command: Callable[..., str] = command_line,
+) -> Advice:
+    """``next_step`` said as a sentence with the exact command to type (``command(*words)``
+    makes each command line: the CLI's adds the ``--base-dir`` it was given)."""
+    step = next_step(manager, project, session)
+    number = step.phase
+    resume = command("resume", project, session)
+    run: str | None = resume
+    if step.reason == "invalid_feedback":
+        message, run = f"phase {number}'s feedback has a mistake: {step.detail}", None
+    elif step.reason == "awaiting_review":
+        run = command("feedback", project, session, str(number), "--approve")
+        message = f"phase {number} awaits review: edit {step.feedback_file} or run {run}"
+    elif step.reason == "sent_back":
+        message = f"phase {number} was sent back: run {resume} to run it again with the comments"
+    elif step.reason == "stale":
+        message = f"phase {number} is {step.detail}: run {resume} to run it again"
+    elif step.reason == "running":
+        name = manager.session_workflow(project, session).phase(number).name
+        watch = command("status", project, session)
+        message = (
+            f"phase {number} ({name}) is being run by {step.detail}: "
+            f"wait for the run to stop ({watch} shows where it is)"
+        )
+        run = None
+    elif step.reason == "failed":
+        why = f" ({step.detail})" if step.detail else ""
+        message = f"phase {number} failed{why}: fix the cause, then run {resume}"
+    elif step.reason in ("interrupted", "ready"):
+        name = manager.session_workflow(project, session).phase(number).name
+        verb = "was interrupted" if step.reason == "interrupted" else "is ready to run"
+        message = f"phase {number} ({name}) {verb}: run {resume}"
+    else:
+        run = command("show", project, session)
+        message = f"every phase is done: read the results with {run}"
+    return Advice(step.action, number, message, run)
