@@ -7,7 +7,8 @@ test checks user_feedback.md on disk, runs ``haytham resume`` and watches the op
 up attempt 2 by itself (the page polls), reads the diff, approves, resumes, and sees the
 session complete. The report is then opened with the browser's network off and must render
 completely. A screenshot of every page is kept under the test's tmp dir; with
-``HAYTHAM_SCREENSHOTS=DIR`` the inbox and phase screenshots are also copied to DIR (the
+``HAYTHAM_SCREENSHOTS=DIR`` the inbox, phase, sessions, broken-review and correction
+screenshots are also copied to DIR as ``serve-NAME.png`` (the
 README's images: ``HAYTHAM_SCREENSHOTS=docs/images python3 dev.py test -m slow -n 0
 tests/test_web_e2e.py``).
 
@@ -160,7 +161,7 @@ def screenshot(driver: Any, folder: Path, name: str) -> Path:
     assert driver.save_screenshot(str(path)), path
     driver.set_window_size(1280, 1000)
     copy_to = os.environ.get("HAYTHAM_SCREENSHOTS")
-    if copy_to and name in ("inbox", "phase", "sessions"):
+    if copy_to and name in ("inbox", "phase", "sessions", "broken-review", "correction"):
         shutil.copyfile(path, Path(copy_to) / f"serve-{name}.png")
     return path
 
@@ -304,3 +305,56 @@ def test_a_60_mb_output_loads_with_the_review_form_in_view(base: Path, server: s
     with urllib.request.urlopen(link.get_attribute("href"), timeout=WAIT) as raw:
         assert raw.headers["content-type"] == "text/plain; charset=utf-8"
         assert raw.read(64) == path.read_bytes()[:64]  # the file itself, from its first byte
+
+
+def test_a_broken_review_locks_nobody_out_and_a_correction_is_recorded(
+    base: Path, server: str, browser: Any, tmp_path: Path
+) -> None:
+    """Issue 25, item 1 and corrections, walked in Chromium: a mistake in user_feedback.md
+    (``Approved: nope``) is shown at the top of the session and phase pages, which still show
+    the outputs; the review form rewrites the broken file; then the reviewer corrects an
+    output on the page, which records the correction (outcome modified, the diff shown, the
+    original kept in the history)."""
+    shots = tmp_path / "screenshots"
+    manager = CheckpointManager(base)
+    feedback = manager.phase_dir(P, S, 1) / "user_feedback.md"
+    text = feedback.read_text()
+    assert "- Approved: false" in text
+    feedback.write_text(text.replace("- Approved: false", "- Approved: nope"))
+    line = 1 + feedback.read_text().split("\n").index("- Approved: nope")
+
+    browser.get(f"{server}p/{P}/s/{S}")
+    problems = wait_for(browser, "#problems")
+    assert "user_feedback.md" in problems.text and f"line {line}" in problems.text
+    assert "Approved" in problems.find_element(By.CSS_SELECTOR, ".message").text
+    browser.get(f"{server}p/{P}/s/{S}/phase/1")
+    assert "user_feedback.md" in wait_for(browser, "#problems").text
+    assert wait_for(browser, ".markdown h1", "Concept").is_displayed()  # the outputs still read
+    assert "- Approved: nope" in browser.find_element(By.ID, "broken-review").text
+    screenshot(browser, shots, "broken-review")
+
+    # the form rewrites the broken review: the file reads again, the reviewer's text is in it
+    browser.find_element(By.ID, "comments").send_keys("Fixed the review from the page.")
+    browser.find_element(By.ID, "approve").click()
+    wait_for(browser, ".notice", "approved")
+    assert browser.find_elements(By.ID, "problems") == []
+    saved = manager.load_feedback(P, S, 1)
+    assert saved is not None and saved.approved and "Fixed the review from the page." in saved.comments
+
+    # correct the agent's output on the page, as approved
+    agent = manager.load_checkpoint(P, S, 1).agents[0].agent_name
+    original = manager.load_agent_output(P, S, 1, agent).content
+    browser.find_element(By.CSS_SELECTOR, ".edit-output summary").click()
+    area = browser.find_element(By.CSS_SELECTOR, f"#correct-{agent} textarea")
+    area.send_keys("\nA line the reviewer added.")
+    browser.find_element(By.CSS_SELECTOR, f"#correct-{agent} button[value=no]").click()
+    wait_for(browser, f"#correction-1-{agent}")
+    assert wait_for(browser, "#review-outcome").text.startswith("Review: modified")
+    added = [e.text for e in browser.find_elements(By.CSS_SELECTOR, f"#correction-1-{agent} .d-add")]
+    assert "+A line the reviewer added." in added
+    assert wait_for(browser, f"#corrected-1-{agent}").is_displayed()
+    corrected = manager.load_agent_output(P, S, 1, agent).content
+    assert corrected.endswith("A line the reviewer added.") and corrected.startswith(original.rstrip("\n"))
+    kept = [e for e in manager.history(P, S) if e.original_output is not None]
+    assert kept and original in kept[-1].original_output
+    screenshot(browser, shots, "correction")
