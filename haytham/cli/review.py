@@ -23,7 +23,7 @@ from typing import Literal
 
 import click
 
-from haytham.cli.common import base_dir_option, command, suggest, when
+from haytham.cli.common import base_dir_option, command, reviewer_option, suggest, when
 from haytham.cli.git import Commits, commit_options, describe_sync
 from haytham.cli.present import describe_feedback, next_step
 from haytham.errors import (
@@ -37,6 +37,7 @@ from haytham.errors import (
 from haytham.format import FEEDBACK
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.reader import decode
+from haytham.format.reviewer import Reviewer
 from haytham.git.sync import sync
 from haytham.records import UserFeedback
 from haytham.store import fs
@@ -67,7 +68,9 @@ class Edited:
     """Where the abandoned text is kept (without the comment haytham added)."""
 
 
-def edit_feedback(manager: CheckpointManager, project: str, session: str, phase: int) -> Edited:
+def edit_feedback(
+    manager: CheckpointManager, project: str, session: str, phase: int, *, reviewer: Reviewer | None = None
+) -> Edited:
     """Open a phase's feedback in the editor until it reads right or the person quits.
 
     The person edits a working copy in a temporary folder, so the session's file is only
@@ -76,7 +79,8 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
     manifest, exactly as typed), over the version the editor was opened on; a missing file
     is first created from the blank template (as before any review). A review the lifecycle
     refuses reopens the editor with the refusal on top, as a mistake does. A failing editor
-    raises click's error.
+    raises click's error. A saved review records its time and ``reviewer`` (the manager's
+    ``save_feedback_text``) unless the person wrote their own.
     """
     manager.recover(project, session)  # the person edits the review an interrupted save left whole
     path = manager.phase_dir(project, session, phase) / FEEDBACK_FILE
@@ -113,7 +117,9 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
             if body == text:
                 return Edited("unchanged", path, record)
             try:
-                saved = manager.save_feedback_text(project, session, phase, body, expected=version)
+                saved = manager.save_feedback_text(
+                    project, session, phase, body, expected=version, reviewer=reviewer
+                )
             except StaleReviewError:  # someone else wrote it meanwhile: theirs stays
                 copy.write_bytes(body.encode("utf-8"))
                 keep = True
@@ -209,6 +215,8 @@ def report(manager: CheckpointManager, project: str, session: str, edited: Edite
 @click.option("--reject", is_flag=True, help="Send the phase back to be run again.")
 @click.option("--comment", help="Your comments (markdown).")
 @click.option("--change", "changes", multiple=True, help="A change you ask for (repeatable).")
+@click.option("--justification", help="Why you decide so (one line), recorded with the review.")
+@reviewer_option
 @commit_options
 @base_dir_option
 def feedback(
@@ -219,6 +227,8 @@ def feedback(
     reject: bool,
     comment: str | None,
     changes: tuple[str, ...],
+    justification: str | None,
+    reviewer: Reviewer | None,
     commit: bool,
     push: bool,
     remote: str,
@@ -235,13 +245,16 @@ def feedback(
     at once. Exit code 1 when you quit with a mistake (nothing is saved) or the file still
     has one. With --commit the
     review is its own commit, authored by you (git's user of this clone); with --push it is
-    pushed at once (haytham sync).
+    pushed at once (haytham sync). Every review saved records its time and its reviewer
+    (--reviewer, else HAYTHAM_REVIEWER, haytham.yaml's review.reviewer, git's author) and
+    --justification when given.
     """
     if approve and reject:
         raise click.UsageError("give --approve or --reject, not both")
-    if not (approve or reject) and (comment is not None or changes):
+    if not (approve or reject) and (comment is not None or changes or justification is not None):
         raise click.UsageError(
-            "--comment and --change need --approve or --reject (without them the editor opens)"
+            "--comment, --change and --justification need --approve or --reject "
+            "(without them the editor opens)"
         )
     manager = CheckpointManager(base_dir)
     commits = Commits(manager, commit, push, remote)
@@ -249,7 +262,7 @@ def feedback(
     manager.recover(project, session)  # the retry count below is the whole change's
     checkpoint = manager.load_checkpoint(project, session, phase)  # nothing to review before a phase ran
     if not (approve or reject):
-        edited = edit_feedback(manager, project, session, phase)
+        edited = edit_feedback(manager, project, session, phase, reviewer=reviewer)
         report(manager, project, session, edited)
         if edited.outcome == "abandoned" or edited.feedback is None:
             again = suggest("feedback", project, session, str(phase))
@@ -268,6 +281,8 @@ def feedback(
         requested_changes=list(changes),
         action="approved" if approve else "retry",
         retry_count=checkpoint.retry_count + (0 if approve else 1),
+        reviewer=reviewer,
+        justification=justification,
     )
     understood = manager.load_feedback(project, session, phase)
     assert understood is not None
@@ -354,7 +369,11 @@ class ReviewHooks:
 
 
 def walk_reviews(
-    manager: CheckpointManager, items: Sequence[AwaitingReview], hooks: ReviewHooks | None = None
+    manager: CheckpointManager,
+    items: Sequence[AwaitingReview],
+    hooks: ReviewHooks | None = None,
+    *,
+    reviewer: Reviewer | None = None,
 ) -> list[Edited]:
     """Open each phase's feedback in turn, saying what was understood after each."""
     hooks = hooks or ReviewHooks()
@@ -365,7 +384,7 @@ def walk_reviews(
             f"[{index}/{len(items)}] {item.project}/{item.session} phase {item.phase} ({item.name}), "
             f"finished {when(item.finished)}: {item.feedback_file}"
         )
-        edited = edit_feedback(manager, item.project, item.session, item.phase)
+        edited = edit_feedback(manager, item.project, item.session, item.phase, reviewer=reviewer)
         report(manager, item.project, item.session, edited)
         hooks.after_phase(item, edited)
         results.append(edited)
@@ -377,10 +396,17 @@ def walk_reviews(
 @command()
 @click.argument("project", required=False)
 @click.argument("session", required=False)
+@reviewer_option
 @commit_options
 @base_dir_option
 def review(
-    project: str | None, session: str | None, commit: bool, push: bool, remote: str, base_dir: Path
+    project: str | None,
+    session: str | None,
+    reviewer: Reviewer | None,
+    commit: bool,
+    push: bool,
+    remote: str,
+    base_dir: Path,
 ) -> None:
     """Review every phase that awaits it, oldest finished first, each in $EDITOR.
 
@@ -414,7 +440,7 @@ def review(
                 click.echo(describe_sync(sync(auto.root, remote, base_dir=base_dir)), err=True)
 
         hooks = ReviewHooks(after_phase=share)
-    results = walk_reviews(manager, items, hooks)
+    results = walk_reviews(manager, items, hooks, reviewer=reviewer)
     saved = sum(e.outcome == "saved" for e in results)
     left = sum(e.outcome == "abandoned" for e in results)
     click.echo(

@@ -19,7 +19,8 @@ from types import ModuleType
 
 import click
 
-from haytham.cli.common import base_dir_option, command
+from haytham.cli.common import base_dir_option, command, reviewer_option
+from haytham.format.reviewer import Reviewer
 from haytham.store import fs
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_path_name
@@ -66,15 +67,18 @@ def is_loopback(host: str) -> bool:
     help="The port to listen on.",
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the inbox in a web browser.")
+@reviewer_option
 @base_dir_option
-def serve(host: str, port: int, open_browser: bool, base_dir: Path) -> None:
+def serve(host: str, port: int, open_browser: bool, reviewer: Reviewer | None, base_dir: Path) -> None:
     """Review in the browser: the inbox, session and phase pages, and the review form.
 
     Serves the sessions under the base directory until Ctrl-C. A review saved on a page is
     written into the phase's user_feedback.md as haytham feedback writes it (lines a person
     added stay), and only over the version of the file the page showed. It listens on
     127.0.0.1 by default; any other --host needs an access token, which is printed in the
-    address to open (as Jupyter does). Needs the web extra: pip install 'haytham[web]'.
+    address to open (as Jupyter does). A review saved on a page records its time, --reviewer
+    (else HAYTHAM_REVIEWER, haytham.yaml's review.reviewer, git's author) and the optional
+    justification typed into the form. Needs the web extra: pip install 'haytham[web]'.
     """
     app_module = _web("app")
     security = _web("security")
@@ -89,7 +93,7 @@ def serve(host: str, port: int, open_browser: bool, base_dir: Path) -> None:
         guard = security.Guard(token=token, hosts=("*",))
         url = f"http://{_netloc(host, port)}/?token={token}"
         click.echo(f"Listening on {host}, not only this machine: every request needs the token below.")
-    app = app_module.create_app(str(base_dir), guard=guard)
+    app = app_module.create_app(str(base_dir), guard=guard, reviewer=reviewer)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False))
     click.echo(f"Serving the sessions under {base_dir} at {url}  (Ctrl-C to stop)")
     sys.stdout.flush()

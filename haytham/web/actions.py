@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from haytham.errors import ReviewConflictError, StaleReviewError
+from haytham.format.reviewer import Reviewer
 from haytham.store.manager import CheckpointManager
 from haytham.web.pages import check_names, feedback_version
 
@@ -29,6 +30,10 @@ class Review:
     changes: tuple[str, ...]
     version: str
     """The version of user_feedback.md the form was rendered from (``feedback_version``)."""
+    justification: str | None = None
+    """Why, as the reviewer wrote it; None when left blank."""
+    reviewer: Reviewer | None = None
+    """Who reviews: the server's configured identity (``haytham serve --reviewer``)."""
 
     @property
     def event(self) -> str:
@@ -70,6 +75,8 @@ def submit_review(manager: CheckpointManager, project: str, session: str, phase:
             action="approved" if review.approve else "retry",
             retry_count=checkpoint.retry_count + (0 if review.approve else 1),
             expected_version=review.version,
+            reviewer=review.reviewer,
+            justification=review.justification,
         )
     except StaleReviewError:
         raise _conflict(manager, project, session, phase) from None

@@ -36,6 +36,7 @@ from haytham.errors import (
     UnknownPhaseError,
 )
 from haytham.format.patterns import lazy
+from haytham.format.reviewer import Reviewer
 from haytham.store.manager import CheckpointManager
 from haytham.web import actions, pages
 from haytham.web.report import report_html
@@ -53,8 +54,11 @@ MAX_FORM_FIELD = 100_000
 """The longest comment or list of changes a form may send (characters)."""
 
 
-def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
-    """The application serving the sessions under ``base_dir`` (loopback hosts, no token by default)."""
+def create_app(base_dir: str, *, guard: Guard | None = None, reviewer: Reviewer | None = None) -> Starlette:
+    """The application serving the sessions under ``base_dir`` (loopback hosts, no token by default).
+
+    ``reviewer`` is who the reviews made on its pages are recorded as (``haytham serve
+    --reviewer``); None records none."""
     guard = guard or Guard()
     manager = CheckpointManager(base_dir)
 
@@ -103,7 +107,15 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
         context: dict[str, Any] = {"conflict": None, "draft": None, "messages": _messages(request)}
         context.update(extra)
         status = context.pop("status", 200)
-        return _page("phase.html", status=status, phase=page, version=version, csrf=csrf(request), **context)
+        return _page(
+            "phase.html",
+            status=status,
+            phase=page,
+            version=version,
+            csrf=csrf(request),
+            reviewer=reviewer,
+            **context,
+        )
 
     async def review(request: Request) -> Response:
         project, session_id = _names(request)
@@ -117,6 +129,8 @@ def create_app(base_dir: str, *, guard: Guard | None = None) -> Starlette:
             comments=form.get("comments", "").replace("\r\n", "\n"),
             changes=actions.parse_changes(form.get("changes", "")),
             version=form.get("version", ""),
+            justification=form.get("justification", "").strip() or None,
+            reviewer=reviewer,
         )
         try:
             await run_in_threadpool(actions.submit_review, manager, project, session_id, number, submitted)
