@@ -20,10 +20,10 @@ from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK
 from haytham.format.document import DocumentFormat, R
 from haytham.format.guard import read_file
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE
-from haytham.records import Attempt, PhaseCheckpoint
+from haytham.records import Attempt, PhaseCheckpoint, ReviewTimeSource
 from haytham.store import journal
 from haytham.store.phase_files import agent_files
-from haytham.store.review_time import hand_review_time
+from haytham.store.review_time import hand_review_time, is_hand_review
 
 
 def stage_archive(change: journal.Change, directory: Path, number: int) -> None:
@@ -89,6 +89,9 @@ def load(number: int, directory: Path, read_output: OutputReader = whole_output)
             outputs[path.stem] = content
     feedback_path = directory / FEEDBACK_FILE
     feedback = _optional(FEEDBACK, feedback_path)
-    if feedback is not None:
-        feedback = hand_review_time(feedback, feedback_path, checkpoint.completed if checkpoint else None)
-    return Attempt(number, directory, checkpoint, feedback, outputs)
+    source: ReviewTimeSource | None = None
+    if feedback is not None and feedback.reviewed:
+        completed = checkpoint.completed if checkpoint else None
+        source = "file" if is_hand_review(feedback, completed) else "recorded"
+        feedback = hand_review_time(feedback, feedback_path, completed)
+    return Attempt(number, directory, checkpoint, feedback, outputs, source)
