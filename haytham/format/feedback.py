@@ -317,7 +317,7 @@ def _not_yet_a_review(reader: Reader, data: Mapping[str, Any]) -> None:
         for name, present in (
             ("comments", data["comments"]),
             ("requested changes", data["requested_changes"]),
-            ("your own sections", data["notes"]),
+            ("your own text", data["notes"]),
         )
         if present
     ]
