@@ -11,8 +11,12 @@ checkpoint's agent entry, else from the agent's output file; input and output to
 the agent's output file. A phase's duration is its checkpoint's Duration, the time it ran
 (``durations.phase_seconds``: phases running agents in parallel take less than the sum of
 their agents, and the time a phase waited for a review or a retry is not in it). Review
-wait is the feedback's Timestamp minus the Completed time of the checkpoint of the same
-attempt.
+wait is the review's time minus the Completed time of the checkpoint of the same attempt.
+A review's time is its recorded Timestamp; for a hand review without one, the commit that
+last changed the file when ``summarize`` is given a ``commits`` lookup (``haytham stats``
+passes git's, asked once for all such files) and the file is committed unchanged since,
+else the file's modification time (``store/review_time.py``). Each phase says how many of
+its review times came from each source (``review_times_from``).
 """
 
 from __future__ import annotations
@@ -26,10 +30,19 @@ from typing import TYPE_CHECKING, Any
 
 from haytham.errors import HaythamError, InvalidArgumentError, ProjectNotFoundError
 from haytham.format import AGENT_OUTPUT
-from haytham.records import AgentOutput, AgentRun, Attempt, PhaseCheckpoint
+from haytham.format.layout import FEEDBACK_FILE
+from haytham.records import (
+    REVIEW_TIME_SOURCES,
+    AgentOutput,
+    AgentRun,
+    Attempt,
+    PhaseCheckpoint,
+    ReviewTimeSource,
+)
 from haytham.store import durations
 from haytham.store.clock import parse_timestamp
 from haytham.store.names import check_user_id
+from haytham.store.review_time import CommitLookup, from_commit
 from haytham.store.scan import SessionSummary, list_sessions
 
 if TYPE_CHECKING:
@@ -85,7 +98,10 @@ class PhaseStats:
     reviews: int
     """Reviews whose waiting time is known."""
     review_wait: float
-    """Seconds between a checkpoint's Completed and its review's Timestamp, summed."""
+    """Seconds between a checkpoint's Completed and its review's time, summed."""
+    review_times_from: dict[str, int] = dataclasses.field(default_factory=dict)
+    """How many of the ``reviews`` took their time from each source (``REVIEW_TIME_SOURCES``:
+    ``recorded``, ``git``, ``file``); every source is a key."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON data with stable keys (the usage fields inline)."""
@@ -98,6 +114,7 @@ class PhaseStats:
             **self.usage.to_dict(),
             "reviews": self.reviews,
             "review_wait": self.review_wait,
+            "review_times_from": dict(self.review_times_from),
         }
 
 
@@ -134,6 +151,8 @@ class Analytics:
     """Seconds, summed over every review whose waiting time is known."""
     problems: tuple[str, ...] = ()
     """Files that could not be read (their sessions are counted but not added up)."""
+    review_times_from: dict[str, int] = dataclasses.field(default_factory=dict)
+    """How many of the ``reviews`` took their time from each source, over every phase."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON data with stable keys."""
@@ -146,6 +165,7 @@ class Analytics:
             "totals": self.totals.to_dict(),
             "reviews": self.reviews,
             "review_wait": self.review_wait,
+            "review_times_from": dict(self.review_times_from),
             "phases": [p.to_dict() for p in self.phases],
             "agents": [a.to_dict() for a in self.agents],
             "problems": list(self.problems),
@@ -158,12 +178,14 @@ def summarize(
     project_id: str | None = None,
     session_id: str | None = None,
     user_id: str | None = None,
+    commits: CommitLookup | None = None,
 ) -> Analytics:
     """Add up the sessions under ``manager.base_dir``: all, a project's, one, or a user's.
 
     ``session_id`` needs ``project_id``; ``user_id`` alone covers that user's sessions in
     every project. A session whose files cannot be read is counted by status and named in
-    ``problems``; the others are still added up.
+    ``problems``; the others are still added up. ``commits`` (``haytham.git.reviews.
+    last_commits``) is asked once, for every hand review without a time of its own.
     """
     if session_id is not None and project_id is None:
         raise InvalidArgumentError(
@@ -198,6 +220,7 @@ def summarize(
             problems.append(f"{summary.project_id}/{summary.session_id}: {error}")
             continue
         totals.merge(session)
+    totals.add_hand_reviews(commits)
     return totals.freeze(project_id, session_id, user_id, len(summaries), by_status, problems)
 
 
@@ -212,6 +235,15 @@ class _PhaseSums:
         self.usage = Usage()
         self.reviews = 0
         self.review_wait = 0.0
+        self.review_times_from: dict[str, int] = dict.fromkeys(REVIEW_TIME_SOURCES, 0)
+
+    def add_review(self, attempt: Attempt, source: ReviewTimeSource) -> None:
+        """Add the attempt's review wait, when it is known, and where its time came from."""
+        wait = _review_wait(attempt)
+        if wait is not None:
+            self.reviews += 1
+            self.review_wait = round(self.review_wait + wait, 3)
+            self.review_times_from[source] += 1
 
 
 class _Totals:
@@ -220,6 +252,22 @@ class _Totals:
     def __init__(self) -> None:
         self.phases: dict[tuple[int, str], _PhaseSums] = defaultdict(_PhaseSums)
         self.agents: dict[tuple[int, str], tuple[int, Usage]] = {}
+        self.hand_reviews: list[tuple[tuple[int, str], Attempt]] = []
+        """Reviews whose time is the file's (``review_time_from == "file"``): added once git
+        was asked about all of them (``add_hand_reviews``)."""
+
+    def add_hand_reviews(self, commits: CommitLookup | None) -> None:
+        """Add the hand reviews, each at its commit's time when ``commits`` knows it."""
+        paths = [attempt.directory / FEEDBACK_FILE for _, attempt in self.hand_reviews]
+        found = commits(paths) if commits is not None and paths else {}
+        for (key, attempt), path in zip(self.hand_reviews, paths, strict=True):
+            commit = found.get(path)
+            if commit is None or attempt.feedback is None:
+                self.phases[key].add_review(attempt, "file")
+                continue
+            dated = dataclasses.replace(attempt, feedback=from_commit(attempt.feedback, commit))
+            self.phases[key].add_review(dated, "git")
+        self.hand_reviews = []
 
     def add_agent(self, phase: int, agent: str, usage: Usage) -> None:
         runs, sums = self.agents.get((phase, agent), (0, Usage()))
@@ -234,6 +282,9 @@ class _Totals:
             mine.usage += theirs.usage
             mine.reviews += theirs.reviews
             mine.review_wait = round(mine.review_wait + theirs.review_wait, 3)
+            for source, count in theirs.review_times_from.items():
+                mine.review_times_from[source] += count
+        self.hand_reviews += other.hand_reviews
         for (phase, agent), (runs, usage) in other.agents.items():
             old_runs, old_usage = self.agents.get((phase, agent), (0, Usage()))
             self.agents[(phase, agent)] = (old_runs + runs, old_usage + usage)
@@ -248,7 +299,17 @@ class _Totals:
         problems: Iterable[str],
     ) -> Analytics:
         phases = tuple(
-            PhaseStats(number, name, s.sessions, s.attempts, s.retries, s.usage, s.reviews, s.review_wait)
+            PhaseStats(
+                number,
+                name,
+                s.sessions,
+                s.attempts,
+                s.retries,
+                s.usage,
+                s.reviews,
+                s.review_wait,
+                dict(s.review_times_from),
+            )
             for (number, name), s in sorted(self.phases.items())
         )
         agents = tuple(
@@ -267,6 +328,9 @@ class _Totals:
             reviews=sum(p.reviews for p in phases),
             review_wait=round(sum(p.review_wait for p in phases), 3),
             problems=tuple(problems),
+            review_times_from={
+                s: sum(p.review_times_from.get(s, 0) for p in phases) for s in REVIEW_TIME_SOURCES
+            },
         )
 
 
@@ -284,10 +348,10 @@ def _add_session(manager: CheckpointManager, summary: SessionSummary, totals: _T
         sums.retries += latest.checkpoint.retry_count if latest.checkpoint else latest.number - 1
         for attempt in attempts:
             sums.usage += _add_attempt(phase.number, attempt, totals)
-            wait = _review_wait(attempt)
-            if wait is not None:
-                sums.reviews += 1
-                sums.review_wait = round(sums.review_wait + wait, 3)
+            if attempt.review_time_from == "file":
+                totals.hand_reviews.append(((phase.number, phase.name), attempt))
+            elif attempt.review_time_from is not None:
+                sums.add_review(attempt, attempt.review_time_from)
 
 
 def _not_read(path: Path) -> str:

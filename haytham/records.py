@@ -8,7 +8,7 @@ nothing in between can change one behind the manager's back. The dict API of
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, get_args
@@ -248,6 +248,17 @@ class UserFeedback:
     requested_changes: tuple[str, ...]
     action: FeedbackAction
     retry_count: int
+    reviewer: str | None = None
+    """Who reviewed, as written (``Name <email>``, a name or an address:
+    ``haytham.format.reviewer``); None when the file names nobody (older files)."""
+    justification: str | None = None
+    """Why the reviewer decided as they did, one line; None when not given."""
+    notes: str = field(default="", compare=False, metadata={"derived": True})
+    """What the reviewer wrote outside haytham's fields and comments: each of their own
+    sections as ``### Title`` and its text, and text left in ``## Review Status`` (comments
+    whose ``## User Comments`` heading was deleted). Passed on to the agents after the
+    comments (``AgentContext.comments``); read from the file, never written by haytham (a
+    rewrite keeps those lines as they are), so it takes no part in comparing reviews."""
 
 
 @dataclass(frozen=True)
@@ -282,6 +293,13 @@ class HistoryEntry:
     header included), so the original stays readable and diffable; else None."""
 
 
+ReviewTimeSource = Literal["recorded", "git", "file"]
+"""Where a review's time comes from: the Timestamp the review recorded; for a hand review
+without one, the author time of the commit that last changed the file (``git``, when the file
+is committed unchanged since), else the file's modification time (``file``)."""
+REVIEW_TIME_SOURCES: tuple[ReviewTimeSource, ...] = get_args(ReviewTimeSource)
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One attempt at a phase: what its checkpoint, agents and reviewer said.
@@ -297,6 +315,9 @@ class Attempt:
     feedback: UserFeedback | None
     outputs: dict[str, str]
     """``{agent: content}``, in the checkpoint's agent order, then by name."""
+    review_time_from: ReviewTimeSource | None = None
+    """Where ``feedback.timestamp`` came from: ``recorded`` (the file's Timestamp) or ``file``
+    (a hand review's, the file's modification time); None without a review."""
 
 
 @dataclass(frozen=True)

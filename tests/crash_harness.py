@@ -98,9 +98,10 @@ def check_session(base_dir: Path, acks: list[list[str]], counts: Counts) -> None
     for kind, path in kinds:
         counts.files_checked += 1
         _, issues = kind.read_path(path)
-        if issues:
+        errors = [issue for issue in issues if issue.is_error]  # a warning (comments while
+        if errors:  # Reviewed: false, written by the worker for a stale phase) is no corruption
             counts.corrupt_files += 1
-            counts.problems.append(f"corrupt {path}: {issues[0]}")
+            counts.problems.append(f"corrupt {path}: {errors[0]}")
     counts.leftovers_after_kill += sum(
         len(temporary_leftovers(d)) for d in [session, *(session / p for p in PHASE_DIRS.values())]
     )

@@ -232,11 +232,13 @@ def test_to_dict_is_json_with_stable_keys(m: CheckpointManager) -> None:
         "totals",
         "reviews",
         "review_wait",
+        "review_times_from",
         "phases",
         "agents",
         "problems",
     ]
     assert data["phases"][0]["review_wait"] == 4080.0
+    assert data["review_times_from"] == {"recorded": 4, "git": 0, "file": 0}
     assert set(data["totals"]) == {"tokens", "input_tokens", "output_tokens", "cost", "duration"}
 
 
@@ -276,11 +278,16 @@ def test_stats_prints_tables_per_phase_and_per_agent(m: CheckpointManager) -> No
     lines = result.output.splitlines()
     assert lines[0] == "3 sessions: 3 in progress, 0 completed, 0 failed"
     cells = [" ".join(line.split()) for line in lines]  # columns are padded with spaces
-    assert cells[1] == "Phase Name Sessions Attempts Retries Tokens In Out Cost Duration Review wait"
-    assert cells[2] == "1 Concept Expansion 2 4 2 915 610 305 $0.0610 1.3m 1.1h"
-    assert cells[3] == "2 Market Research 1 1 0 850 700 150 $0.0350 30.0s -"
+    assert cells[1] == (
+        "Phase Name Sessions Attempts Retries Tokens In Out Cost Duration Review wait Review time from"
+    )
+    assert cells[2] == "1 Concept Expansion 2 4 2 915 610 305 $0.0610 1.3m 1.1h recorded 4"
+    assert cells[3] == "2 Market Research 1 1 0 850 700 150 $0.0350 30.0s - -"
     assert any(line.split()[:3] == ["2", "competitor_analysis", "1"] for line in lines)
-    assert lines[-1] == "Totals: 1765 tokens (1310 in, 455 out), $0.0960, 1.8m; 4 reviews, 1.1h waiting"
+    assert lines[-1] == (
+        "Totals: 1765 tokens (1310 in, 455 out), $0.0960, 1.8m; 4 reviews, 1.1h waiting "
+        "(review time from: recorded 4)"
+    )
 
 
 @pytest.mark.usefixtures("cwd")

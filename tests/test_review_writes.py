@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from test_cli import P, S, editor, run, run_json
-from test_cli_review import logging_editor, opened_on, snapshot
+from test_cli_review import logging_editor, opened_on, snapshot, unstamped
 
 from haytham import CheckpointManager, HaythamError, MoveRefusedError, StaleReviewError
 from haytham.format import FEEDBACK, MANIFEST
@@ -71,7 +71,9 @@ def test_a_review_made_in_the_editor_reaches_the_manifest_and_the_history(
     # the person's text, byte for byte (their CRLF inside the comments and trailing spaces too)
     written = opened.replace("Reviewed: false", "Reviewed: true").replace("Approved: false", "Approved: true")
     written = written.replace("No comments provided", "Clear and *well* argued.\r\nShip it.")
-    assert awaiting.read_bytes() == (written + "\n## My Notes\nkept as I wrote it  \n").encode()
+    saved = awaiting.read_bytes().decode()
+    assert unstamped(saved) == written + "\n## My Notes\nkept as I wrote it  \n"
+    assert "- Timestamp: -" not in saved  # haytham recorded when the review was made
     assert manifest_row(base, 1) == "approved"
     assert run_json(base, "list", "--awaiting-review")["sessions"] == []
     strict = run(base, "validate", "--strict")
@@ -135,7 +137,7 @@ def test_save_feedback_text_keeps_the_text_and_refuses_a_changed_file(base: Path
     assert snapshot(base) == before
     understood = manager.save_feedback_text(P, S, 1, text)
     assert (understood.reviewed, understood.approved, understood.action) == (True, True, "approved")
-    assert awaiting.read_text() == text
+    assert unstamped(awaiting.read_text()) == text and understood.timestamp is not None
     assert manager.state(P, S).phase(1).state == "approved"
     same = snapshot(base)
     assert manager.save_feedback_text(P, S, 1, text) == understood  # the same text again: no write

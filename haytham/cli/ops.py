@@ -28,6 +28,7 @@ from haytham.cli.common import (
 )
 from haytham.config import find_config
 from haytham.format.patterns import lazy
+from haytham.git.reviews import last_commits
 from haytham.retention import CleanupReport, Removal, cleanup
 from haytham.store.manager import CheckpointManager
 
@@ -68,6 +69,7 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         **{f"totals.{k}": v for k, v in _USAGE_KEYS.items()},
         "reviews": "reviews whose waiting time is known",
         "review_wait": "seconds between phases completing and their review, summed",
+        "review_times_from": "how many review times were recorded, came from git or from the file's time",
         "phases": "per phase, by number and name",
         "phases[].phase": "phase number",
         "phases[].name": "phase name",
@@ -77,6 +79,7 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
         **{f"phases[].{k}": v for k, v in _USAGE_KEYS.items()},
         "phases[].reviews": "reviews whose waiting time is known",
         "phases[].review_wait": "seconds waited for those reviews, summed",
+        "phases[].review_times_from": "where the phase's review times came from: recorded, git, file",
         "agents": "per agent of each phase",
         "agents[].phase": "phase number",
         "agents[].agent": "agent name",
@@ -225,12 +228,16 @@ def stats(project: str | None, session: str | None, user: str | None, base_dir: 
     """Show tokens, cost and duration per phase and per agent, read from the files.
 
     Every attempt counts, archived ones included; review wait is the time between a phase
-    completing and its review. Sessions are also counted by status.
+    completing and its review. A review's time is the Timestamp it recorded; for a review
+    made by hand without one, the commit that last changed its file (when the base dir is in
+    a git repository and the file is committed unchanged since), else the file's modification
+    time: "Review time from" says how many came from each (recorded, git, file time).
+    Sessions are also counted by status.
     """
     if session is not None and project is None:
         raise click.UsageError("--session needs --project (session ids are per project)")
     manager = CheckpointManager(base_dir)
-    analytics = summarize(manager, project_id=project, session_id=session, user_id=user)
+    analytics = summarize(manager, project_id=project, session_id=session, user_id=user, commits=last_commits)
     if as_json:
         emit_json(analytics.to_dict())
         return
@@ -259,6 +266,7 @@ def _print_stats(analytics: Analytics) -> None:
         "Cost",
         "Duration",
         "Review wait",
+        "Review time from",
         numeric=9,
     )
     for p in analytics.phases:
@@ -274,7 +282,13 @@ def _print_stats(analytics: Analytics) -> None:
             u.input_tokens,
             u.output_tokens,
         )
-        phases.add_row(*(Text(str(c)) for c in cells), f"${u.cost:.4f}", duration(u.duration), wait)
+        phases.add_row(
+            *(Text(str(c)) for c in cells),
+            f"${u.cost:.4f}",
+            duration(u.duration),
+            wait,
+            _sources(p.review_times_from),
+        )
     print_table(console, phases)
     agents = table(console, "Phase", "Agent", "Runs", "Tokens", "In", "Out", "Cost", "Duration", numeric=6)
     for a in analytics.agents:
@@ -288,7 +302,18 @@ def _print_stats(analytics: Analytics) -> None:
         f"\nTotals: {t.tokens} tokens ({t.input_tokens} in, {t.output_tokens} out), ${t.cost:.4f}, "
         f"{duration(t.duration)}; {analytics.reviews} review{'s' * (analytics.reviews != 1)}, "
         f"{duration(analytics.review_wait)} waiting"
+        + (f" (review time from: {_sources(analytics.review_times_from)})" if analytics.reviews else "")
     )
+
+
+SOURCE_WORDS = {"recorded": "recorded", "git": "git", "file": "file time"}
+"""How ``stats`` names where a review's time came from (``records.REVIEW_TIME_SOURCES``)."""
+
+
+def _sources(counts: dict[str, int]) -> str:
+    """``recorded 2, git 1``: where the review times came from, the sources that gave any."""
+    said = [f"{SOURCE_WORDS.get(source, source)} {n}" for source, n in counts.items() if n]
+    return ", ".join(said) or "-"
 
 
 COMMANDS: list[click.Command] = [prune, stats]

@@ -24,6 +24,8 @@ from haytham.cli.common import (
     table,
     when,
 )
+from haytham.format import FEEDBACK
+from haytham.format.layout import FEEDBACK_FILE
 from haytham.records import UserFeedback
 from haytham.store.advice import Advice, advise
 from haytham.store.lifecycle import RUNNING
@@ -123,6 +125,11 @@ def print_status(manager: CheckpointManager, project: str, session: str) -> None
     advice = next_step(manager, project, session)
     metrics = state["metrics"]
     click.echo(f"Current phase: {current}")
+    if view.current is not None and view.current.state == "awaiting_review":
+        path = manager.phase_dir(project, session, view.current.number) / FEEDBACK_FILE
+        for issue in FEEDBACK.read_path(path)[1] if path.is_file() else ():
+            if not issue.is_error:  # e.g. comments written while Reviewed: false do not count yet
+                click.echo(f"Note: {issue}")
     click.echo(
         f"Totals: {metrics['total_tokens']} tokens, ${metrics['total_cost']:.4f}, "
         f"{seconds(metrics['total_duration'])}"
@@ -142,4 +149,15 @@ def describe_feedback(feedback: UserFeedback, *, indent: str = "  ") -> str:
         "Requested changes: " + ("none" if not feedback.requested_changes else ""),
         *(f"  - {change}" for change in feedback.requested_changes),
     ]
+    if feedback.notes:
+        notes = feedback.notes.split("\n")
+        at = lines.index("Requested changes: " + ("none" if not feedback.requested_changes else ""))
+        lines[at:at] = [
+            "Your own text (passed to the agents after the comments):",
+            *(f"  {line}" if line else "" for line in notes),
+        ]
+    if feedback.reviewer is not None:
+        lines.insert(1, f"Reviewer: {feedback.reviewer}")
+    if feedback.justification is not None:
+        lines.insert(1 + (feedback.reviewer is not None), f"Justification: {feedback.justification}")
     return "\n".join(indent + line if line else "" for line in lines)

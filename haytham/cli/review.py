@@ -23,7 +23,7 @@ from typing import Literal
 
 import click
 
-from haytham.cli.common import base_dir_option, command, notified, suggest, when
+from haytham.cli.common import base_dir_option, command, notified, reviewer_option, suggest, when
 from haytham.cli.git import Commits, commit_options, describe_sync
 from haytham.cli.present import describe_feedback, next_step
 from haytham.errors import (
@@ -39,6 +39,7 @@ from haytham.format import FEEDBACK
 from haytham.format.agent_output import MAX_CORRECTED_BYTES
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.reader import decode
+from haytham.format.reviewer import Reviewer
 from haytham.git.sync import sync
 from haytham.records import UserFeedback
 from haytham.store import fs, lifecycle
@@ -69,7 +70,9 @@ class Edited:
     """Where the abandoned text is kept (without the comment haytham added)."""
 
 
-def edit_feedback(manager: CheckpointManager, project: str, session: str, phase: int) -> Edited:
+def edit_feedback(
+    manager: CheckpointManager, project: str, session: str, phase: int, *, reviewer: Reviewer | None = None
+) -> Edited:
     """Open a phase's feedback in the editor until it reads right or the person quits.
 
     The person edits a working copy in a temporary folder, so the session's file is only
@@ -78,7 +81,8 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
     manifest, exactly as typed), over the version the editor was opened on; a missing file
     is first created from the blank template (as before any review). A review the lifecycle
     refuses reopens the editor with the refusal on top, as a mistake does. A failing editor
-    raises click's error.
+    raises click's error. A saved review records its time and ``reviewer`` (the manager's
+    ``save_feedback_text``) unless the person wrote their own.
     """
     manager.recover(project, session)  # the person edits the review an interrupted save left whole
     path = manager.phase_dir(project, session, phase) / FEEDBACK_FILE
@@ -115,7 +119,9 @@ def edit_feedback(manager: CheckpointManager, project: str, session: str, phase:
             if body == text:
                 return Edited("unchanged", path, record)
             try:
-                saved = manager.save_feedback_text(project, session, phase, body, expected=version)
+                saved = manager.save_feedback_text(
+                    project, session, phase, body, expected=version, reviewer=reviewer
+                )
             except StaleReviewError:  # someone else wrote it meanwhile: theirs stays
                 copy.write_bytes(body.encode("utf-8"))
                 keep = True
@@ -300,6 +306,8 @@ def report(manager: CheckpointManager, project: str, session: str, edited: Edite
     metavar="AGENT",
     help="Correct AGENT's output in $EDITOR (with --approve: and approve the phase).",
 )
+@click.option("--justification", help="Why you decide so (one line), recorded with the review.")
+@reviewer_option
 @commit_options
 @base_dir_option
 def feedback(
@@ -311,6 +319,8 @@ def feedback(
     comment: str | None,
     changes: tuple[str, ...],
     edit_agent: str | None,
+    justification: str | None,
+    reviewer: Reviewer | None,
     commit: bool,
     push: bool,
     remote: str,
@@ -336,13 +346,16 @@ def feedback(
     started (on a page, by another command) or a new attempt or a changed output is never
     decided over unseen: Error, nothing saved, exit code 1. With --commit the
     review is its own commit, authored by you (git's user of this clone); with --push it is
-    pushed at once (haytham sync).
+    pushed at once (haytham sync). Every review saved records its time and its reviewer
+    (--reviewer, else HAYTHAM_REVIEWER, haytham.yaml's review.reviewer, git's author) and
+    --justification when given.
     """
     if approve and reject:
         raise click.UsageError("give --approve or --reject, not both")
-    if not (approve or reject) and (comment is not None or changes):
+    if not (approve or reject) and (comment is not None or changes or justification is not None):
         raise click.UsageError(
-            "--comment and --change need --approve or --reject (without them the editor opens)"
+            "--comment, --change and --justification need --approve or --reject "
+            "(without them the editor opens)"
         )
     if edit_agent is not None and (reject or comment is not None or changes):
         raise click.UsageError("--edit takes only --approve (--reject, --comment and --change are reviews)")
@@ -357,7 +370,7 @@ def feedback(
             click.get_current_context().exit(1)
         return
     if not (approve or reject):
-        edited = edit_feedback(manager, project, session, phase)
+        edited = edit_feedback(manager, project, session, phase, reviewer=reviewer)
         report(manager, project, session, edited)
         if edited.outcome == "abandoned" or edited.feedback is None:
             again = suggest("feedback", project, session, str(phase))
@@ -380,6 +393,8 @@ def feedback(
         action="approved" if approve else "retry",
         retry_count=seen.attempt - 1 + (0 if approve else 1),  # the attempt decided on
         expected_version=seen,
+        reviewer=reviewer,
+        justification=justification,
     )
     understood = manager.load_feedback(project, session, phase)
     assert understood is not None
@@ -488,7 +503,11 @@ class ReviewHooks:
 
 
 def walk_reviews(
-    manager: CheckpointManager, items: Sequence[AwaitingReview], hooks: ReviewHooks | None = None
+    manager: CheckpointManager,
+    items: Sequence[AwaitingReview],
+    hooks: ReviewHooks | None = None,
+    *,
+    reviewer: Reviewer | None = None,
 ) -> list[Edited]:
     """Open each phase's feedback in turn, saying what was understood after each."""
     hooks = hooks or ReviewHooks()
@@ -499,7 +518,7 @@ def walk_reviews(
             f"[{index}/{len(items)}] {item.project}/{item.session} phase {item.phase} ({item.name}), "
             f"finished {when(item.finished)}: {item.feedback_file}"
         )
-        edited = edit_feedback(manager, item.project, item.session, item.phase)
+        edited = edit_feedback(manager, item.project, item.session, item.phase, reviewer=reviewer)
         report(manager, item.project, item.session, edited)
         hooks.after_phase(item, edited)
         results.append(edited)
@@ -511,10 +530,17 @@ def walk_reviews(
 @command()
 @click.argument("project", required=False)
 @click.argument("session", required=False)
+@reviewer_option
 @commit_options
 @base_dir_option
 def review(
-    project: str | None, session: str | None, commit: bool, push: bool, remote: str, base_dir: Path
+    project: str | None,
+    session: str | None,
+    reviewer: Reviewer | None,
+    commit: bool,
+    push: bool,
+    remote: str,
+    base_dir: Path,
 ) -> None:
     """Review every phase that awaits it, oldest finished first, each in $EDITOR.
 
@@ -548,7 +574,7 @@ def review(
                 click.echo(describe_sync(sync(auto.root, remote, base_dir=base_dir)), err=True)
 
         hooks = ReviewHooks(after_phase=share)
-    results = walk_reviews(manager, items, hooks)
+    results = walk_reviews(manager, items, hooks, reviewer=reviewer)
     saved = sum(e.outcome == "saved" for e in results)
     left = sum(e.outcome == "abandoned" for e in results)
     click.echo(

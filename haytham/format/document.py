@@ -39,7 +39,9 @@ def to_json(value: Any) -> Any:
             if isinstance(value, (list, tuple)):
                 return [to_json(v) for v in value]
             return value
-        names = _FIELD_NAMES[kind] = tuple(f.name for f in dataclasses.fields(value))
+        names = _FIELD_NAMES[kind] = tuple(
+            f.name for f in dataclasses.fields(value) if not f.metadata.get("derived")
+        )  # a derived field (``UserFeedback.notes``) is not the record's data
     return {name: to_json(getattr(value, name)) for name in names}
 
 

@@ -35,7 +35,15 @@ from haytham.format.markdown import (
 )
 from haytham.format.patterns import lazy
 from haytham.format.reader import Field, Reader, decode
-from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
+from haytham.format.reviewer import parse_reviewer
+from haytham.format.sections import (
+    VERSION_FIELD,
+    FieldSpec,
+    SectionSpec,
+    labels_of,
+    own_sections,
+    write_fields,
+)
 from haytham.format.version import read_version
 from haytham.records import APPROVAL_ACTIONS, FEEDBACK_ACTIONS, UserFeedback
 
@@ -52,9 +60,12 @@ REVIEW_STATUS = SectionSpec(
         FieldSpec("reviewed", "Reviewed"),
         FieldSpec("approved", "Approved"),
         FieldSpec("timestamp", "Timestamp"),
+        FieldSpec("reviewer", "Reviewer"),
+        FieldSpec("justification", "Justification"),
         VERSION_FIELD,
     ),
 )
+"""``Reviewer`` and ``Justification`` are optional: written when known, absent in older files."""
 USER_COMMENTS = SectionSpec("User Comments", required=False, attr="comments")
 REQUESTED_CHANGES = SectionSpec("Requested Changes", required=False, attr="requested_changes")
 """One list item each: ``- Change {n}: {text}``."""
@@ -71,6 +82,8 @@ _CANONICAL = lazy(
     r"- Reviewed: (?P<reviewed>true|false)\n"
     r"- Approved: (?P<approved>true|false)\n"
     rf"- Timestamp: (?:-|(?P<timestamp>{v.TIMESTAMP}))\n"
+    rf"(?:- Reviewer: (?P<reviewer>{v.PLAIN_TEXT})\n)?"
+    rf"(?:- Justification: (?P<justification>{v.PLAIN_TEXT})\n)?"
     rf"- Format: {FORMAT_VERSION}\n"
     r"\n"
     r"## User Comments\n"
@@ -109,6 +122,8 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
             "reviewed": take(review, "reviewed", v.read_bool, section=found.review),
             "approved": take(review, "approved", v.read_bool, section=found.review),
             "timestamp": take(review, "timestamp", v.read_text, required=False),
+            "reviewer": _read_reviewer(reader, review),
+            "justification": take(review, "justification", v.read_text, required=False),
             "comments": read_comments(found.comments),
             "requested_changes": read_changes(found.changes),
         }
@@ -116,7 +131,9 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
         reader.check_labels(ACTION_TAKEN, action)
         data["action"] = take(action, "action", _read_action, required=False)
         data["retry_count"] = take(action, "retry_count", v.read_int, default=0, required=False)
+        data["notes"] = own_text(reader, found)
         _settle(reader, data, review, action)
+        _not_yet_a_review(reader, data)
         return data
 
     def _build(self, data: dict[str, Any]) -> UserFeedback:
@@ -138,6 +155,8 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
         if reviewed and not approved and action in APPROVAL_ACTIONS:
             return None
         comments = found["comments"]
+        if not reviewed and (changes or comments != NO_COMMENTS):
+            return None  # the general reader notes that this does not count yet
         return UserFeedback(
             phase_name=found["phase_name"],
             reviewed=reviewed,
@@ -147,6 +166,8 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
             requested_changes=() if changes is None else tuple(_CANONICAL_CHANGE.findall(changes)),
             action=action,  # type: ignore[arg-type]  # one of FEEDBACK_ACTIONS
             retry_count=int(found["retry_count"]),
+            reviewer=found["reviewer"],
+            justification=found["justification"],
         )
 
     _last: tuple[UserFeedback, str] | None = None
@@ -193,10 +214,26 @@ def _written_fields(record: UserFeedback, section: SectionSpec) -> dict[str, str
         "reviewed": v.write_bool(record.reviewed),
         "approved": v.write_bool(record.approved),
         "timestamp": v.write_text(record.timestamp),
+        "reviewer": None if record.reviewer is None else v.write_text(record.reviewer),
+        "justification": None if record.justification is None else v.write_text(record.justification),
         "action": record.action,
         "retry_count": str(record.retry_count),
     }
     return {field.attr: written.get(field.attr) for field in section.fields}
+
+
+def _read_reviewer(reader: Reader, review: Mapping[str, Field]) -> str | None:
+    """The ``Reviewer`` field as written, None when absent or ``-``; an error at its line when
+    it names nobody (``parse_reviewer``), so a typo is never recorded as a person."""
+    field = review.get(normalise_label(REVIEW_STATUS.label("reviewer")))
+    text = reader.take(review, "reviewer", v.read_text, required=False)
+    if text is None or field is None:
+        return None
+    try:
+        parse_reviewer(text)
+    except InvalidArgumentError as error:
+        reader.error(field.line, field.label, str(error))
+    return str(text)
 
 
 def settle(record: UserFeedback) -> UserFeedback:
@@ -261,6 +298,75 @@ def _settle(
             f"{data['action']!r} contradicts {label}: false{where}, and {label} is the reviewer's "
             f"decision: set {label}: true to approve the phase, or Action: retry to send it back",
         )
+
+
+NOT_A_REVIEW_YET = (
+    "is false, so what this review says ({what}) does not count yet: no run acts on it; set "
+    "Reviewed: true (and Approved: true or false) when it is your review"
+)
+"""The note on a review file with comments or changes that still says ``Reviewed: false``."""
+
+
+def _not_yet_a_review(reader: Reader, data: Mapping[str, Any]) -> None:
+    """Warn, at the Reviewed line, that comments or changes written while ``Reviewed: false``
+    do not count: a reviewer who wrote them and forgot the flag learns it at once."""
+    if data["reviewed"] is not False:
+        return
+    what = [
+        name
+        for name, present in (
+            ("comments", data["comments"]),
+            ("requested changes", data["requested_changes"]),
+            ("your own text", data["notes"]),
+        )
+        if present
+    ]
+    line = reader.lines.get(("reviewed",))
+    if what and line is not None:
+        reader.warn(line, FEEDBACK.labels["reviewed"], NOT_A_REVIEW_YET.format(what=", ".join(what)))
+
+
+def own_text(reader: Reader, found: Located) -> str:
+    """The reviewer's own text (``UserFeedback.notes``): text in ``## Review Status`` that is
+    no field, no list item and no HTML comment (comments left there after their heading was
+    deleted), then each section that is not haytham's as ``### Title`` and its text, in the
+    order of the file. Near misses of haytham's sections are read as those, not here."""
+    parts = []
+    if found.review is not None:
+        stray = _stray_text(found.review)
+        if stray:
+            parts.append(stray)
+    for section in own_sections(reader.document, SECTIONS, near_misses_read=True):
+        if found.comments is not None and found.comments.line <= section.line < _end_line(
+            reader, found.comments
+        ):
+            continue  # inside the comments (the first implementation's unescaped headings)
+        body = section.body.strip("\n").rstrip()
+        parts.append(f"### {section.source_title}" + (f"\n{body}" if body.strip() else ""))
+    return "\n\n".join(parts)
+
+
+def _end_line(reader: Reader, section: Section) -> int:
+    """The line just past ``section``'s body."""
+    return section.body_line + section.body.count("\n") + 1
+
+
+def _stray_text(section: Section) -> str:
+    """The lines of ``section`` that are neither blank, a list item (a field), nor an HTML comment."""
+    kept: list[str] = []
+    in_comment = False
+    for _, raw in iter_unfenced_lines(section.body, section.body_line):
+        line = raw.rstrip("\r")
+        stripped = line.strip()
+        if in_comment or stripped.startswith("<!--"):
+            in_comment = "-->" not in stripped
+            continue
+        if _ITEM.fullmatch(line) or (kept == [] and not stripped):
+            continue
+        kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "\n".join(kept)
 
 
 def _label(fields: Mapping[str, Field], attr: str) -> str:
@@ -420,6 +526,10 @@ def _put_fields(
         if section is None:
             edit.appended += edit.new([spec.heading, *added])
             continue
+        version_line = reader.lines.get((VERSION_FIELD.attr,)) if spec is REVIEW_STATUS else None
+        if version_line is not None:  # before ``- Format:``, where ``render`` writes them
+            edit.before.setdefault(version_line - 1, []).extend(edit.new(added))
+            continue
         numbers = [f.line for f in reader.fields(section).values()]
         at = max(numbers) - 1 if numbers else section.line - 1
         edit.after.setdefault(at, []).extend(edit.new(added))
@@ -476,6 +586,10 @@ def merge_feedback(text: str, record: UserFeedback) -> str:
         "approved": record.approved,
         "timestamp": v.write_text(record.timestamp),
     }
+    for attr in ("reviewer", "justification"):  # optional: added when known, cleared with ``-``
+        value = getattr(record, attr)
+        if value is not None or (attr,) in reader.lines:
+            fields[attr] = v.write_text(value)
     _put_fields(
         edit,
         reader,

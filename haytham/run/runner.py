@@ -52,7 +52,11 @@ class AgentContext:
 
     @property
     def comments(self) -> str:
-        return self.feedback.comments if self.feedback else ""
+        """The reviewer's comments, then their own text (``UserFeedback.notes``: their own
+        sections as ``### Title`` and text), so nothing a reviewer wrote is lost to the agents."""
+        if self.feedback is None:
+            return ""
+        return "\n\n".join(part for part in (self.feedback.comments, self.feedback.notes) if part)
 
     @property
     def requested_changes(self) -> tuple[str, ...]:

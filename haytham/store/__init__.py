@@ -44,10 +44,12 @@ PUBLIC_MODULES = (
     "orphans",
     "advice",
     "shown",
+    "review_time",
 )
 """The store's public API: the modules the layers above may import, and of them only names
 without a leading underscore (``tests/test_public_api.py`` checks every import outside
 ``store/``). The others (``store``, ``session``, ``reads``, ``saving``, ``reruns``,
 ``arguments``, ``attempts``, ``fork``, ``history``, ``index``, ``validation``,
-``disagreements``, ``review_time``, ``derived``, ``phase_files``) are how the store does its
-work, free to change."""
+``disagreements``, ``derived``, ``phase_files``) are how the store does its work, free to
+change. ``review_time`` is public for its ``CommitLookup``: what the layers above that talk to
+git (``haytham.git.reviews``) give the analytics to date hand reviews."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from haytham.errors import InvalidArgumentError
+from haytham.format.reviewer import Reviewer, parse_reviewer
 from haytham.records import APPROVAL_ACTIONS, FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES, AgentRun
 from haytham.store.clock import format_timestamp, parse_timestamp
 from haytham.store.names import check_agent_name, check_name
@@ -250,10 +251,15 @@ def feedback_fields(
     requested_changes: Sequence[str] | None = None,
     action: str | None = None,
     retry_count: int = 0,
+    *,
+    reviewer: object = None,
+    justification: str | None = None,
 ) -> dict[str, Any]:
     """``save_user_feedback``'s arguments, checked: the fields of its ``UserFeedback`` but the
     phase and the time. No ``action`` is the one the review implies: ``pending`` before a
-    review, ``approved`` for an approval, ``retry`` for a review that does not approve."""
+    review, ``approved`` for an approval, ``retry`` for a review that does not approve.
+    ``reviewer`` (a ``Reviewer`` or its text) is written as ``Name <email>``; a blank
+    ``justification`` is none."""
     if action is None:
         action = "approved" if approved is True else "retry" if reviewed is True else "pending"
     check_choice("action", action, FEEDBACK_ACTIONS)
@@ -268,6 +274,15 @@ def feedback_fields(
             "pass approved=True to approve the phase, or action='retry' to send it back",
             field="action",
         )
+    if reviewer is not None and not isinstance(reviewer, (str, Reviewer)):
+        raise InvalidArgumentError(
+            f"reviewer must be a string or a Reviewer, got {reviewer!r}", field="reviewer"
+        )
+    if justification is not None and not isinstance(justification, str):
+        raise InvalidArgumentError(
+            f"justification must be a string, got {justification!r}", field="justification"
+        )
+    who = parse_reviewer(reviewer) if isinstance(reviewer, str) else reviewer
     return {
         "reviewed": reviewed,
         "approved": approved,
@@ -275,6 +290,8 @@ def feedback_fields(
         "requested_changes": tuple(check_text_list("requested_changes", requested_changes or ())),
         "action": action,
         "retry_count": retry_count,
+        "reviewer": None if who is None else str(who),
+        "justification": justification.strip() or None if justification is not None else None,
     }
 
 

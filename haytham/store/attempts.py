@@ -21,10 +21,10 @@ from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK
 from haytham.format.document import DocumentFormat, R
 from haytham.format.guard import read_file
 from haytham.format.layout import ATTEMPTS_DIR, CHECKPOINT_FILE, FEEDBACK_FILE
-from haytham.records import Attempt, PhaseCheckpoint, UserFeedback
+from haytham.records import Attempt, PhaseCheckpoint, ReviewTimeSource, UserFeedback
 from haytham.store import journal
 from haytham.store.phase_files import agent_files
-from haytham.store.review_time import hand_review_time
+from haytham.store.review_time import hand_review_time, is_hand_review
 
 
 def stage_archive(change: journal.Change, directory: Path, number: int) -> None:
@@ -91,16 +91,21 @@ def read_review(
     mistakes (file, line, field, message: ``FEEDBACK.read_path``'s issues, as ``validate``
     reports them) are added there: the one lenient read of a review, for the views that show
     a session whose review has a mistake instead of refusing all of it."""
+    feedback = _review_file(path, problems)
+    return None if feedback is None else hand_review_time(feedback, path, completed)
+
+
+def _review_file(path: Path, problems: list[Issue] | None) -> UserFeedback | None:
+    """The review in the file at ``path`` as written (no time derived), or None; a mistake
+    raises, or with ``problems`` is added there (as for ``read_review``)."""
     if not path.is_file():
         return None
     if problems is None:
-        feedback = FEEDBACK.load_optional(path)
-    else:
-        feedback, issues = FEEDBACK.read_path(path)
-        if feedback is None:
-            problems.extend(issue for issue in issues if issue.is_error)
-            return None
-    return None if feedback is None else hand_review_time(feedback, path, completed)
+        return FEEDBACK.load_optional(path)
+    feedback, issues = FEEDBACK.read_path(path)
+    if feedback is None:
+        problems.extend(issue for issue in issues if issue.is_error)
+    return feedback
 
 
 def load(
@@ -122,5 +127,11 @@ def load(
         content = read_output(path)
         if content is not None:
             outputs[path.stem] = content
-    feedback = read_review(directory / FEEDBACK_FILE, checkpoint.completed if checkpoint else None, problems)
-    return Attempt(number, directory, checkpoint, feedback, outputs)
+    feedback_path = directory / FEEDBACK_FILE
+    completed = checkpoint.completed if checkpoint else None
+    feedback = _review_file(feedback_path, problems)
+    source: ReviewTimeSource | None = None
+    if feedback is not None and feedback.reviewed:
+        source = "file" if is_hand_review(feedback, completed) else "recorded"
+        feedback = hand_review_time(feedback, feedback_path, completed)
+    return Attempt(number, directory, checkpoint, feedback, outputs, source)

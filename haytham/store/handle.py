@@ -20,6 +20,7 @@ from typing import Any
 from haytham.errors import InvalidArgumentError, Issue, NotFoundError, PhaseNotFoundError, SessionExistsError
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
+from haytham.format.reviewer import Reviewer, parse_reviewer
 from haytham.format.workflow import BUILTIN_WORKFLOWS, Workflow, dump_workflow
 from haytham.records import (
     FEEDBACK_ACTIONS,
@@ -508,8 +509,16 @@ class SessionHandle:
         self.store.events.emit(events)
         return path
 
-    def save_feedback_text(self, phase_num: int, text: str, *, expected: str | None = None) -> UserFeedback:
+    def save_feedback_text(
+        self,
+        phase_num: int,
+        text: str,
+        *,
+        expected: str | None = None,
+        reviewer: Reviewer | str | None = None,
+    ) -> UserFeedback:
         """``CheckpointManager.save_feedback_text``: a person's own text as the review file."""
+        who = None if reviewer is None else str(parse_reviewer(str(reviewer)))
         if not isinstance(text, str):
             raise InvalidArgumentError(f"text must be a string, got {type(text).__name__}", field="text")
         try:
@@ -521,7 +530,7 @@ class SessionHandle:
                 field="text",
             ) from None
         with self.transact() as tx:
-            record, events = saving.save_feedback_text(tx, phase_num, text, expected)
+            record, events = saving.save_feedback_text(tx, phase_num, text, expected, who)
         self.store.events.emit(events)
         return record
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from haytham.errors import HaythamError, Issue
 from haytham.format.layout import MANIFEST_FILE
+from haytham.format.reviewer import Reviewer
 from haytham.format.workflow import Workflow
 from haytham.records import (
     AgentOutput,
@@ -212,8 +213,13 @@ class CheckpointManager(Store):
         retry_count: int = 0,
         *,
         expected_version: str | Shown | None = None,
+        reviewer: Reviewer | str | None = None,
+        justification: str | None = None,
     ) -> Path:
         """Write the phase's user_feedback.md (the file people also edit by hand).
+
+        ``reviewer`` (who decided: a ``Reviewer`` or ``Name <email>``) and ``justification``
+        (why, one line) are recorded in the Review Status section when given.
 
         ``action`` records what is done about the review; by default the one it implies:
         ``pending`` before a review, ``approved`` for an approval, ``retry`` for a review that
@@ -230,7 +236,16 @@ class CheckpointManager(Store):
         (``reviewed=True``) is a lifecycle move the phase as it stands must allow a reviewer
         (``lifecycle.check_move``): otherwise MoveRefusedError, and nothing is written. The
         blank template (``reviewed=False``) decides nothing and is no move."""
-        fields = feedback_fields(reviewed, approved, comments, requested_changes, action, retry_count)
+        fields = feedback_fields(
+            reviewed,
+            approved,
+            comments,
+            requested_changes,
+            action,
+            retry_count,
+            reviewer=reviewer,
+            justification=justification,
+        )
         return self.session(project_id, session_id).save_user_feedback(
             phase_num, fields, expected_version=expected_version
         )
@@ -243,10 +258,15 @@ class CheckpointManager(Store):
         text: str,
         *,
         expected: str | None = None,
+        reviewer: Reviewer | str | None = None,
     ) -> UserFeedback:
         """Write a person's own text as the phase's user_feedback.md, byte for byte, and
         return what haytham understood from it (the editor loop of ``haytham feedback`` and
         ``haytham review``).
+
+        A text that reviews (``Reviewed: true``) is the review made now: haytham records the
+        time in its Timestamp, and ``reviewer`` in its Reviewer, unless the person changed
+        that field themselves; every other byte is the person's.
 
         It is saved as every review is: under the session's lock, with its review history
         entry and the manifest brought up to date, as one journaled operation. Nothing is
@@ -257,7 +277,9 @@ class CheckpointManager(Store):
         version (StaleReviewError: someone else wrote it meanwhile, theirs stays). The same
         text as the file's writes nothing.
         """
-        return self.session(project_id, session_id).save_feedback_text(phase_num, text, expected=expected)
+        return self.session(project_id, session_id).save_feedback_text(
+            phase_num, text, expected=expected, reviewer=reviewer
+        )
 
     def save_phase(
         self,

@@ -165,10 +165,11 @@ def save_phase(
 
 
 def save_feedback_text(
-    tx: Transaction, phase_num: int, text: str, expected: str | None
+    tx: Transaction, phase_num: int, text: str, expected: str | None, reviewer: str | None = None
 ) -> tuple[UserFeedback, list[Event]]:
     """``CheckpointManager.save_feedback_text`` under the transaction's lock: a person's own
-    text as the review file, byte for byte, with its history entry and the manifest."""
+    text as the review file, byte for byte but for the review's time and reviewer
+    (``stamp_review``), with its history entry and the manifest."""
     data = text.encode("utf-8")
     session = tx.session
     phase = session.phase(phase_num)
@@ -184,11 +185,53 @@ def save_feedback_text(
     before = tx.reads.data(path)
     if before == data:
         return record, []  # the file says this already: no byte changes
+    previous = _previous(before, path, tx)
+    if previous is not None and previous.reviewed and previous.timestamp is not None:
+        again = stamp_review(text, record, None, previous.timestamp, reviewer or previous.reviewer)
+        if again.encode("utf-8") == before:
+            return previous, []  # the same text again, as saved with its time: no byte changes
+    stamped = stamp_review(text, record, previous, tx.store.now(), reviewer)
+    if stamped != text:
+        text, data = stamped, stamped.encode("utf-8")
+        record = FEEDBACK.parse(decode(data, path), path)
     with tx.change("save_feedback_text") as change:
         change.write(path, data, current=tx.reads.current(path))
         tx.stage_review(change, session, phase, record, text=text)
     fields = dataclasses.asdict(record)
     return record, [feedback_event(tx, phase.number, path, fields, moved_from, before is None)]
+
+
+def stamp_review(
+    text: str, record: UserFeedback, previous: UserFeedback | None, now: str, reviewer: str | None
+) -> str:
+    """``text`` with the review's time (``now``) and ``reviewer`` in its Review Status, when it
+    is a review (reviewed) whose person left those fields as the file had them: a person who
+    writes their own Timestamp or Reviewer is taken at their word. Every other byte stays
+    (``rewrite_fields``); the blank template (not reviewed) gets neither."""
+    if not record.reviewed:
+        return text
+    was = previous if previous is not None and previous.reviewed else None
+    updates: dict[str, bool | int | str] = {}
+    if record.timestamp is None or record.timestamp == (was.timestamp if was is not None else None):
+        updates["timestamp"] = now
+    if reviewer is not None and record.reviewer == (was.reviewer if was is not None else None):
+        updates["reviewer"] = reviewer
+    if not updates:
+        return text
+    try:
+        return rewrite_fields(text, updates)
+    except InvalidArgumentError:  # a field written as a checkbox cannot hold a time: left as written
+        return text
+
+
+def _previous(data: bytes | None, path: Path, tx: Transaction) -> UserFeedback | None:
+    """The review the file held before this save, None when it had none or does not read."""
+    if data is None:
+        return None
+    try:
+        return FEEDBACK.read_data(data, path, cache=tx.store.cache)[0]
+    except DocumentError:
+        return None
 
 
 def update_feedback(tx: Transaction, phase_num: int, updates: Mapping[str, bool | int | str]) -> UserFeedback:

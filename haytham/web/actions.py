@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from haytham.errors import ReviewConflictError, StaleReviewError
+from haytham.format.reviewer import Reviewer
 from haytham.store.manager import CheckpointManager
 from haytham.store.shown import Shown
 from haytham.web.pages import check_names, feedback_version
@@ -34,6 +35,10 @@ class Review:
     version: str
     """What the form was rendered from: ``Shown.token`` (the phase's attempt, the digest of
     its outputs and the version of user_feedback.md, ``pages.phase_page``)."""
+    justification: str | None = None
+    """Why, as the reviewer wrote it; None when left blank."""
+    reviewer: Reviewer | None = None
+    """Who reviews: the server's configured identity (``haytham serve --reviewer``)."""
 
     @property
     def event(self) -> str:
@@ -76,6 +81,8 @@ def submit_review(manager: CheckpointManager, project: str, session: str, phase:
             action="approved" if review.approve else "retry",
             retry_count=checkpoint.retry_count + (0 if review.approve else 1),
             expected_version=shown,
+            reviewer=review.reviewer,
+            justification=review.justification,
         )
     except StaleReviewError as error:
         raise _conflict(manager, project, session, phase, error.changed) from None

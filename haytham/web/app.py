@@ -151,7 +151,15 @@ def create_app(
         context: dict[str, Any] = {"conflict": None, "draft": None, "messages": _messages(request)}
         context.update(extra)
         status = context.pop("status", 200)
-        return _page("phase.html", status=status, phase=page, version=version, csrf=csrf(request), **context)
+        return _page(
+            "phase.html",
+            status=status,
+            phase=page,
+            version=version,
+            csrf=csrf(request),
+            reviewer=reviewer,
+            **context,
+        )
 
     async def review(request: Request) -> Response:
         project, session_id = _names(request)
@@ -165,6 +173,8 @@ def create_app(
             comments=form.get("comments", "").replace("\r\n", "\n"),
             changes=actions.parse_changes(form.get("changes", "")),
             version=form.get("version", ""),
+            justification=form.get("justification", "").strip() or None,
+            reviewer=reviewer,
         )
         try:
             await run_in_threadpool(actions.submit_review, manager, project, session_id, number, submitted)

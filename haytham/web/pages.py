@@ -494,6 +494,13 @@ class PhasePage:
         """The time the phase's current attempt ran, as every view says it."""
         return durations.phase_seconds(self.checkpoint)
 
+    @property
+    def not_counted(self) -> bool:
+        """Whether user_feedback.md holds comments, changes or the reviewer's own text while
+        it still says ``Reviewed: false``: written, but not a review yet (the page says so)."""
+        f = self.feedback
+        return f is not None and not f.reviewed and bool(f.comments or f.requested_changes or f.notes)
+
 
 def feedback_path(manager: CheckpointManager, project: str, session: str, phase: int) -> Path:
     return manager.phase_dir(project, session, phase) / FEEDBACK_FILE

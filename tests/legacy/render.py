@@ -437,6 +437,8 @@ class LegacyTree:
                 "requested_changes": list(f["changes"]),
                 "action": action,
                 "retry_count": retry_count,
+                "reviewer": None,  # the first implementation named no reviewer
+                "justification": None,
             },
         )
 
@@ -1202,6 +1204,8 @@ def case_hand_written(t: LegacyTree) -> None:
             "requested_changes": ["Mention the EU later", "Keep the name"],
             "action": "approved",
             "retry_count": 1,
+            "reviewer": None,
+            "justification": None,
         },
     )
 

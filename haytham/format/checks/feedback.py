@@ -2,7 +2,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 # fmt: off
-SCHEMA_DIGEST = "089f1a234b299b64"
+SCHEMA_DIGEST = "131c298e1fe22da3"
 VERSION = "2.22.3"
 from decimal import Decimal
 import re
@@ -17,12 +17,12 @@ NoneType = type(None)
 
 def validate(data, custom_formats={}, name_prefix=None):
     if not isinstance(data, (dict)):
-        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', 'title': 'haytham user_feedback.md', 'type': 'object', 'properties': {'phase_name': {'type': 'string'}, 'reviewed': {'type': 'boolean'}, 'approved': {'type': 'boolean'}, 'timestamp': {'anyOf': [{'type': 'null'}, {'type': 'string', 'pattern': '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$', 'description': 'an ISO 8601 UTC timestamp'}]}, 'comments': {'type': 'string'}, 'requested_changes': {'type': 'array', 'items': {'type': 'string'}}, 'action': {'description': 'the values of haytham.records.FeedbackAction, filled in when the schema is loaded', 'enum': ['pending', 'approved', 'retry', 'rejected', 'skipped', 'retry_with_changes', 'skip_phase', 'skip_stage', 'max_retries_exceeded', 'modified']}, 'retry_count': {'type': 'integer', 'minimum': 0, 'maximum': 1000000000000}}, 'required': ['phase_name', 'reviewed', 'approved', 'timestamp', 'comments', 'requested_changes', 'action', 'retry_count'], 'additionalProperties': False, '$defs': {'FeedbackAction': {'description': 'the values of haytham.records.FeedbackAction, filled in when the schema is loaded', 'enum': ['pending', 'approved', 'retry', 'rejected', 'skipped', 'retry_with_changes', 'skip_phase', 'skip_stage', 'max_retries_exceeded', 'modified']}}}, rule='type')
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', 'title': 'haytham user_feedback.md', 'type': 'object', 'properties': {'phase_name': {'type': 'string'}, 'reviewed': {'type': 'boolean'}, 'approved': {'type': 'boolean'}, 'timestamp': {'anyOf': [{'type': 'null'}, {'type': 'string', 'pattern': '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$', 'description': 'an ISO 8601 UTC timestamp'}]}, 'comments': {'type': 'string'}, 'requested_changes': {'type': 'array', 'items': {'type': 'string'}}, 'action': {'description': 'the values of haytham.records.FeedbackAction, filled in when the schema is loaded', 'enum': ['pending', 'approved', 'retry', 'rejected', 'skipped', 'retry_with_changes', 'skip_phase', 'skip_stage', 'max_retries_exceeded', 'modified']}, 'retry_count': {'type': 'integer', 'minimum': 0, 'maximum': 1000000000000}, 'reviewer': {'anyOf': [{'type': 'null'}, {'type': 'string', 'minLength': 1, 'maxLength': 200}]}, 'justification': {'anyOf': [{'type': 'null'}, {'type': 'string'}]}, 'notes': {'type': 'string', 'description': "derived on read (the reviewer's own sections), never written"}}, 'required': ['phase_name', 'reviewed', 'approved', 'timestamp', 'comments', 'requested_changes', 'action', 'retry_count'], 'additionalProperties': False, '$defs': {'FeedbackAction': {'description': 'the values of haytham.records.FeedbackAction, filled in when the schema is loaded', 'enum': ['pending', 'approved', 'retry', 'rejected', 'skipped', 'retry_with_changes', 'skip_phase', 'skip_stage', 'max_retries_exceeded', 'modified']}}}, rule='type')
     data_is_dict = isinstance(data, dict)
     if data_is_dict:
         data__missing_keys = set(['phase_name', 'reviewed', 'approved', 'timestamp', 'comments', 'requested_changes', 'action', 'retry_count']) - data.keys()
         if data__missing_keys:
-            raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain " + (str(sorted(data__missing_keys)) + " properties"), value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', 'title': 'haytham user_feedback.md', 'type': 'object', 'properties': {'phase_name': {'type': 'string'}, 'reviewed': {'type': 'boolean'}, 'approved': {'type': 'boolean'}, 'timestamp': {'anyOf': [{'type': 'null'}, {'type': 'string', 'pattern': '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$', 'description': 'an ISO 8601 UTC timestamp'}]}, 'comments': {'type': 'string'}, 'requested_changes': {'type': 'array', 'items': {'type': 'string'}}, 'action': {'description': 'the values of haytham.records.FeedbackAction, filled in when the schema is loaded', 'enum': ['pending', 'approved', 'retry', 'rejected', 'skipped', 'retry_with_changes', 'skip_phase', 'skip_stage', 'max_retries_exceeded', 'modified']}, 'retry_count': {'type': 'integer', 'minimum': 0, 'maximum': 1000000000000}}, 'required': ['phase_name', 'reviewed', 'approved', 'timestamp', 'comments', 'requested_changes', 'action', 'retry_count'], 'additionalProperties': False, '$defs': {'FeedbackAction': {'description': 'the values of haytham.records.FeedbackAction, filled in when the schema is loaded', 'enum': ['pending', 'approved', 'retry', 'rejected', 'skipped', 'retry_with_changes', 'skip_phase', 'skip_stage', 'max_retries_exceeded', 'modified']}}}, rule='required')
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain " + (str(sorted(data__missing_keys)) + " properties"), value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', 'title': 'haytham user_feedback.md', 'type': 'object', 'properties': {'phase_name': {'type': 'string'}, 'reviewed': {'type': 'boolean'}, 'approved': {'type': 'boolean'}, 'timestamp': {'anyOf': [{'type': 'null'}, {'type': 'string', 'pattern': '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$', 'description': 'an ISO 8601 UTC timestamp'}]}, 'comments': {'type': 'string'}, 'requested_changes': {'type': 'array', 'items': {'type': 'string'}}, 'action': {'description': 'the values of haytham.records.FeedbackAction, filled in when the schema is loaded', 'enum': ['pending', 'approved', 'retry', 'rejected', 'skipped', 'retry_with_changes', 'skip_phase', 'skip_stage', 'max_retries_exceeded', 'modified']}, 'retry_count': {'type': 'integer', 'minimum': 0, 'maximum': 1000000000000}, 'reviewer': {'anyOf': [{'type': 'null'}, {'type': 'string', 'minLength': 1, 'maxLength': 200}]}, 'justification': {'anyOf': [{'type': 'null'}, {'type': 'string'}]}, 'notes': {'type': 'string', 'description': "derived on read (the reviewer's own sections), never written"}}, 'required': ['phase_name', 'reviewed', 'approved', 'timestamp', 'comments', 'requested_changes', 'action', 'retry_count'], 'additionalProperties': False, '$defs': {'FeedbackAction': {'description': 'the values of haytham.records.FeedbackAction, filled in when the schema is loaded', 'enum': ['pending', 'approved', 'retry', 'rejected', 'skipped', 'retry_with_changes', 'skip_phase', 'skip_stage', 'max_retries_exceeded', 'modified']}}}, rule='required')
         data_keys = set(data.keys())
         if "phase_name" in data_keys:
             data_keys.remove("phase_name")
@@ -90,8 +90,55 @@ def validate(data, custom_formats={}, name_prefix=None):
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".retry_count must be bigger than or equal to 0", value=data__retrycount, name="" + (name_prefix or "data") + ".retry_count", definition={'type': 'integer', 'minimum': 0, 'maximum': 1000000000000}, rule='minimum')
                 if data__retrycount > 1000000000000:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".retry_count must be smaller than or equal to 1000000000000", value=data__retrycount, name="" + (name_prefix or "data") + ".retry_count", definition={'type': 'integer', 'minimum': 0, 'maximum': 1000000000000}, rule='maximum')
+        if "reviewer" in data_keys:
+            data_keys.remove("reviewer")
+            data__reviewer = data["reviewer"]
+            data__reviewer_any_of_count2 = 0
+            if not data__reviewer_any_of_count2:
+                try:
+                    if not isinstance(data__reviewer, (NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".reviewer must be null", value=data__reviewer, name="" + (name_prefix or "data") + ".reviewer", definition={'type': 'null'}, rule='type')
+                    data__reviewer_any_of_count2 += 1
+                except (JsonSchemaValueException, JsonSchemaValuesException): pass
+            if not data__reviewer_any_of_count2:
+                try:
+                    if not isinstance(data__reviewer, (str)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".reviewer must be string", value=data__reviewer, name="" + (name_prefix or "data") + ".reviewer", definition={'type': 'string', 'minLength': 1, 'maxLength': 200}, rule='type')
+                    if isinstance(data__reviewer, str):
+                        data__reviewer_len = len(data__reviewer)
+                        if data__reviewer_len < 1:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".reviewer must be longer than or equal to 1 characters", value=data__reviewer, name="" + (name_prefix or "data") + ".reviewer", definition={'type': 'string', 'minLength': 1, 'maxLength': 200}, rule='minLength')
+                        if data__reviewer_len > 200:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".reviewer must be shorter than or equal to 200 characters", value=data__reviewer, name="" + (name_prefix or "data") + ".reviewer", definition={'type': 'string', 'minLength': 1, 'maxLength': 200}, rule='maxLength')
+                    data__reviewer_any_of_count2 += 1
+                except (JsonSchemaValueException, JsonSchemaValuesException): pass
+            if not data__reviewer_any_of_count2:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".reviewer cannot be validated by any definition", value=data__reviewer, name="" + (name_prefix or "data") + ".reviewer", definition={'anyOf': [{'type': 'null'}, {'type': 'string', 'minLength': 1, 'maxLength': 200}]}, rule='anyOf')
+        if "justification" in data_keys:
+            data_keys.remove("justification")
+            data__justification = data["justification"]
+            data__justification_any_of_count3 = 0
+            if not data__justification_any_of_count3:
+                try:
+                    if not isinstance(data__justification, (NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".justification must be null", value=data__justification, name="" + (name_prefix or "data") + ".justification", definition={'type': 'null'}, rule='type')
+                    data__justification_any_of_count3 += 1
+                except (JsonSchemaValueException, JsonSchemaValuesException): pass
+            if not data__justification_any_of_count3:
+                try:
+                    if not isinstance(data__justification, (str)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".justification must be string", value=data__justification, name="" + (name_prefix or "data") + ".justification", definition={'type': 'string'}, rule='type')
+                    data__justification_any_of_count3 += 1
+                except (JsonSchemaValueException, JsonSchemaValuesException): pass
+            if not data__justification_any_of_count3:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".justification cannot be validated by any definition", value=data__justification, name="" + (name_prefix or "data") + ".justification", definition={'anyOf': [{'type': 'null'}, {'type': 'string'}]}, rule='anyOf')
+        if "notes" in data_keys:
+            data_keys.remove("notes")
+            data__notes = data["notes"]
+            if not isinstance(data__notes, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".notes must be string", value=data__notes, name="" + (name_prefix or "data") + ".notes", definition={'type': 'string', 'description': "derived on read (the reviewer's own sections), never written"}, rule='type')
         if data_keys:
-            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', 'title': 'haytham user_feedback.md', 'type': 'object', 'properties': {'phase_name': {'type': 'string'}, 'reviewed': {'type': 'boolean'}, 'approved': {'type': 'boolean'}, 'timestamp': {'anyOf': [{'type': 'null'}, {'type': 'string', 'pattern': '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$', 'description': 'an ISO 8601 UTC timestamp'}]}, 'comments': {'type': 'string'}, 'requested_changes': {'type': 'array', 'items': {'type': 'string'}}, 'action': {'description': 'the values of haytham.records.FeedbackAction, filled in when the schema is loaded', 'enum': ['pending', 'approved', 'retry', 'rejected', 'skipped', 'retry_with_changes', 'skip_phase', 'skip_stage', 'max_retries_exceeded', 'modified']}, 'retry_count': {'type': 'integer', 'minimum': 0, 'maximum': 1000000000000}}, 'required': ['phase_name', 'reviewed', 'approved', 'timestamp', 'comments', 'requested_changes', 'action', 'retry_count'], 'additionalProperties': False, '$defs': {'FeedbackAction': {'description': 'the values of haytham.records.FeedbackAction, filled in when the schema is loaded', 'enum': ['pending', 'approved', 'retry', 'rejected', 'skipped', 'retry_with_changes', 'skip_phase', 'skip_stage', 'max_retries_exceeded', 'modified']}}}, rule='additionalProperties')
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', 'title': 'haytham user_feedback.md', 'type': 'object', 'properties': {'phase_name': {'type': 'string'}, 'reviewed': {'type': 'boolean'}, 'approved': {'type': 'boolean'}, 'timestamp': {'anyOf': [{'type': 'null'}, {'type': 'string', 'pattern': '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$', 'description': 'an ISO 8601 UTC timestamp'}]}, 'comments': {'type': 'string'}, 'requested_changes': {'type': 'array', 'items': {'type': 'string'}}, 'action': {'description': 'the values of haytham.records.FeedbackAction, filled in when the schema is loaded', 'enum': ['pending', 'approved', 'retry', 'rejected', 'skipped', 'retry_with_changes', 'skip_phase', 'skip_stage', 'max_retries_exceeded', 'modified']}, 'retry_count': {'type': 'integer', 'minimum': 0, 'maximum': 1000000000000}, 'reviewer': {'anyOf': [{'type': 'null'}, {'type': 'string', 'minLength': 1, 'maxLength': 200}]}, 'justification': {'anyOf': [{'type': 'null'}, {'type': 'string'}]}, 'notes': {'type': 'string', 'description': "derived on read (the reviewer's own sections), never written"}}, 'required': ['phase_name', 'reviewed', 'approved', 'timestamp', 'comments', 'requested_changes', 'action', 'retry_count'], 'additionalProperties': False, '$defs': {'FeedbackAction': {'description': 'the values of haytham.records.FeedbackAction, filled in when the schema is loaded', 'enum': ['pending', 'approved', 'retry', 'rejected', 'skipped', 'retry_with_changes', 'skip_phase', 'skip_stage', 'max_retries_exceeded', 'modified']}}}, rule='additionalProperties')
     return data
 
 def validate____defs_feedbackaction(data, custom_formats={}, name_prefix=None):
