@@ -22,6 +22,7 @@ if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it sk
 from starlette.testclient import TestClient
 
 from haytham import CheckpointManager
+from haytham.format.reviewer import parse_reviewer
 from haytham.run.demo import run_demo
 from haytham.web.app import create_app
 from haytham.web.pages import EDITABLE_OUTPUT_CHARS
@@ -143,3 +144,30 @@ def test_the_report_shows_the_correction(manager: CheckpointManager) -> None:
     assert f'id="correction-1-{agent}"' in report
     assert f'<span class="d-add">+{CORRECTION}</span>' in report
     assert f'id="correct-{agent}"' not in report  # the report is read only: no form to edit
+
+
+def test_a_correction_records_who_made_it(manager: CheckpointManager) -> None:
+    """Who and why (issue 25) hold for a correction as for a review: the page records the
+    server's reviewer, the library the one it is given, and a correction by nobody keeps
+    the Reviewer the review already names."""
+    ann = parse_reviewer("Ann Reviewer <ann@example.com>")
+    agent = agent_of(manager)
+    original = manager.load_agent_output(P, S, 1, agent).content
+    app = create_app(str(manager.base_dir), reviewer=ann)
+    with TestClient(app, base_url="http://127.0.0.1") as browser:
+        form = edit_form(browser.get(f"/p/{P}/s/{S}/phase/1").text, agent)
+        sent = browser.post(
+            f"/p/{P}/s/{S}/phase/1/correct",
+            data={**form, "content": original + CORRECTION + "\n", "approve": "no"},
+            follow_redirects=False,
+        )
+    assert sent.status_code == 303, sent.text
+    review = manager.load_feedback(P, S, 1)
+    assert review is not None and (review.action, review.reviewer) == ("modified", str(ann))
+
+    manager.correct_output(P, S, 1, agent, original + "Again.\n")  # nobody named: Ann stays
+    review = manager.load_feedback(P, S, 1)
+    assert review is not None and review.reviewer == str(ann)
+    manager.correct_output(P, S, 1, agent, original, reviewer="bob@example.com")
+    review = manager.load_feedback(P, S, 1)
+    assert review is not None and review.reviewer == "<bob@example.com>"

@@ -151,7 +151,13 @@ class Correction:
 
 
 def edit_output(
-    manager: CheckpointManager, project: str, session: str, phase: int, agent: str, approve: bool
+    manager: CheckpointManager,
+    project: str,
+    session: str,
+    phase: int,
+    agent: str,
+    approve: bool,
+    reviewer: Reviewer | None = None,
 ) -> Correction:
     """Open an agent's output (its content, not the file's header) in the editor and record
     what the person saves as a correction (``correct_output``: the original kept in the
@@ -207,7 +213,14 @@ def edit_output(
                 return Correction("unchanged", path)
             try:
                 manager.correct_output(
-                    project, session, phase, agent, body, approve=approve, expected_version=version
+                    project,
+                    session,
+                    phase,
+                    agent,
+                    body,
+                    approve=approve,
+                    expected_version=version,
+                    reviewer=reviewer,
                 )
             except (StaleReviewError, MoveRefusedError, InvalidArgumentError) as error:
                 keep = True
@@ -365,7 +378,7 @@ def feedback(
     manager.recover(project, session)  # the retry count below is the whole change's
     manager.load_checkpoint(project, session, phase)  # nothing to review before a phase ran
     if edit_agent is not None:
-        _correct(manager, project, session, phase, edit_agent, approve)
+        _correct(manager, project, session, phase, edit_agent, approve, reviewer)
         if not commits.finish():
             click.get_current_context().exit(1)
         return
@@ -407,10 +420,16 @@ def feedback(
 
 
 def _correct(
-    manager: CheckpointManager, project: str, session: str, phase: int, agent: str, approve: bool
+    manager: CheckpointManager,
+    project: str,
+    session: str,
+    phase: int,
+    agent: str,
+    approve: bool,
+    reviewer: Reviewer | None,
 ) -> None:
     """``feedback --edit``: correct an agent's output and say what was recorded."""
-    corrected = edit_output(manager, project, session, phase, agent, approve)
+    corrected = edit_output(manager, project, session, phase, agent, approve, reviewer)
     if corrected.outcome == "abandoned":
         for issue in corrected.issues:
             click.echo(str(issue), err=True)

@@ -597,6 +597,7 @@ class SessionHandle:
         *,
         approve: bool = False,
         expected_version: str | Shown | None = None,
+        reviewer: Reviewer | str | None = None,
     ) -> Path | None:
         """``CheckpointManager.correct_output``: a reviewer's correction of one agent's output,
         the original kept in the history, the review's action ``modified``, in one change;
@@ -615,9 +616,10 @@ class SessionHandle:
                 field="content",
             ) from None
         check_flag("approve", approve)
+        who = feedback_fields(True, True, reviewer=reviewer)["reviewer"]  # checked as a review's
         self.open().phase(phase_num)
         with self.transact() as tx:
-            saved = saving.correct_output(tx, phase_num, agent_name, content, approve, expected_version)
+            saved = saving.correct_output(tx, phase_num, agent_name, content, approve, expected_version, who)
         if saved is None:
             return None
         self.store.events.emit(saved[1])

@@ -147,6 +147,7 @@ class CheckpointManager(Store):
         *,
         approve: bool = False,
         expected_version: str | Shown | None = None,
+        reviewer: Reviewer | str | None = None,
     ) -> Path | None:
         """A reviewer's correction of an agent's output, before (or with) approving the phase.
 
@@ -159,10 +160,16 @@ class CheckpointManager(Store):
         completed or approved can be corrected (MoveRefusedError otherwise);
         ``expected_version``: what the correction was made against, as for
         ``save_user_feedback`` (a ``Shown``, or the review file's version), StaleReviewError
-        naming what changed since. Returns the output
+        naming what changed since. ``reviewer``: who corrected, recorded in the review as
+        ``save_user_feedback`` records it (else the review's own Reviewer stays). Returns the output
         file, or None when ``content`` is the output already (nothing is written)."""
         return self.session(project_id, session_id).correct_output(
-            phase_num, agent_name, content, approve=approve, expected_version=expected_version
+            phase_num,
+            agent_name,
+            content,
+            approve=approve,
+            expected_version=expected_version,
+            reviewer=reviewer,
         )
 
     def save_agent_output(

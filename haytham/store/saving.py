@@ -296,6 +296,7 @@ def correct_output(
     content: str,
     approve: bool,
     expected_version: str | Shown | None,
+    reviewer: str | None = None,
 ) -> Saved | None:
     """``CheckpointManager.correct_output`` under the transaction's lock: a reviewer's
     correction of one agent's output, in one change.
@@ -360,6 +361,8 @@ def correct_output(
         "requested_changes": review.requested_changes if review is not None else (),
         "action": lifecycle.CORRECTED_ACTION,
         "retry_count": review.retry_count if review is not None else previous.retry_count,
+        "reviewer": reviewer if reviewer is not None else review.reviewer if review is not None else None,
+        "justification": review.justification if review is not None else None,
     }
     tx.check_review(phase, review_of(phase, fields), {phase.number: checkpoint})
     _, found = feedback_change(tx, directory, phase, fields)

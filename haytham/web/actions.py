@@ -98,6 +98,7 @@ def submit_correction(
     *,
     approve: bool,
     version: str,
+    reviewer: Reviewer | None = None,
 ) -> bool:
     """Save a reviewer's correction of ``agent``'s output (``correct_output``: the original
     kept in the history, the review's action ``modified``, approved with ``approve``) if the
@@ -110,7 +111,14 @@ def submit_correction(
         content = content.replace("\r\n", "\n")
     try:
         written = manager.correct_output(
-            project, session, phase, agent, content, approve=approve, expected_version=Shown.parse(version)
+            project,
+            session,
+            phase,
+            agent,
+            content,
+            approve=approve,
+            expected_version=Shown.parse(version),
+            reviewer=reviewer,
         )
     except StaleReviewError as error:
         raise _conflict(manager, project, session, phase, error.changed) from None

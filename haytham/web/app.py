@@ -201,6 +201,7 @@ def create_app(
                     form.get("content", ""),
                     approve=approve,
                     version=form.get("version", ""),
+                    reviewer=reviewer,
                 )
             )
         except ReviewConflictError as conflict:
