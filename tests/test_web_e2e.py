@@ -39,6 +39,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 HAYTHAM = Path(sys.executable).parent / "haytham"
 P, S = "demo", "idea-001"
+REVIEWER = "Ada Reviewer <ada@example.com>"
+"""Who reviews from the served pages (not the machine's git author, which the screenshots would show)."""
 
 try:
     import selenium  # noqa: F401
@@ -87,7 +89,7 @@ def base(tmp_path: Path) -> Path:
 @pytest.fixture
 def server(base: Path, tmp_path: Path) -> Iterator[str]:
     """``haytham serve`` on a free port; its address once it answers."""
-    with serving(tmp_path, "--base-dir", str(base)) as (url, _):
+    with serving(tmp_path, "--base-dir", str(base), "--reviewer", REVIEWER) as (url, _):
         yield url
 
 
@@ -340,6 +342,7 @@ def test_a_broken_review_locks_nobody_out_and_a_correction_is_recorded(
     assert browser.find_elements(By.ID, "problems") == []
     saved = manager.load_feedback(P, S, 1)
     assert saved is not None and saved.approved and "Fixed the review from the page." in saved.comments
+    assert saved.reviewer == REVIEWER
 
     # correct the agent's output on the page, as approved
     agent = manager.load_checkpoint(P, S, 1).agents[0].agent_name
