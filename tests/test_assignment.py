@@ -5,6 +5,7 @@ reviewer, answered by a warm listing without reading any workflow."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -208,3 +209,30 @@ def test_the_inbox_filters_by_reviewer_and_by_the_servers_own_identity(tmp_path:
         nobody = client.get("/", params={"mine": "1"})
         assert nobody.status_code == 400 and "has no reviewer identity" in nobody.text
         assert "mine (" not in client.get("/").text
+
+
+def test_the_sessions_page_filters_by_assigned_reviewer(tmp_path: Path) -> None:
+    """The sessions page's reviewer filter (issue 25, "filter by project, state and reviewer"):
+    its choices are the entries of the current phases' ``reviewers:``, and a choice keeps the
+    sessions whose current phase names it."""
+    from starlette.testclient import TestClient
+
+    from haytham.web.app import create_app
+
+    base = tmp_path / "projects"
+    awaiting(base, "a1", ("alice@example.com", "Bob"))
+    awaiting(base, "b1", ("Bob",))
+    awaiting(base, "c1", ())
+    with TestClient(create_app(str(base)), base_url="http://127.0.0.1") as client:
+        page = client.get("/sessions").text
+        assert '<option value="alice@example.com">' in page and '<option value="Bob">' in page
+
+        def rows(query: str) -> list[str]:
+            found = client.get(f"/sessions?{query}")
+            assert found.status_code == 200, found.text
+            return sorted(re.findall(r'<tr class="session" id="session-([^"]+)">', found.text))
+
+        assert rows("reviewer=alice@example.com") == [f"{P}/a1"]
+        assert rows("reviewer=Bob") == [f"{P}/a1", f"{P}/b1"]
+        assert rows("") == [f"{P}/a1", f"{P}/b1", f"{P}/c1"]
+        assert rows("reviewer=nobody@example.com") == []

@@ -685,17 +685,19 @@ SORT_ORDERS = ("asc", "desc")
 
 @dataclass(frozen=True)
 class ListFilter:
-    """A filter of the sessions page: the query parameter, its label, and the value of a
-    session it compares (its choices are the values the listed sessions have)."""
+    """A filter of the sessions page: the query parameter, its label, and the values of a
+    session it compares (a session matches when the chosen value is one of them; the choices
+    are the values the listed sessions have)."""
 
     name: str
     label: str
-    value: Callable[[SessionSummary], str]
+    values: Callable[[SessionSummary], tuple[str, ...]]
 
 
 SESSION_FILTERS = (
-    ListFilter("project", "Project", lambda s: s.project_id),
-    ListFilter("state", "State", lambda s: s.status),
+    ListFilter("project", "Project", lambda s: (s.project_id,)),
+    ListFilter("state", "State", lambda s: (s.status,)),
+    ListFilter("reviewer", "Reviewer", lambda s: s.current_reviewers),
 )
 """The filters of the sessions page, as data: a filter is one more entry here."""
 
@@ -782,13 +784,14 @@ def sessions_page(manager: CheckpointManager, query: SessionsQuery) -> SessionsP
     with iter_sessions(manager.base_dir, workflows=manager.workflows) as listing:
         every = list(listing)
         warnings = [f"a session that cannot be read: {issue}" for issue in listing.issues]
-    choices = {f.name: sorted({f.value(s) for s in every}) for f in SESSION_FILTERS}
+    choices = {f.name: sorted({value for s in every for value in f.values(s)}) for f in SESSION_FILTERS}
     wanted = [f for f in SESSION_FILTERS if f.name in query.filters]
     needle = query.search.casefold()
     found = [
         s
         for s in every
-        if all(f.value(s) == query.filters[f.name] for f in wanted) and (not needle or needle in _searched(s))
+        if all(query.filters[f.name] in f.values(s) for f in wanted)
+        and (not needle or needle in _searched(s))
     ]
     column = next(c for c in SESSION_COLUMNS if c.name == query.sort)
     found.sort(key=lambda s: (column.key(s), s.project_id, s.session_id), reverse=query.order == "desc")
