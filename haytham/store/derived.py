@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -161,10 +162,54 @@ def _builtin_definitions() -> list[tuple[str, str, str]]:
     return _definitions(BUILTIN_WORKFLOWS)
 
 
-Derived = tuple[str, int, str, str, int, float, str]
+Derived = tuple[str, int, str, str, int, float, str, str]
 """What the files decide of a listed session: Status, Current Phase (number, name, state),
-Total Tokens, Total Cost, and who is assigned to review the Current Phase (its workflow's
-``reviewers:``, joined by ``SEPARATOR``; "" for anyone)."""
+Total Tokens, Total Cost, who is assigned to review the Current Phase (its workflow's
+``reviewers:``, joined by ``SEPARATOR``; "" for anyone), and the phases that wait for a
+person (``waiting_text``; "" for none)."""
+
+
+@dataclass(frozen=True)
+class WaitingPhase:
+    """A phase of a listed session that waits for a person (``lifecycle.needs_a_person``):
+    what the review inbox shows of it, remembered with the session's summary so that a warm
+    inbox reads no file."""
+
+    phase: int
+    name: str
+    state: str
+    """Its lifecycle state: ``awaiting_review``, ``failed`` or ``stale``."""
+    described: str
+    """The state in words with its reason (``PhaseView.describe``)."""
+    since: str | None
+    """When it began to wait (awaiting review) or ended (failed), ISO 8601 UTC."""
+    tokens: int | None
+    cost: float | None
+    reviewers: tuple[str, ...]
+    """Who the workflow assigns to review it (``reviewers:``); none: anyone."""
+
+
+def waiting_text(phases: tuple[WaitingPhase, ...]) -> str:
+    """The waiting phases as a listing row (and the index) keeps them: JSON, "" for none."""
+    if not phases:
+        return ""
+    return json.dumps(
+        [
+            [p.phase, p.name, p.state, p.described, p.since, p.tokens, p.cost, list(p.reviewers)]
+            for p in phases
+        ],
+        ensure_ascii=False,
+    )
+
+
+def waiting_from_text(text: str | None) -> tuple[WaitingPhase, ...]:
+    """The waiting phases ``waiting_text`` kept."""
+    if not text:
+        return ()
+    return tuple(
+        WaitingPhase(phase, name, state, described, since, tokens, cost, tuple(reviewers))
+        for phase, name, state, described, since, tokens, cost, reviewers in json.loads(text)
+    )
 
 
 class Deriver:
@@ -253,7 +298,22 @@ def _derived(
         view = lifecycle.derive(_progress.phase_facts(phases, checkpoints, reviews))
     current = _progress.current_phase(_progress.phase_rows(phases, checkpoints, view))
     totals = _progress.metrics(checkpoints)
-    reviewers = next((p.reviewers for p in phases if p.number == current.number), ())
+    assigned = {p.number: p.reviewers for p in phases}
+    waiting = []
+    for phase in lifecycle.needs_a_person(view):
+        checkpoint = checkpoints.get(phase.number)
+        waiting.append(
+            WaitingPhase(
+                phase.number,
+                phase.name,
+                phase.state,
+                phase.describe(),
+                phase.waiting_since or (checkpoint.completed if checkpoint else None),
+                checkpoint.total_tokens if checkpoint else None,
+                checkpoint.cost if checkpoint else None,
+                tuple(assigned.get(phase.number, ())),
+            )
+        )
     return (
         view.state,
         current.number,
@@ -261,5 +321,6 @@ def _derived(
         current.status,
         totals.total_tokens,
         totals.total_cost,
-        SEPARATOR.join(reviewers),
+        SEPARATOR.join(assigned.get(current.number, ())),
+        waiting_text(tuple(waiting)),
     )

@@ -71,11 +71,11 @@ INDEX_DIR = layout.INDEX_DIR
 INDEX_FILE = layout.INDEX_FILE
 RACY_NS = 3_000_000_000
 """How much older than the file system's clock a file's last change must be to be remembered."""
-LAYOUT_VERSION = 5
+LAYOUT_VERSION = 6
 """The layout of the tables; part of ``stamp``, so an index laid out by an older haytham
 (whose ``summary`` entries were JSON, then rows keyed by the manifest alone, then stamped
-with a hash of every source file, then rows without ``current_reviewers``) starts empty
-here, and one of a newer haytham there."""
+with a hash of every source file, then rows without ``current_reviewers``, then without
+``waiting``) starts empty here, and one of a newer haytham there."""
 RULES_VERSION = 1
 """The version of the rules that turn a session's bytes into what the index remembers: the
 parsers, the state's derivation and the validation rules written as code (the module doc
@@ -367,6 +367,7 @@ SUMMARY_COLUMNS = (
     "total_cost",
     "current_state",
     "current_reviewers",
+    "waiting",
 )
 """A listed session's values, in ``haytham.store.scan.SessionSummary`` order."""
 _SUMMARIES_TABLE = (

@@ -398,6 +398,22 @@ def derive(phases: Sequence[PhaseFacts]) -> SessionView:
     return SessionView(state, views, current, "review" if state == "awaiting_review" else "run")
 
 
+NEEDS_A_PERSON: tuple[PhaseState, ...] = ("awaiting_review", "failed", "stale")
+"""The phase states that wait for a person (the review inbox lists them, in this order): the
+session's current phase awaiting review or failed, and every stale phase."""
+
+
+def needs_a_person(view: SessionView) -> tuple[PhaseView, ...]:
+    """The phases of ``view`` that wait for a person (``NEEDS_A_PERSON``), in order."""
+    current = view.current
+    return tuple(
+        phase
+        for phase in view.phases
+        if phase.state == "stale"
+        or (current is not None and phase.number == current.number and phase.state in NEEDS_A_PERSON[:2])
+    )
+
+
 def session_state(first_not_done: PhaseState | None) -> SessionState:
     """A session's state from the state of its first phase not done (None: every phase is)."""
     if first_not_done is None:

@@ -68,6 +68,9 @@ class SessionSummary:
     """The Current Phase's lifecycle state (``awaiting_review``, ``stale``)."""
     current_reviewers: tuple[str, ...] = ()
     """Who the workflow assigns to review the Current Phase (its ``reviewers:``); none: anyone."""
+    waiting: tuple[_derived.WaitingPhase, ...] = ()
+    """The phases that wait for a person (``lifecycle.needs_a_person``: the Current Phase
+    awaiting review or failed, every stale phase), as the review inbox shows them."""
 
 
 def session_dirs(root: Path) -> Iterator[Path]:
@@ -169,12 +172,13 @@ _USER, _STATUS = _FIELDS.index("user_id"), _FIELDS.index("status")
 _WORKFLOW, _MODE = _FIELDS.index("workflow_type"), _FIELDS.index("execution_mode")
 _CREATED, _TOKENS = _FIELDS.index("created"), _FIELDS.index("total_tokens")
 _DERIVED_LAYOUT = ("status", "current_phase", "current_phase_name", "created", "last_updated", "total_tokens")
-_REVIEWERS = _FIELDS.index("current_reviewers")
+_REVIEWERS, _WAITING = _FIELDS.index("current_reviewers"), _FIELDS.index("waiting")
 assert _FIELDS[_STATUS:] == (
     *_DERIVED_LAYOUT,
     "total_cost",
     "current_state",
     "current_reviewers",
+    "waiting",
 )  # as _know rebuilds a row
 assert _FIELDS.index("session_id") == _SESSION
 Row = tuple[Any, ...]
@@ -235,7 +239,7 @@ class SessionListing:
             if folder is None:
                 folder = folders[parent] = Path(parent)
             # SessionSummary(*row, path) without the frozen dataclass's __init__, which sets
-            # each of its 14 fields through object.__setattr__: the same object, field for
+            # each of its fields through object.__setattr__: the same object, field for
             # field (the tests compare them), made once a session.
             summary: SessionSummary = new(SessionSummary)
             summary.__dict__.update(zip(_NAMES, (*row[:-2], folder / name), strict=True))
@@ -243,6 +247,8 @@ class SessionListing:
             summary.__dict__["current_reviewers"] = (
                 tuple(reviewers.split(_derived.SEPARATOR)) if reviewers else ()
             )
+            waiting = row[_WAITING]  # JSON text in a row (and the index), "" for none
+            summary.__dict__["waiting"] = _derived.waiting_from_text(waiting) if waiting else ()
             yield summary
 
 
@@ -412,7 +418,7 @@ def _know(
     if problem is not None:
         found = [*found, problem]
     if values is not None:
-        status, number, phase, state, tokens, cost, reviewers = values
+        status, number, phase, state, tokens, cost, reviewers, waiting = values
         row = (
             *row[:_STATUS],
             status,
@@ -423,6 +429,7 @@ def _know(
             cost,
             state,
             reviewers,
+            waiting,
             *row[-2:],
         )
     return row, found, st, facts
@@ -446,7 +453,7 @@ def _learn(parent: str, name: str, project: str, *, identify: bool) -> _Learnt |
     del data
     summary = read_summary(text)
     if summary is not None and summary.session_id == name and summary.project_id == project:
-        return (project, name, *summary[2:], "", parent, name), [], st
+        return (project, name, *summary[2:], "", "", parent, name), [], st
     return (*_from_record(parent, name, project, manifest, *MANIFEST.read(text, Path(manifest))), st)
 
 
@@ -459,7 +466,7 @@ def _learn_slowly(parent: str, name: str, project: str, manifest: str, *, identi
     return (*_from_record(parent, name, project, manifest, *read), st if identify else None)
 
 
-assert (*ManifestSummary._fields, "current_reviewers") == _FIELDS  # the manifest assigns nobody
+assert (*ManifestSummary._fields, "current_reviewers", "waiting") == _FIELDS  # nobody, nothing: files say
 
 
 def _from_record(
@@ -474,7 +481,7 @@ def _from_record(
         dataclasses.replace(issue, severity="warning")
         for issue in folder_disagreements(Path(manifest), record)
     ]
-    return (project, name, *summary_of(record)[2:], "", parent, name), problems
+    return (project, name, *summary_of(record)[2:], "", "", parent, name), problems
 
 
 def _from_files(
