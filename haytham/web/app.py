@@ -88,26 +88,13 @@ def create_app(
         return [said] if said and guard.signed(said, signature) else []
 
     def inbox(request: Request) -> Response:
-        query = request.query_params
-        wanted = pages.inbox_reviewer(query.get("reviewer", ""), query.get("mine", "") == "1", reviewer)
-        found = pages.inbox(manager, wanted)
-        project = request.query_params.get("project", "")
-        kind = request.query_params.get("kind", "")
-        if kind and kind not in pages.INBOX_KINDS:
-            raise InvalidArgumentError(f"kind {kind!r} is not one of {', '.join(pages.INBOX_KINDS)}")
-        items = [
-            i for i in found.items if (not project or i.project == project) and (not kind or i.kind == kind)
-        ]
+        query = pages.InboxQuery.parse(request.query_params, reviewer)
         return _page(
             "inbox.html",
-            items=items,
-            projects=found.projects,
-            warnings=found.warnings,
-            project=project,
-            kind=kind,
+            inbox=pages.inbox(manager, query),
+            query=query,
             kinds=pages.INBOX_KINDS,
-            reviewer=query.get("reviewer", ""),
-            mine=query.get("mine", "") == "1",
+            orders=pages.INBOX_ORDERS,
             identity=reviewer,
             needs=pages.INBOX_NEEDS,
         )

@@ -20,7 +20,6 @@ from urllib.parse import urlencode
 
 from haytham.errors import (
     DocumentError,
-    HaythamError,
     InvalidArgumentError,
     Issue,
     NotFoundError,
@@ -29,7 +28,7 @@ from haytham.errors import (
 )
 from haytham.format.agent_output import MAX_OUTPUT_BYTES, load_start
 from haytham.format.guard import chunks
-from haytham.format.layout import ATTEMPTS_DIR, FEEDBACK_FILE
+from haytham.format.layout import ATTEMPTS_DIR, FEEDBACK_FILE, SESSIONS_DIR
 from haytham.format.reviewer import Reviewer, is_assigned, parse_reviewer
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import durations, fs, lifecycle
@@ -39,14 +38,19 @@ from haytham.store.lease import LeaseHolder
 from haytham.store.lifecycle import PhaseView, SessionView
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_agent_name, check_path_name
-from haytham.store.scan import SessionSummary, iter_sessions, list_sessions
+from haytham.store.scan import SessionSummary, iter_sessions
 from haytham.store.shown import Shown
 from haytham.web.render import Bar, DiffLine, bar_chart, unified_diff
 
-INBOX_KINDS = ("awaiting_review", "failed", "stale")
-"""What the inbox lists: phases awaiting review, failed sessions, stale phases."""
+INBOX_KINDS = lifecycle.NEEDS_A_PERSON
+"""What the inbox lists, in its order: phases awaiting review, failed sessions, stale phases."""
 INBOX_NEEDS = {"awaiting_review": "review", "failed": "a fix, then resume", "stale": "a re-run"}
 """What each kind of inbox item needs from a person, as its "Needs" column says it."""
+INBOX_PER_PAGE = 100
+"""How many items one page of the inbox lists: its HTML stays bounded however many phases wait."""
+INBOX_ORDERS = ("newest", "oldest")
+"""The inbox's orders within each kind (``?order=``): newest waiting first (the default), or
+the longest wait first."""
 REVIEW_MOVES = ("approve", "send back")
 """The lifecycle moves the review form makes."""
 SESSIONS_PER_PAGE = 100
@@ -141,60 +145,129 @@ class InboxItem:
 
 
 @dataclass(frozen=True)
+class InboxQuery:
+    """What the inbox was asked for: a project, a kind, a reviewer, an order and a page."""
+
+    project: str = ""
+    kind: str = ""
+    reviewer_text: str = ""
+    """``?reviewer=`` as it was typed (for the form and the links)."""
+    mine: bool = False
+    order: str = "newest"
+    page: int = 1
+    reviewer: Reviewer | None = None
+    """Whom the inbox is filtered for (``inbox_reviewer``), or None for every phase."""
+
+    @classmethod
+    def parse(cls, params: Mapping[str, str], identity: Reviewer | None = None) -> InboxQuery:
+        """The query of a URL's parameters; InvalidArgumentError (a 400) names a bad one."""
+        kind = params.get("kind", "")
+        if kind and kind not in INBOX_KINDS:
+            raise InvalidArgumentError(f"kind {kind!r} is not one of {', '.join(INBOX_KINDS)}", field="kind")
+        order = params.get("order") or "newest"
+        if order not in INBOX_ORDERS:
+            raise InvalidArgumentError(f"order {order!r} is not newest or oldest", field="order")
+        text = params.get("page") or "1"
+        if not text.isdigit() or int(text) < 1:
+            raise InvalidArgumentError(f"page {text!r} is not a page number (1, 2, ...)", field="page")
+        typed, mine = params.get("reviewer", ""), params.get("mine", "") == "1"
+        reviewer = inbox_reviewer(typed, mine, identity)
+        return cls(params.get("project", ""), kind, typed, mine, order, int(text), reviewer)
+
+    def link(self, **changes: object) -> str:
+        """The query string of this query with ``changes`` (a page): a plain link."""
+        values: dict[str, object] = {
+            "project": self.project,
+            "kind": self.kind,
+            "reviewer": self.reviewer_text,
+            "mine": "1" if self.mine else "",
+            "order": "" if self.order == "newest" else self.order,
+            "page": self.page,
+        }
+        values.update(changes)
+        shown = {k: str(v) for k, v in values.items() if v not in ("", None) and not (k == "page" and v == 1)}
+        return "?" + urlencode(shown)
+
+
+@dataclass(frozen=True)
 class Inbox:
+    """One page of the inbox: its items, how many match in all, the projects to filter by."""
+
     items: list[InboxItem]
     projects: list[str]
     warnings: list[str]
+    total: int = 0
+    """How many items match the query (all pages)."""
+    pages: int = 1
+    query: InboxQuery = field(default_factory=InboxQuery)
 
 
-def inbox(manager: CheckpointManager, reviewer: Reviewer | None = None) -> Inbox:
-    """Every phase awaiting review (oldest first), then failed and stale ones, across the base
-    dir; with ``reviewer``, only the phases assigned to them or to nobody (anyone's: the
-    workflow's ``reviewers:``, matched by ``format.reviewer.is_assigned``)."""
-    found, unreadable = list_sessions(manager.base_dir, workflows=manager.workflows)
-    warnings = [f"a session that cannot be read: {issue}" for issue in unreadable]
+def inbox(manager: CheckpointManager, query: InboxQuery | None = None) -> Inbox:
+    """The phases that wait for a person across the base dir (``lifecycle.needs_a_person``):
+    those awaiting review, then failed, then stale ones, each kind newest waiting first (or
+    oldest, ``query.order``), filtered by project, kind and reviewer (the phases assigned to
+    them or to nobody: the workflow's ``reviewers:``, matched by
+    ``format.reviewer.is_assigned``) and cut to one page of ``INBOX_PER_PAGE``.
+
+    Everything comes from the store's listing (``scan.iter_sessions``: each session's waiting
+    phases are part of its summary, remembered in the index while its files are unchanged),
+    so a warm inbox opens no session file; a session whose files changed is read again."""
+    query = InboxQuery() if query is None else query
+    reviewer = query.reviewer
     items: list[InboxItem] = []
-    for summary in found:
-        project, session = summary.project_id, summary.session_id
-        try:
-            view = manager.state(project, session)
-            checkpoints = manager.load_checkpoints(project, session)
-            workflow = manager.session_workflow(project, session)
-        except HaythamError as error:
-            warnings.append(f"{project}/{session}: {error}")
-            continue
-        for phase in view.phases:
-            kind = _inbox_kind(view, phase)
-            if kind is None:
+    projects: set[str] = set()
+    with iter_sessions(manager.base_dir, workflows=manager.workflows) as listing:
+        for summary in listing:
+            projects.add(summary.project_id)
+            if query.project and summary.project_id != query.project:
                 continue
-            assigned = workflow.phase(phase.number).reviewers
-            if reviewer is not None and assigned and not is_assigned(reviewer, assigned):
-                continue
-            checkpoint = checkpoints.get(phase.number)
-            since = phase.waiting_since or (checkpoint.completed if checkpoint else None)
-            items.append(
-                InboxItem(
-                    kind,
-                    project,
-                    session,
-                    phase.number,
-                    phase.name,
-                    phase.describe(),
-                    since,
-                    checkpoint.total_tokens if checkpoint else None,
-                    checkpoint.cost if checkpoint else None,
-                    assigned,
+            for waiting in summary.waiting:
+                if query.kind and waiting.state != query.kind:
+                    continue
+                if (
+                    reviewer is not None
+                    and waiting.reviewers
+                    and not is_assigned(reviewer, waiting.reviewers)
+                ):
+                    continue
+                items.append(
+                    InboxItem(
+                        waiting.state,
+                        summary.project_id,
+                        summary.session_id,
+                        waiting.phase,
+                        waiting.name,
+                        waiting.described,
+                        waiting.since,
+                        waiting.tokens,
+                        waiting.cost,
+                        waiting.reviewers,
+                    )
                 )
-            )
-    items.sort(key=lambda i: (INBOX_KINDS.index(i.kind), sort_time(i.since), i.project, i.session, i.phase))
-    return Inbox(items, sorted({s.project_id for s in found}), warnings)
+        warnings = [_located(manager.base_dir, issue) for issue in listing.issues]
+    items.sort(key=lambda i: (i.project, i.session, i.phase))
+    items.sort(key=lambda i: sort_time(i.since), reverse=query.order == "newest")
+    items.sort(key=lambda i: INBOX_KINDS.index(i.kind))
+    pages = max(1, -(-len(items) // INBOX_PER_PAGE))
+    if query.page > pages:
+        raise NotFoundError(f"page {query.page} of the inbox does not exist (there are {pages})")
+    start = (query.page - 1) * INBOX_PER_PAGE
+    shown = items[start : start + INBOX_PER_PAGE]
+    return Inbox(shown, sorted(projects), warnings, len(items), pages, query)
 
 
-def _inbox_kind(view: SessionView, phase: PhaseView) -> str | None:
-    """Why a phase is in the inbox: the session's current phase awaiting review or failed, or stale."""
-    if view.current is not None and phase.number == view.current.number and phase.state in INBOX_KINDS[:2]:
-        return phase.state
-    return "stale" if phase.state == "stale" else None
+def _located(base_dir: Path, issue: Issue) -> str:
+    """A listing's issue as the inbox warns of it: ``project/session: ...`` for a file of a
+    session that is listed but whose state its files cannot give (a checkpoint that does not
+    read), else a session that cannot be read at all."""
+    if issue.severity == "warning" and issue.path is not None:
+        try:
+            parts = issue.path.relative_to(base_dir).parts
+        except ValueError:
+            parts = ()
+        if len(parts) > 3 and parts[1] == SESSIONS_DIR:
+            return f"{parts[0]}/{parts[2]}: {issue}"
+    return f"a session that cannot be read: {issue}"
 
 
 def waited(since: str | None, now: datetime) -> str:

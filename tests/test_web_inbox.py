@@ -1,0 +1,148 @@
+"""The inbox of ``haytham serve`` comes from the store's cached listing (issue 26).
+
+A warm inbox over N sessions opens and parses no session file (one ``stat`` a fact file, as
+``haytham list`` does); a review edited by hand in one session makes the next inbox read that
+session's files alone, and the edit shows at once. The inbox is paginated, newest waiting
+first (``?order=oldest`` for the longest wait first). Work is counted (tests/workcount.py),
+never timed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it skips with the reason
+    pytest.importorskip("starlette", reason="the web extra is not installed: pip install 'haytham[web]'")
+
+from starlette.testclient import TestClient
+from workcount import WorkCounters
+
+from haytham import CheckpointManager
+from haytham.format.layout import MANIFEST_FILE
+from haytham.run.demo import run_demo
+from haytham.store import index as _index
+from haytham.store import progress as _progress
+from haytham.web import pages
+from haytham.web.app import create_app
+
+P = "demo"
+
+
+@pytest.fixture
+def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A base directory whose files may be remembered by the index as soon as they are
+    written (no count depends on the clock), with one session awaiting review to copy."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    monkeypatch.setattr(_progress, "RACY_NS", -(10**15))
+    base = tmp_path / "projects"
+    assert run_demo(CheckpointManager(base), "s-000", review="manual").status == "awaiting_review"
+    return base
+
+
+def grow(base: Path, count: int) -> None:
+    """Copies of session ``s-000`` up to ``count`` sessions, each with its own id."""
+    sessions = base / P / "sessions"
+    for number in range(1, count):
+        name = f"s-{number:03d}"
+        target = sessions / name
+        if not target.exists():
+            shutil.copytree(sessions / "s-000", target)
+            manifest = target / MANIFEST_FILE
+            manifest.write_text(manifest.read_text("utf-8").replace("s-000", name), "utf-8")
+
+
+@pytest.fixture
+def client(base: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(str(base)), base_url="http://127.0.0.1") as test_client:
+        yield test_client
+
+
+def count_of(page: str) -> int:
+    found = re.search(r'id="count">(\d+)<', page)
+    assert found is not None, page
+    return int(found.group(1))
+
+
+def approve_by_hand(base: Path, session: str) -> None:
+    """A person approves phase 1 of ``session`` in its review file, as an editor would."""
+    review = base / P / "sessions" / session / "phase_1_concept" / "user_feedback.md"
+    text = review.read_text("utf-8")
+    assert "Reviewed: false" in text and "Approved: false" in text
+    review.write_text(
+        text.replace("Reviewed: false", "Reviewed: true").replace("Approved: false", "Approved: true")
+    )
+
+
+def test_a_warm_inbox_reads_no_session_file(base: Path, client: TestClient, counters: WorkCounters) -> None:
+    for count in (60, 120):
+        grow(base, count)
+        assert count_of(client.get("/").text) == count  # learns the new sessions
+        _progress.DIGESTS.clear()
+        counters.reset()
+        page = client.get("/")
+        assert page.status_code == 200 and count_of(page.text) == count
+        assert counters.opened == 0 and counters.parsed == 0 and counters.hashed == 0
+        for view in (
+            f"/?project={P}",
+            "/?kind=awaiting_review",
+            "/?page=1",
+            "/sessions",
+            "/sessions?state=awaiting_review",
+        ):
+            counters.reset()
+            assert client.get(view).status_code == 200
+            assert counters.opened == 0 and counters.parsed == 0, view
+
+
+def test_a_hand_edited_review_is_shown_at_once_reading_that_session_alone(
+    base: Path, client: TestClient, counters: WorkCounters
+) -> None:
+    session_files = sum(1 for p in (base / P / "sessions" / "s-000").rglob("*.md"))
+    read = []
+    for count, edited in ((60, "s-031"), (120, "s-091")):
+        grow(base, count)
+        client.get("/")
+        approve_by_hand(base, edited)
+        _progress.DIGESTS.clear()
+        counters.reset()
+        page = client.get("/").text
+        assert count_of(page) == count - len(read) - 1  # seen on this very load
+        assert f">{edited}</a>" not in page
+        assert 0 < counters.opened <= session_files
+        read.append(counters.opened)
+        counters.reset()
+        assert count_of(client.get("/").text) == count - len(read)
+        assert counters.opened == 0 and counters.parsed == 0
+    assert read[0] == read[1]  # one session's files, however many sessions there are
+
+
+def test_the_inbox_is_paginated_newest_waiting_first(
+    base: Path, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = CheckpointManager(base)
+    for session in ("s-001", "s-002"):  # each waits from later than the one before
+        assert run_demo(manager, session, review="manual").status == "awaiting_review"
+    monkeypatch.setattr(pages, "INBOX_PER_PAGE", 2)
+
+    def rows(query: str) -> list[str]:
+        page = client.get(f"/{query}")
+        assert page.status_code == 200, page.text
+        assert count_of(page.text) == 3  # every matching item, on every page
+        return re.findall(r'<a class="phase-link" href="/p/demo/s/([^/]+)/phase/1"', page.text)
+
+    assert rows("") == ["s-002", "s-001"]
+    assert rows("?page=2") == ["s-000"]
+    assert rows("?order=oldest") == ["s-000", "s-001"]
+    assert rows("?order=oldest&page=2") == ["s-002"]
+    first = client.get("/").text
+    assert 'href="?page=2"' in first and 'rel="next"' in first and "page 1 of 2" in first
+    assert client.get("/?page=3").status_code == 404
+    assert client.get("/?page=0").status_code == 400
+    assert client.get("/?order=sideways").status_code == 400
