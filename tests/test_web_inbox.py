@@ -146,3 +146,31 @@ def test_the_inbox_is_paginated_newest_waiting_first(
     assert client.get("/?page=3").status_code == 404
     assert client.get("/?page=0").status_code == 400
     assert client.get("/?order=sideways").status_code == 400
+
+
+def test_the_waiting_phases_the_index_remembers_are_those_the_files_derive(base: Path) -> None:
+    """Awaiting, failed and stale phases (two stale ones behind an earlier current phase): what
+    the warm index gives back is what ``lifecycle.needs_a_person`` says of the files."""
+    from haytham.store import lifecycle, scan
+
+    manager = CheckpointManager(base)
+    assert run_demo(manager, "done-1", review="approve").status == "completed"
+    agent = manager.load_checkpoint(P, "done-1", 1).agents[0].agent_name
+    manager.save_agent_output(P, "done-1", 1, agent, "# Different\n")
+    manager.save_checkpoint(P, "done-1", 1, "completed", [{"agent_name": agent, "status": "completed"}])
+    manager.create_session(P, "broken", "ada", "idea_validation")
+    manager.save_checkpoint(P, "broken", 1, "failed", [], errors=["the model timed out"])
+    grow(base, 60)  # enough sessions for an index
+
+    def waiting() -> dict[str, list[tuple[int, str, str]]]:
+        found, issues = scan.list_sessions(base, workflows=manager.workflows)
+        assert issues == []
+        return {s.session_id: [(w.phase, w.state, w.described) for w in s.waiting] for s in found}
+
+    cold, warm = waiting(), waiting()
+    assert cold == warm
+    for session, phases in warm.items():
+        derived = lifecycle.needs_a_person(manager.state(P, session))
+        assert phases == [(v.number, v.state, v.describe()) for v in derived]
+    assert [state for _, state, _ in warm["done-1"]].count("stale") >= 2
+    assert warm["broken"] == [(1, "failed", "failed")] and warm["s-000"][0][1] == "awaiting_review"

@@ -79,7 +79,8 @@ def serve(host: str, port: int, open_browser: bool, reviewer: Reviewer | None, b
     the version of the file: otherwise nothing is saved and the page says what changed). It listens on
     127.0.0.1 by default; any other --host needs an access token, which is printed in the
     address to open (as Jupyter does). The inbox filters by reviewer (?reviewer=NAME), and
-    by --reviewer's identity with its "mine" box. A review saved on a page records its time,
+    by --reviewer's identity with its "mine" box; it lists 100 phases a page (?page=N),
+    newest waiting first (?order=oldest: the longest wait first). A review saved on a page records its time,
     --reviewer (else HAYTHAM_REVIEWER, haytham.yaml's review.reviewer, git's author) and the
     optional justification typed into the form; the notify hook of haytham.yaml is told of
     it. Needs the web extra: pip install 'haytham[web]'.
