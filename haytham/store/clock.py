@@ -38,7 +38,8 @@ EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 
 def sort_time(text: str | None) -> datetime:
     """A stored timestamp as a time to sort by, oldest first; a missing or unreadable one is
-    ``EARLIEST`` (the inbox of the CLI and of the web pages shows such a phase first)."""
+    ``EARLIEST`` (the inbox of the CLI shows such a phase first, the web inbox first in its
+    oldest-first order and last in its default, newest first)."""
     try:
         return parse_timestamp(text) if text else EARLIEST
     except ValueError:
