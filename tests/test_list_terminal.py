@@ -299,3 +299,27 @@ def test_memory_stays_flat_however_many_sessions(tmp_path: Path, small: int, lar
     assert growth < GROWTH, (
         f"{small:,}: {peaks[small] / 2**20:.1f} MiB, {large:,}: {peaks[large] / 2**20:.1f} MiB"
     )
+
+
+def test_wide_characters_are_measured_in_terminal_cells(tmp_path: Path) -> None:
+    """A user named in CJK takes two cells a character: the columns after it stay aligned
+    on the screen (not in characters), and a cut cell is cut in cells."""
+    from rich.cells import cell_len
+
+    base = tmp_path / "base"
+    make_tree(base, 4, users=("ada", "名前さん"))
+    code, output, error = on_terminal(haytham("list", "--base-dir", str(base)))
+    assert code == 0, error
+    header, data = table_lines(output)
+    mode = header.index("Mode")
+    assert sum("名前さん" in line for line in data) == 2
+    for line in data:
+        cells = re.split(r" {2,}", line)
+        assert cell_len(line[: line.index(cells[3])]) == mode, line  # Mode starts under its heading
+    code, output, error = on_terminal(haytham("list", "--base-dir", str(base)), columns=80)
+    assert code == 0, error
+    header, data = table_lines(output)
+    assert all(cell_len(line) <= 80 for line in [header, *data]), data
+    mode = header.index("Mode")
+    for line in data:
+        assert cell_len(line[: line.index("  mvp  ") + 2]) == mode, line

@@ -13,7 +13,8 @@ Every convention of the command line has its one home here:
   stops the printing, never the work; the exit code is the work's;
 - the base directory: ``base_dir_option``, resolved as ``--base-dir``, else
   ``HAYTHAM_BASE_DIR``, else ``storage.base_dir`` of ``./haytham.yaml``, else ``./projects``;
-- output: ``new_console()`` (colour, live display and wrapping only on a terminal), tables,
+- output: ``new_console()`` (colour, live display and wrapping only on a terminal), tables
+  (``stream_table`` for one that may be long: printed a row at a time on a terminal),
   ``--json`` with ``emit_json``, and the small formats (``seconds``, ``when``) and
   ``suggest`` for the command lines that messages recommend.
 """
@@ -28,6 +29,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
@@ -430,6 +432,11 @@ def print_table(console: Console, table: Table) -> None:
 
 STREAM_SAMPLE = 50
 """How many rows ``stream_table`` reads before it fixes its column widths and prints."""
+STREAM_BATCH = 100
+STREAM_LATENCY = 0.1
+"""After its first rows, ``stream_table`` writes the rows made since its last write once it
+holds ``STREAM_BATCH`` of them or ``STREAM_LATENCY`` seconds have passed: a write to a
+terminal costs about as much as making a row, and a tenth of a second is not seen."""
 STREAM_GAP = "  "
 """Between two columns of ``stream_table``."""
 STREAM_FLOOR = 3
@@ -454,6 +461,7 @@ def stream_table(
     ``STREAM_SAMPLE`` rows, narrowed to the console's width (``_fit``: the columns of
     ``narrow_first`` first, say a free-text one, then the widest), and are then kept:
     every later row is printed as soon as it is made, and nothing but the sample is held.
+    (After the first rows, the later ones are written in batches: ``STREAM_BATCH``.)
     A text cell wider than its column is cut with an ellipsis; a number (the last
     ``numeric`` columns, right-aligned) is never cut, since a cut number would be a wrong
     one: that row alone is pushed to the right. ``styles`` maps a column's index to the
@@ -492,10 +500,19 @@ def stream_table(
         return STREAM_GAP.join(parts).rstrip()
 
     bold = {index: (lambda _: "bold") for index in range(len(columns))}
-    click.echo(line(headings, bold))
-    click.echo("─" * (sum(widths) + len(STREAM_GAP) * (len(widths) - 1)))
-    for row in itertools.chain(first, (tuple(map(_printable, row)) for row in rows)):
-        click.echo(line(row, styles or {}))
+    rule = "─" * (sum(widths) + len(STREAM_GAP) * (len(widths) - 1))
+    click.echo("\n".join([line(headings, bold), rule, *(line(row, styles or {}) for row in first)]))
+    del first
+    batch: list[str] = []
+    written = time.monotonic()
+    for row in rows:
+        batch.append(line(tuple(map(_printable, row)), styles or {}))
+        if len(batch) >= STREAM_BATCH or time.monotonic() - written >= STREAM_LATENCY:
+            click.echo("\n".join(batch))
+            batch.clear()
+            written = time.monotonic()
+    if batch:
+        click.echo("\n".join(batch))
 
 
 def _printable(text: str) -> str:
