@@ -505,8 +505,8 @@ def stream_table(
     del first
     batch: list[str] = []
     written = time.monotonic()
-    for row in rows:
-        batch.append(line(tuple(map(_printable, row)), styles or {}))
+    for later in rows:
+        batch.append(line(tuple(map(_printable, later)), styles or {}))
         if len(batch) >= STREAM_BATCH or time.monotonic() - written >= STREAM_LATENCY:
             click.echo("\n".join(batch))
             batch.clear()
