@@ -323,3 +323,53 @@ def test_wide_characters_are_measured_in_terminal_cells(tmp_path: Path) -> None:
     mode = header.index("Mode")
     for line in data:
         assert cell_len(line[: line.index("  mvp  ") + 2]) == mode, line
+
+
+def drawn(
+    capsys: pytest.CaptureFixture[str],
+    width: int,
+    rows: list[tuple[str, ...]],
+    encoding: str = "utf-8",
+    **options: object,
+) -> list[str]:
+    """The lines ``common.stream_table`` prints for ``rows`` on a ``width``-column terminal
+    console in ``encoding`` (rich's, on a byte buffer: the table itself writes with
+    click.echo, to the captured stdout)."""
+    import io
+
+    from rich.console import Console
+
+    screen = io.TextIOWrapper(io.BytesIO(), encoding=encoding)
+    console = Console(file=screen, force_terminal=True, width=width, color_system=None)
+    common.stream_table(console, ("Name", "Note", "Count"), rows, numeric=1, **options)  # type: ignore[arg-type]
+    return capsys.readouterr().out.splitlines()
+
+
+def test_a_number_is_never_cut_and_a_control_character_never_printed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Later rows: a longer note is cut, a longer number is printed whole (a cut number is a
+    wrong one) and pushes its own row only; a tab or an escape shows as ``?``."""
+    sample = [("ada", "short", "1")] * common.STREAM_SAMPLE
+    later = [("bob", "a much longer note", "123456789"), ("c\x1bd", "tab\there", "2")]
+    lines = drawn(capsys, 80, [*sample, *later])
+    assert lines[0] == "Name  Note   Count"
+    assert lines[2] == "ada   short      1"
+    assert lines[-2] == "bob   a mu…  123456789"
+    assert lines[-1] == "c?d   tab?…      2"
+    assert "\x1b" not in "".join(lines)
+
+
+def test_narrow_first_gives_way_before_the_widest_column(capsys: pytest.CaptureFixture[str]) -> None:
+    """Too wide for 40 columns: by default the widest text column gives way first (then the
+    two in turn); a column named in ``narrow_first`` gives way alone, down to its heading."""
+    rows = [("a-rather-long-name", "a note that is longer still", "7")]
+    assert drawn(capsys, 40, rows)[2] == "a-rather-long-…  a note that is …      7"
+    assert drawn(capsys, 40, rows, narrow_first=(0,))[2] == "a-r…  a note that is longer still      7"
+
+
+def test_a_terminal_that_is_not_utf8_gets_ascii_marks(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [("a-rather-long-name", "a note that is longer still", "7")]
+    lines = drawn(capsys, 40, rows, encoding="latin-1")
+    assert lines[1] == "-" * 40
+    assert lines[2] == "a-rather-long-~  a note that is ~      7"

@@ -467,7 +467,8 @@ def stream_table(
     one: that row alone is pushed to the right. ``styles`` maps a column's index to the
     rich style of a cell's text (``present.status_style``); the headings are bold, as
     ``table``'s. Characters that are not printable (a line break in a hand-edited name)
-    are shown as ``?``, so a row stays one line.
+    are shown as ``?``, so a row stays one line. A terminal whose encoding is not UTF-8
+    gets ``-`` for the rule under the headings and ``~`` for the ellipsis.
     """
     from rich.cells import cell_len, set_cell_size
 
@@ -481,6 +482,7 @@ def stream_table(
         sizes = [max(size, _cells(c, cell_len)) for size, c in zip(sizes, row, strict=True)]
     widths = _fit(sizes, floors, right, console.width, narrow_first)
     codes: dict[str, tuple[str, str]] = {}
+    rule, ellipsis = ("─", "…") if console.encoding.lower().startswith("utf") else ("-", "~")
 
     def line(cells: Sequence[str], styled: Mapping[int, Callable[[str], str]]) -> str:
         parts = []
@@ -488,7 +490,7 @@ def stream_table(
             style = styled[index](text) if index in styled else ""  # of the whole text
             size = _cells(text, cell_len)
             if size > width and index < right:
-                text = (text[: width - 1] if text.isascii() else set_cell_size(text, width - 1)) + "…"
+                text = (text[: width - 1] if text.isascii() else set_cell_size(text, width - 1)) + ellipsis
                 size = width
             if style:
                 if style not in codes:
@@ -500,8 +502,8 @@ def stream_table(
         return STREAM_GAP.join(parts).rstrip()
 
     bold = {index: (lambda _: "bold") for index in range(len(columns))}
-    rule = "─" * (sum(widths) + len(STREAM_GAP) * (len(widths) - 1))
-    click.echo("\n".join([line(headings, bold), rule, *(line(row, styles or {}) for row in first)]))
+    under = rule * (sum(widths) + len(STREAM_GAP) * (len(widths) - 1))
+    click.echo("\n".join([line(headings, bold), under, *(line(row, styles or {}) for row in first)]))
     del first
     batch: list[str] = []
     written = time.monotonic()
