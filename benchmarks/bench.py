@@ -459,6 +459,36 @@ def peak_rss_mb(argv: list[str], env: dict[str, str] | None = None) -> float:
     return int(done.stdout.strip()) / 1024
 
 
+ON_TERMINAL = """
+import os, pty, subprocess, sys, time
+began = time.perf_counter()
+reader, writer = pty.openpty() if sys.argv[1] == "terminal" else os.pipe()
+env = {**os.environ, "COLUMNS": "160", "TERM": "xterm-256color"}
+child = subprocess.Popen(sys.argv[2:], stdout=writer, stderr=subprocess.DEVNULL, env=env)
+os.close(writer)
+while True:
+    try:
+        if not os.read(reader, 65536):
+            break
+    except OSError:  # EIO: the child closed the terminal
+        break
+_, _, usage = os.wait4(child.pid, 0)
+print(time.perf_counter() - began, usage.ru_maxrss)
+"""
+"""Runs a command with its stdout on a new pseudo-terminal (``terminal``) or a pipe
+(``pipe``), both drained as a terminal or ``| cat`` would; prints the seconds until it
+ended and its own peak resident memory (KiB, ``os.wait4``)."""
+
+
+def on_terminal(argv: list[str], how: str = "terminal") -> tuple[float, float]:
+    """Seconds and peak resident MB of ``argv`` with its stdout on a terminal, or a pipe."""
+    done = subprocess.run(
+        py(ON_TERMINAL, how, *argv), env=child_env(), check=True, capture_output=True, text=True
+    )
+    seconds, peak = done.stdout.split()
+    return float(seconds), int(peak) / 1024
+
+
 def timed_alternately(
     repeats: int, mine: list[str], floor: list[str], env: dict[str, str] | None = None
 ) -> tuple[float, float]:
@@ -495,6 +525,7 @@ def s4(root: Path, sizes: Sizes, repeats: int) -> None:
         "one process"
     )
     rss: dict[int, float] = {}
+    terminal_rss: dict[int, float] = {}
     for count in sizes.manifests:
         base = manifests_only(root, count)
         listing_rows(base, f"{count:,} sessions", repeats)
@@ -506,6 +537,13 @@ def s4(root: Path, sizes: Sizes, repeats: int) -> None:
         mine, floor = alternate(repeats, lambda: run_process(as_json), lambda: run_process(floor_argv))
         row("S4", f"  haytham list --json, {count:,}, warm (process)", mine, floor, None, "(reported)")
         rss[count] = peak_rss_mb(as_json)
+        a, b = [], []
+        for _ in range(repeats):  # the same harness for both: a drained terminal, a drained pipe
+            seconds, terminal_rss[count] = on_terminal(piped)
+            a.append(seconds)
+            b.append(on_terminal(piped, "pipe")[0])
+        mine, floor = statistics.median(a), statistics.median(b)
+        row("S4", f"haytham list on a terminal, {count:,}, warm (process)", mine, floor, 2, "<= 2x piped")
     listing_rows(tree(root, sizes.tree), f"{sizes.tree:,} sessions of 2 phases (S2's tree)", repeats)
     small, large = sizes.manifests
     per = (rss[large] - rss[small]) / (large - small) * 1e6
@@ -519,6 +557,19 @@ def s4(root: Path, sizes: Sizes, repeats: int) -> None:
             "flat in N",
             "NO" if per > 100 else "yes",
             "rows stream newest first from the index; a listing keeps each folder's sorted names",
+        )
+    )
+    per = (terminal_rss[large] - terminal_rss[small]) / (large - small) * 1e6
+    ROWS.append(
+        Row(
+            "S4",
+            f"memory of list on a terminal: peak RSS {small:,} vs {large:,}",
+            f"{terminal_rss[large]:.0f} MB",
+            f"{terminal_rss[small]:.0f} MB",
+            f"{per:.0f} B/session",
+            "flat in N",
+            "NO" if per > 100 else "yes",
+            "rows printed as made, in columns fixed by the first 50 (cli.common.stream_table)",
         )
     )
 

@@ -61,7 +61,12 @@ def status_cell(status: str, style: str | None = None) -> Text:
     of ``status``, or of ``style`` when the text says more than the status."""
     from rich.text import Text
 
-    return Text(status, style=_STATUS_STYLES.get(status, "") if style is None else style)
+    return Text(status, style=status_style(status) if style is None else style)
+
+
+def status_style(status: str) -> str:
+    """The rich style of ``status`` in tables (``""``: none)."""
+    return _STATUS_STYLES.get(status, "")
 
 
 def next_step(manager: CheckpointManager, project: str, session: str) -> Advice:

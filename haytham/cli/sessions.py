@@ -17,7 +17,6 @@ import click
 
 from haytham.cli.common import (
     base_dir_option,
-    cell,
     command,
     emit_json,
     json_option,
@@ -25,10 +24,9 @@ from haytham.cli.common import (
     new_console,
     on_terminal,
     plain,
-    print_table,
     seconds,
+    stream_table,
     suggest,
-    table,
     when,
 )
 from haytham.cli.present import (
@@ -37,7 +35,7 @@ from haytham.cli.present import (
     describe_feedback,
     next_step,
     print_status,
-    status_cell,
+    status_style,
 )
 from haytham.errors import Issue
 from haytham.format.reviewer import Reviewer
@@ -226,8 +224,10 @@ def list_command(
     that cannot be read, and a session folder that holds files but no manifest, is reported
     as a warning (run haytham validate for the details, haytham doctor --fix to rebuild a
     missing manifest).
-    Rows are printed as they are made: piped, as plain aligned columns; with --json, as one
-    JSON object whose sessions array holds one session a line.
+    Rows are printed as they are made: on a terminal, in columns as wide as the first 50
+    rows need (narrowed to fit the terminal; a longer cell is cut with an ellipsis); piped,
+    as plain aligned columns; with --json, as one JSON object whose sessions array holds one
+    session a line.
 
     --mine (usually with --awaiting-review: your review inbox) keeps the sessions whose
     current phase the current reviewer may review: its workflow's reviewers: name them, or
@@ -278,12 +278,15 @@ def _print_listing(
         return
     columns = ("Project", "Session", "User", "Mode", "Status", "Current phase", "Updated", "Tokens", "Cost")
     rows = (_list_row(s) for s in listing.page(offset, limit))
-    if on_terminal():
-        console = new_console()
-        listing_table = table(console, *columns, numeric=2)
-        for row in rows:
-            listing_table.add_row(*map(cell, row[:4]), status_cell(row[4]), *map(cell, row[5:]))
-        print_table(console, listing_table)
+    if on_terminal():  # streamed in columns fixed by the first rows: never one table of all
+        stream_table(
+            new_console(),
+            columns,
+            rows,
+            numeric=2,
+            styles={columns.index("Status"): status_style},
+            narrow_first=(columns.index("Current phase"),),
+        )
     else:  # piped: plain aligned columns, the rows made once (kept as one text each)
         widths = [len(c) for c in columns]
         made: list[str | tuple[str, ...]] = []
