@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from workcount import HAYTHAM_PEAK_MEMORY
 
 pytestmark = pytest.mark.slow
 P, S = "acme", "s-1"
@@ -44,25 +45,13 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
-MEASURED = """
-import atexit, runpy, sys
-def report():
-    with open("/proc/self/status") as status:
-        peak = next(line for line in status if line.startswith("VmHWM:"))
-    sys.stderr.write("\\n" + peak.split()[1] + "\\n")
-atexit.register(report)
-sys.argv = ["haytham", *sys.argv[1:]]
-runpy.run_module("haytham", run_name="__main__")
-"""
-"""``python -m haytham`` that reports its peak resident memory (``VmHWM``, in KiB) last on
-stderr: the high-water mark of this process's own memory only, which ``ru_maxrss`` is not
-(it keeps the forking parent's before ``exec``)."""
-
-
 def peak_rss(args: list[str], cwd: Path) -> tuple[int, int]:
     """The exit code and peak resident memory in bytes of ``haytham ARGS`` run alone."""
     done = subprocess.run(
-        [sys.executable, "-c", MEASURED, *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [sys.executable, "-c", HAYTHAM_PEAK_MEMORY, *args],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     return done.returncode, int(done.stderr.split()[-1]) * 1024
 

@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from workcount import HAYTHAM_PEAK_MEMORY
 
 from haytham.cli import common
 from haytham.format.layout import MANIFEST_FILE
@@ -248,18 +249,6 @@ def test_the_first_rows_are_on_the_terminal_before_the_last_is_made(tmp_path: Pa
     assert len(data) == 3 * common.STREAM_SAMPLE
 
 
-MEASURED = """
-import atexit, runpy, sys
-def report():
-    with open("/proc/self/status") as status:
-        peak = next(line for line in status if line.startswith("VmHWM:"))
-    sys.stderr.write("\\n" + peak.split()[1] + "\\n")
-atexit.register(report)
-sys.argv = ["haytham", *sys.argv[1:]]
-runpy.run_module("haytham", run_name="__main__")
-"""
-"""``python -m haytham`` that reports its peak resident memory (``VmHWM``, KiB) last on stderr."""
-
 WARM = """
 import sys
 from pathlib import Path
@@ -274,7 +263,9 @@ list_sessions(Path(sys.argv[1]))
 def peak_on_terminal(base: Path) -> int:
     """The peak resident memory, in bytes, of a warm ``haytham list`` of ``base`` on a terminal."""
     subprocess.run([sys.executable, "-c", WARM, str(base)], check=True)
-    code, output, error = on_terminal([sys.executable, "-c", MEASURED, "list", "--base-dir", str(base)])
+    code, output, error = on_terminal(
+        [sys.executable, "-c", HAYTHAM_PEAK_MEMORY, "list", "--base-dir", str(base)]
+    )
     assert code == 0, error
     assert output.count("s-") >= 2, output[-500:]
     return int(error.split()[-1]) * 1024

@@ -24,10 +24,9 @@ if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it sk
     pytest.importorskip("starlette", reason="the web extra is not installed: pip install 'haytham[web]'")
 
 from starlette.testclient import TestClient
+from web_demo import awaiting_demo, client_of
 
 from haytham import CheckpointManager
-from haytham.run.demo import run_demo
-from haytham.web.app import create_app
 
 P, S = "demo", "idea-001"
 WAIT = 60.0
@@ -38,8 +37,7 @@ MISTAKE = "Approved: 'nope' is not a boolean (expected true/false, yes/no)"
 def manager(tmp_path: Path) -> CheckpointManager:
     """A demo session at phase 1's review gate whose review file has a mistake at line 5 and
     a section of the person's own."""
-    manager = CheckpointManager(tmp_path / "projects")
-    assert run_demo(manager, S, review="manual").status == "awaiting_review"
+    manager = awaiting_demo(tmp_path / "projects")
     path = feedback_file(manager)
     text = path.read_text().replace("- Approved: false\n", "- Approved: nope\n")
     path.write_text(text + "\n## My notes\nkeep me\n")
@@ -49,7 +47,7 @@ def manager(tmp_path: Path) -> CheckpointManager:
 
 @pytest.fixture
 def client(manager: CheckpointManager) -> Iterator[TestClient]:
-    with TestClient(create_app(str(manager.base_dir)), base_url="http://127.0.0.1") as test_client:
+    with client_of(manager) as test_client:
         yield test_client
 
 

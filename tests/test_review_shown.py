@@ -26,13 +26,13 @@ if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it sk
     pytest.importorskip("starlette", reason="the web extra is not installed: pip install 'haytham[web]'")
 
 from starlette.testclient import TestClient
+from web_demo import awaiting_demo, client_of
 
 from haytham import CheckpointManager, SessionBusyError, StaleReviewError
 from haytham.format.workflow import IDEA_VALIDATION
-from haytham.run.demo import DEMO_AGENTS, run_demo
+from haytham.run.demo import DEMO_AGENTS
 from haytham.run.runner import PhaseRunner
 from haytham.store import fs
-from haytham.web.app import create_app
 
 P, S = "demo", "idea-001"
 WAIT = 60.0
@@ -42,14 +42,12 @@ WAIT = 60.0
 @pytest.fixture
 def manager(tmp_path: Path) -> CheckpointManager:
     """A demo session stopped at phase 1's review gate (attempt 1)."""
-    manager = CheckpointManager(tmp_path / "projects")
-    assert run_demo(manager, S, review="manual").status == "awaiting_review"
-    return manager
+    return awaiting_demo(tmp_path / "projects")
 
 
 @pytest.fixture
 def client(manager: CheckpointManager) -> Iterator[TestClient]:
-    with TestClient(create_app(str(manager.base_dir)), base_url="http://127.0.0.1") as test_client:
+    with client_of(manager) as test_client:
         yield test_client
 
 

@@ -30,6 +30,7 @@ if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it sk
 
 from click.testing import CliRunner
 from starlette.testclient import TestClient
+from web_demo import awaiting_demo, client_of
 
 from haytham import CheckpointManager
 from haytham.cli.main import cli
@@ -59,14 +60,12 @@ def base(tmp_path: Path) -> Path:
 @pytest.fixture
 def manager(base: Path) -> CheckpointManager:
     """A demo session stopped at phase 1's review gate."""
-    manager = CheckpointManager(base)
-    assert run_demo(manager, S, review="manual").status == "awaiting_review"
-    return manager
+    return awaiting_demo(base)
 
 
 @pytest.fixture
 def client(manager: CheckpointManager) -> Iterator[TestClient]:
-    with TestClient(create_app(str(manager.base_dir)), base_url="http://127.0.0.1") as test_client:
+    with client_of(manager) as test_client:
         yield test_client
 
 

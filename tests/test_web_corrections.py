@@ -20,11 +20,10 @@ if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it sk
     pytest.importorskip("starlette", reason="the web extra is not installed: pip install 'haytham[web]'")
 
 from starlette.testclient import TestClient
+from web_demo import awaiting_demo, client_of
 
 from haytham import CheckpointManager
 from haytham.format.reviewer import parse_reviewer
-from haytham.run.demo import run_demo
-from haytham.web.app import create_app
 from haytham.web.pages import EDITABLE_OUTPUT_CHARS
 from haytham.web.report import report_html
 
@@ -35,14 +34,12 @@ CORRECTION = "The buyers are small agencies, not solo founders."
 @pytest.fixture
 def manager(tmp_path: Path) -> CheckpointManager:
     """A demo session stopped at phase 1's review gate."""
-    manager = CheckpointManager(tmp_path / "projects")
-    assert run_demo(manager, S, review="manual").status == "awaiting_review"
-    return manager
+    return awaiting_demo(tmp_path / "projects")
 
 
 @pytest.fixture
 def client(manager: CheckpointManager) -> Iterator[TestClient]:
-    with TestClient(create_app(str(manager.base_dir)), base_url="http://127.0.0.1") as test_client:
+    with client_of(manager) as test_client:
         yield test_client
 
 
@@ -153,8 +150,7 @@ def test_a_correction_records_who_made_it(manager: CheckpointManager) -> None:
     ann = parse_reviewer("Ann Reviewer <ann@example.com>")
     agent = agent_of(manager)
     original = manager.load_agent_output(P, S, 1, agent).content
-    app = create_app(str(manager.base_dir), reviewer=ann)
-    with TestClient(app, base_url="http://127.0.0.1") as browser:
+    with client_of(manager, reviewer=ann) as browser:
         form = edit_form(browser.get(f"/p/{P}/s/{S}/phase/1").text, agent)
         sent = browser.post(
             f"/p/{P}/s/{S}/phase/1/correct",

@@ -29,10 +29,10 @@ if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it sk
 import anyio
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
+from web_demo import awaiting_demo, client_of
 
 from haytham import CheckpointManager
 from haytham.format import document
-from haytham.run.demo import run_demo
 from haytham.store import journal
 from haytham.web.app import create_app
 from haytham.web.pages import SHOWN_OUTPUT_BYTES, memory_bound
@@ -45,9 +45,7 @@ TOKEN = "s3cret-token"
 @pytest.fixture
 def manager(tmp_path: Path) -> CheckpointManager:
     """A demo session stopped at phase 1's review gate."""
-    manager = CheckpointManager(tmp_path / "projects")
-    assert run_demo(manager, S, review="manual").status == "awaiting_review"
-    return manager
+    return awaiting_demo(tmp_path / "projects")
 
 
 @pytest.fixture
@@ -127,7 +125,7 @@ def test_the_token_redirect_keeps_an_ordinary_path(off_localhost: TestClient) ->
 @pytest.fixture
 def loopback(manager: CheckpointManager) -> Iterator[TestClient]:
     """The app as plain ``haytham serve`` makes it: the loopback names only, no token."""
-    with TestClient(create_app(str(manager.base_dir)), base_url="http://127.0.0.1") as client:
+    with client_of(manager) as client:
         yield client
 
 

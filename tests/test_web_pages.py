@@ -32,6 +32,7 @@ if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it sk
 
 from click.testing import CliRunner
 from starlette.testclient import TestClient
+from web_demo import awaiting_demo, client_of
 from workcount import WorkCounters
 
 from haytham import CheckpointManager
@@ -53,14 +54,12 @@ LAST_LINE = "The very last line, never on the page."
 @pytest.fixture
 def manager(tmp_path: Path) -> CheckpointManager:
     """A demo session stopped at phase 1's review gate."""
-    manager = CheckpointManager(tmp_path / "projects")
-    assert run_demo(manager, S, review="manual").status == "awaiting_review"
-    return manager
+    return awaiting_demo(tmp_path / "projects")
 
 
 @pytest.fixture
 def client(manager: CheckpointManager) -> Iterator[TestClient]:
-    with TestClient(create_app(str(manager.base_dir)), base_url="http://127.0.0.1") as test_client:
+    with client_of(manager) as test_client:
         yield test_client
 
 

@@ -358,3 +358,18 @@ def counting(root: Path, *, lines: bool = False) -> Iterator[WorkCounters]:
             if lines:
                 sys.settrace(before)
             _ACTIVE.pop()
+
+
+HAYTHAM_PEAK_MEMORY = """
+import atexit, runpy, sys
+def report():
+    with open("/proc/self/status") as status:
+        peak = next(line for line in status if line.startswith("VmHWM:"))
+    sys.stderr.write("\\n" + peak.split()[1] + "\\n")
+atexit.register(report)
+sys.argv = ["haytham", *sys.argv[1:]]
+runpy.run_module("haytham", run_name="__main__")
+"""
+"""``python -c HAYTHAM_PEAK_MEMORY ARGS`` runs ``haytham ARGS`` and reports its peak resident
+memory (``VmHWM``, in KiB) last on stderr: the high-water mark of that process's own memory
+only, which ``ru_maxrss`` is not (it keeps the forking parent's before ``exec``)."""

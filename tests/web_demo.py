@@ -1,0 +1,32 @@
+"""The session most web tests start from, and a client of the app serving it: one home for
+how both are made (the demo workflow stopped at phase 1's review gate, the app on a loopback
+host name)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from starlette.testclient import TestClient
+
+from haytham import CheckpointManager
+from haytham.run.demo import run_demo
+from haytham.web.app import create_app
+
+P, S = "demo", "idea-001"
+
+
+def awaiting_demo(base: Path) -> CheckpointManager:
+    """A demo session (``P``/``S``) under ``base`` stopped at phase 1's review gate (attempt 1)."""
+    manager = CheckpointManager(base)
+    assert run_demo(manager, S, review="manual").status == "awaiting_review"
+    return manager
+
+
+@contextmanager
+def client_of(manager: CheckpointManager, **app_options: Any) -> Iterator[TestClient]:
+    """A client of ``create_app`` over the manager's base directory, as a browser on 127.0.0.1."""
+    with TestClient(create_app(str(manager.base_dir), **app_options), base_url="http://127.0.0.1") as client:
+        yield client
