@@ -666,7 +666,7 @@ def phase_page(
         c.agent: unified_diff(
             c.original, c.corrected, f"{c.agent}.md (the agent's)", f"{c.agent}.md (corrected)"
         )
-        for c in (manager.session(project, session).corrections(phase) if corrected else [])
+        for c in (handle.corrections(phase) if corrected else [])
     }
     return PhasePage(
         project,
