@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from history_order import reference_order
 from workcount import WorkCounters
 
 from haytham.cli import main as cli_main
@@ -347,23 +348,6 @@ def test_ordering_a_history_takes_steps_linear_in_its_length(counters: WorkCount
     assert steps[1] - steps[0] == (steps[2] - steps[1]) // 2
 
 
-def _reference_order(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
-    """The quadratic ordering ``in_order`` replaced: the same answer is the specification."""
-    pending = sorted(entries, key=lambda e: (e.timestamp, e.entry_id))
-    known = {e.entry_id for e in pending}
-    placed: set[str] = set()
-    ordered: list[HistoryEntry] = []
-    while pending:
-        ready = [e for e in pending if e.parent is None or e.parent in placed or e.parent not in known]
-        if not ready:
-            ready = pending[:1]
-        for entry in ready:
-            ordered.append(entry)
-            placed.add(entry.entry_id)
-        pending = [e for e in pending if e.entry_id not in placed]
-    return ordered
-
-
 @pytest.mark.parametrize("seed", range(40))
 def test_ordering_gives_what_the_quadratic_ordering_gave(seed: int) -> None:
     """Random forests with forks, cycles, duplicate ids and unknown parents."""
@@ -378,7 +362,7 @@ def test_ordering_gives_what_the_quadratic_ordering_gave(seed: int) -> None:
         entries.append(
             HistoryEntry(entry_id, *[getattr(made, f) for f in HistoryEntry.__dataclass_fields__][1:])
         )
-    assert [id(e) for e in history.in_order(entries)] == [id(e) for e in _reference_order(entries)]
+    assert [id(e) for e in history.in_order(entries)] == [id(e) for e in reference_order(entries)]
 
 
 def test_reading_a_history_opens_each_entry_once(template: Path, counters: WorkCounters) -> None:

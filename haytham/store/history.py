@@ -202,8 +202,8 @@ def in_order(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
 
     Rounds, as Kahn's algorithm by depth: round 0 holds the roots (no parent, or a parent
     that is not among the entries), round k+1 the children of the ids placed in round k;
-    each round is sorted by time, then id. An entry whose id was already placed (a hand-made
-    duplicate) is dropped. When no entry is ready but some remain (a cycle, which only hand
+    each round is sorted by time, then id. Each id is placed once: of hand-made duplicates
+    (one file copied under another name), the first placed stands for them all. When no entry is ready but some remain (a cycle, which only hand
     edits make), the earliest remaining one is placed alone and the rounds go on. Every
     entry is examined a bounded number of times, so this is O(n log n) in the history's
     length (``tests/test_work_counts.py`` pins it, counting the lines this module executes).
@@ -234,8 +234,8 @@ def _rounds(pending: list[HistoryEntry], known: set[str]) -> list[HistoryEntry]:
             ready = [pending[earliest]]
         fresh: list[str] = []
         for entry in ready:
-            ordered.append(entry)
             if entry.entry_id not in placed:
+                ordered.append(entry)
                 placed.add(entry.entry_id)
                 fresh.append(entry.entry_id)
         following = [c for parent in fresh for c in children.get(parent, ()) if c.entry_id not in placed]
