@@ -209,7 +209,12 @@ def test_validation_depends_on_the_workflow_definitions(base: Path) -> None:
     assert CheckpointManager(base).validate_paths() == []
     smaller = Workflow(builtin.name, builtin.phases[:1], {"mvp": (1,), "full": (1,)}, builtin.max_retries)
     changed = CheckpointManager(base, workflows=[smaller]).validate_paths()
-    assert changed != []  # the manifests list phases this definition does not have
+    # every manifest lists the 5 phases of the built-in definition against this one's 1
+    assert sorted((i.path, i.line, i.field) for i in changed) == [
+        (base / P / "sessions" / f"s{n:02d}" / "session_manifest.md", 16, "Phase Status")
+        for n in range(SESSIONS)
+    ]
+    assert {i.message.split(" (")[0] for i in changed} == {"has 5 rows but the mode runs 1 phases"}
     assert CheckpointManager(base).validate_paths() == []
 
 

@@ -153,7 +153,7 @@ def library_reads(manager: CheckpointManager, base: Path) -> int:
             attempt(manager.load_attempts, *key, phase)
             attempt(manager.validate_checkpoint, *key, phase)
             attempt(manager.get_phase_outputs, *key, [phase])
-            attempt(manager.validate_paths, [manager.session_dir(*key) / f"phase_{phase}"])
+            attempt(lambda k=key, n=phase: manager.validate_paths([manager.phase_dir(*k, n)]))
             for agent in agents:
                 attempt(manager.load_agent_output, *key, phase, agent)
     return succeeded
