@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any, TypedDict
@@ -325,7 +324,7 @@ def test_a_graph_killed_in_a_node_resumes_from_its_last_checkpoint(tmp_path: Pat
 
 
 _WRITER = """
-import sys
+import os, signal, sys
 from haytham.integrations.langgraph import HaythamSaver
 from langgraph.checkpoint.base import empty_checkpoint
 saver = HaythamSaver(sys.argv[1], "langgraph")
@@ -340,20 +339,24 @@ for step in range(100000):
     stored = saver.put(config, checkpoint, {"source": "loop", "step": step}, {"text": step + 1})
     parent = stored["configurable"]["checkpoint_id"]
     saver.put_writes(stored, [("n", step)], "task")
-    if step == 5:
-        open(sys.argv[2], "w").close()
+    if step == 5:  # from now on, the process dies at its Nth rename: mid-write, every time
+        renames = 0
+        def kill_at_rename(event, args):
+            global renames
+            if event == "os.rename":
+                renames += 1
+                if renames == int(sys.argv[2]):
+                    os.kill(os.getpid(), signal.SIGKILL)
+        sys.addaudithook(kill_at_rename)
 """
 
 
-def test_a_saver_killed_while_writing_leaves_every_checkpoint_readable(tmp_path: Path) -> None:
-    started = tmp_path / "started"
-    child = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path / "base"), str(started)], cwd=ROOT)
-    deadline = time.monotonic() + 120
-    while not started.exists() and child.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.05)
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
+@pytest.mark.parametrize("rename", [1, 2, 3, 5])
+def test_a_saver_killed_while_writing_leaves_every_checkpoint_readable(tmp_path: Path, rename: int) -> None:
+    """The writer kills itself at its Nth file rename after step 5 (an audit hook), so the
+    kill lands inside a save, at a different point of it for each N."""
+    child = subprocess.run([sys.executable, "-c", _WRITER, str(tmp_path / "base"), str(rename)], cwd=ROOT)
+    assert child.returncode == -signal.SIGKILL
     saver = HaythamSaver(tmp_path / "base", P)
     found = list(saver.list({"configurable": {"thread_id": "crash"}}))
     assert len(found) >= 6
