@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -127,10 +128,15 @@ def test_pending_writes_come_back_exactly(writes: list[tuple[str, Any, str]]) ->
     assert all(_same(a.value, b.value) for a, b in zip(back, expected, strict=True))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None)
 @given(value=channel_values)
-def test_values_come_back_exactly_through_the_saver(tmp_path: Path, value: Any) -> None:
-    saver = HaythamSaver(tmp_path, "langgraph")
+def test_values_come_back_exactly_through_the_saver(value: Any) -> None:
+    with tempfile.TemporaryDirectory() as folder:  # each example its own store, not one shared tmp_path
+        _round_trip_through_the_saver(Path(folder), value)
+
+
+def _round_trip_through_the_saver(base: Path, value: Any) -> None:
+    saver = HaythamSaver(base, "langgraph")
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = {"v": value}
     checkpoint["channel_versions"] = {"v": 1}

@@ -629,10 +629,15 @@ def test_preferences_file_with_a_python_tag_is_refused(manager: ProjectManager, 
 
 WORKER = """
 import sys, time
+from pathlib import Path
 from haytham.project import ProjectManager
 
-base, project_id, session_id, worker, start = sys.argv[1:]
-time.sleep(max(0.0, float(start) - time.time()))
+base, project_id, session_id, worker, rendezvous = sys.argv[1:]
+Path(rendezvous, f"ready-{worker}").touch()  # imported; all start together once "go" exists
+deadline = time.monotonic() + 120
+while not Path(rendezvous, "go").exists():
+    assert time.monotonic() < deadline, "the test never said go"
+    time.sleep(0.005)
 manager = ProjectManager(base)
 for round_ in range(5):
     manager.complete_session(project_id, session_id, f"worker {worker} round {round_}\\n")
@@ -642,17 +647,25 @@ for round_ in range(5):
 def test_concurrent_completions_never_share_a_version(manager: ProjectManager, base: Path) -> None:
     project_id = manager.create_project("alice", IDEA)["project_id"]
     session_id = manager.start_session(project_id)["session_id"]
-    start = time.time() + 1.5  # every worker has imported haytham by then, so they overlap
+    rendezvous = base.parent / "rendezvous"
+    rendezvous.mkdir()
     env = {**os.environ, "PYTHONPATH": str(Path(haytham.__file__).parents[1])}
     workers = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(base), project_id, session_id, str(n), str(start)],
+            [sys.executable, "-c", WORKER, str(base), project_id, session_id, str(n), str(rendezvous)],
             env=env,
             stderr=subprocess.PIPE,
             text=True,
         )
         for n in range(4)
     ]
+    deadline = time.monotonic() + 120
+    while len(list(rendezvous.glob("ready-*"))) < len(workers):  # every worker has imported haytham
+        assert time.monotonic() < deadline and all(w.poll() is None for w in workers), (
+            "a worker never got ready"
+        )
+        time.sleep(0.005)
+    (rendezvous / "go").touch()
     for worker in workers:
         _, stderr = worker.communicate(timeout=120)
         assert worker.returncode == 0, stderr

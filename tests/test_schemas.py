@@ -126,6 +126,30 @@ def test_the_generated_predicates_are_current() -> None:
     assert stale_checks() == [], "run: python3 dev.py schemas"
 
 
+def test_a_predicate_is_stale_when_its_schema_changed_not_when_fastjsonschema_did(tmp_path: Path) -> None:
+    import shutil
+
+    import fastjsonschema
+
+    from haytham.format.schema import _HERE, CHECKS_FOLDER, stale_checks
+
+    folder = tmp_path / "checks"
+    shutil.copytree(_HERE / CHECKS_FOLDER, folder)
+    assert stale_checks(folder) == []
+    kind = SCHEMA_KINDS[0]
+    path = folder / f"{kind}.py"
+    text = path.read_text("utf-8")
+    older = text.replace(f'VERSION = "{fastjsonschema.VERSION}"', 'VERSION = "0.0.1"') + "# older code\n"
+    path.write_text(older, "utf-8")
+    assert stale_checks(folder) == []  # another release's code for the same schema still stands
+    path.write_text(text + "# edited\n", "utf-8")
+    assert stale_checks(folder) == [kind]  # this release would write it differently
+    path.write_text(text.replace("SCHEMA_DIGEST = ", 'SCHEMA_DIGEST = "0" + '), "utf-8")
+    assert stale_checks(folder) == [kind]
+    path.unlink()
+    assert stale_checks(folder) == [kind]
+
+
 @pytest.mark.parametrize("kind", SCHEMA_KINDS)
 def test_the_generated_predicate_is_the_one_in_use(kind: str) -> None:
     import importlib

@@ -14,12 +14,12 @@ import contextlib
 import http.cookiejar
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -480,39 +480,27 @@ def test_without_the_web_extra_serve_and_report_say_how_to_install_it(tmp_path: 
 # ------------------------------------------------------------- the real server
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+ADDRESS_LINE = re.compile(r"^Serving .* at http://[^/]+:(\d+)/.*$", re.MULTILINE)
+"""The line ``haytham serve`` prints once it listens, with the port the system chose."""
 
 
 @contextlib.contextmanager
 def serving(cwd: Path, *args: str) -> Iterator[tuple[str, str]]:
-    """``haytham serve --port N ARGS`` as a process in ``cwd``; (its local address, the line it
-    printed with the address to open) once it answers, stopped at the end."""
-    port = free_port()
-    log_path = cwd / f"serve-{port}.log"
+    """``haytham serve --port 0 ARGS`` as a process in ``cwd``; (its local address, the line it
+    printed with the address to open) once it has printed it (it listens before it prints,
+    and the system chose the port, so no other program can take it first), stopped at the end."""
+    log_path = cwd / f"serve-{uuid.uuid4().hex}.log"
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [str(HAYTHAM), "serve", "--port", str(port), *args], stdout=log, stderr=subprocess.STDOUT, cwd=cwd
+            [str(HAYTHAM), "serve", "--port", "0", *args], stdout=log, stderr=subprocess.STDOUT, cwd=cwd
         )
-        url = f"http://127.0.0.1:{port}/"
         deadline = time.monotonic() + WAIT
         try:
-            while True:
-                try:
-                    urllib.request.urlopen(url, timeout=2).close()
-                    break
-                except urllib.error.HTTPError as answered:  # it answers (a 403 without the token)
-                    answered.close()
-                    break
-                except (urllib.error.URLError, ConnectionError):
-                    assert process.poll() is None, log_path.read_text()
-                    assert time.monotonic() < deadline, "haytham serve did not answer"
-                    time.sleep(0.1)
-            printed = next(line for line in log_path.read_text().splitlines() if "http://" in line)
-            yield url, printed
+            while (found := ADDRESS_LINE.search(log_path.read_text())) is None:
+                assert process.poll() is None, log_path.read_text()
+                assert time.monotonic() < deadline, "haytham serve printed no address"
+                time.sleep(0.05)
+            yield f"http://127.0.0.1:{found.group(1)}/", found.group(0)
         finally:
             process.terminate()
             process.wait(timeout=WAIT)

@@ -244,15 +244,28 @@ def _as_f_string(found: re.Match[str]) -> str:
     return f'f"{found.group(1)}"'
 
 
-def stale_checks() -> list[str]:
-    """The kinds whose generated predicate file is missing or differs from ``generated_check``
-    (``python3 dev.py schemas`` writes them; this module only reads)."""
+def stale_checks(folder: Path | None = None) -> list[str]:
+    """The kinds whose generated predicate file is missing, was generated from another version
+    of the schema, or differs from what ``generated_check`` writes with the fastjsonschema
+    release that wrote it (``python3 dev.py schemas`` writes them; this module only reads).
+    A file written by an older fastjsonschema release is not stale: its code stands alone.
+    ``folder`` is where the files are (the package's own folder unless given)."""
+    import fastjsonschema
+
     stale = []
     for kind in SCHEMA_KINDS:
-        path = _HERE / CHECKS_FOLDER / f"{kind}.py"
-        if not path.is_file() or path.read_text("utf-8") != generated_check(kind):
+        path = (folder or _HERE / CHECKS_FOLDER) / f"{kind}.py"
+        text = path.read_text("utf-8") if path.is_file() else ""
+        recorded = dict(_RECORDED.findall(text))
+        if recorded.get("SCHEMA_DIGEST") != schema_digest(load_schema(kind)) or (
+            recorded.get("VERSION") == fastjsonschema.VERSION and text != generated_check(kind)
+        ):
             stale.append(kind)
     return stale
+
+
+_RECORDED = re.compile(r'^(SCHEMA_DIGEST|VERSION) = "([^"]*)"$', re.MULTILINE)
+"""The schema digest and the fastjsonschema release a generated predicate file records."""
 
 
 def _refuse_remote(uri: str) -> Any:
