@@ -71,7 +71,9 @@ def test_three_resumes_at_once_run_the_agents_once(tmp_path: Path) -> None:
     ]
     refused: list[tuple[int, str]] = []
     waiting = list(processes)
+    deadline = time.monotonic() + 120
     while len(refused) < 2:  # the two that lose exit on their own while the winner blocks
+        assert time.monotonic() < deadline, f"only {len(refused)} of the losers exited"
         for process in list(waiting):
             if process.poll() is not None:
                 out, err = process.communicate()
