@@ -68,8 +68,6 @@ if _typing.TYPE_CHECKING:
     from haytham.store.manager import CheckpointManager
     from haytham.store.scan import SessionSummary
 
-__version__ = "0.1.0"
-
 _HOMES: dict[str, str] = {
     "AgentDiff": "haytham.compare",
     "Comparison": "haytham.compare",
@@ -135,13 +133,19 @@ for the runner (asyncio) or the features they do not use."""
 
 
 def __getattr__(name: str) -> _typing.Any:
-    """A public name, imported from its module on first use (PEP 562)."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'haytham' has no attribute {name!r}")
+    """A public name, imported from its module on first use (PEP 562); ``__version__`` is the
+    installed distribution's (pyproject.toml is its one home), read on first use because
+    importlib.metadata costs a command's start-up more than the command itself."""
     import importlib
 
-    value = getattr(importlib.import_module(home), name)
+    if name == "__version__":
+        from importlib.metadata import version
+
+        value: _typing.Any = version("haytham")
+    elif name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+    else:
+        raise AttributeError(f"module 'haytham' has no attribute {name!r}")
     globals()[name] = value
     return value
 

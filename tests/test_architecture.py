@@ -311,7 +311,7 @@ def test_the_checker_finds_a_layer_violation_at_every_depth() -> None:
             ),
             "haytham.transfer": "from .store import manager\n",
             "haytham.run.runner": "",
-            "haytham.cli.main": "from haytham import __version__\n",
+            "haytham.cli.main": "from haytham import CheckpointManager\n",
             "haytham.git.merge": "import haytham.cli.main\n",
         }
     )

@@ -116,3 +116,16 @@ def test_the_layers_above_the_store_use_only_its_public_api() -> None:
                 if module not in store.PUBLIC_MODULES or name.startswith("_"):
                     found.append(f"{path.relative_to(STORE.parent)}:{node.lineno}: {module} {name}".rstrip())
     assert found == []
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    """pyproject.toml is the version's one home: ``haytham.__version__`` and ``haytham
+    --version`` read it from the installed distribution's metadata."""
+    from importlib.metadata import version
+
+    from click.testing import CliRunner
+
+    from haytham.cli.main import cli
+
+    assert haytham.__version__ == version("haytham")
+    assert CliRunner().invoke(cli, ["--version"]).output == f"haytham, version {version('haytham')}\n"

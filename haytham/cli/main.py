@@ -19,7 +19,6 @@ from typing import Any
 
 import click
 
-from haytham import __version__
 from haytham.cli.common import Group
 
 HOME: dict[str, str] = {
@@ -75,7 +74,7 @@ class _Group(Group):
 
 
 @click.group(cls=_Group)
-@click.version_option(__version__, prog_name="haytham")
+@click.version_option(package_name="haytham", prog_name="haytham")  # read only for --version
 def cli() -> None:
     """Keep, review and check the sessions of phased multi-agent workflows.
 
