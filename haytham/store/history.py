@@ -23,7 +23,6 @@ from haytham.records import HistoryEntry, PhaseStatus
 from haytham.store.clock import parse_timestamp
 
 HISTORY_DIR = layout.HISTORY_DIR
-_encode_string = json.encoder.encode_basestring_ascii
 
 
 def make_entry(
@@ -107,24 +106,7 @@ def _digest(
         content += ["review", feedback_text]
     if original is not None:
         content += ["correction", *original]
-    return hashlib.sha256(_json_list(content).encode("utf-8")).hexdigest()[:12]
-
-
-def _json_list(values: list[object]) -> str:
-    """``json.dumps(values)`` for a list of strings, whole numbers and None, spelt by json's
-    own string encoder (``tests/test_history.py`` compares the two): without the general
-    encoder's set-up, which was a tenth of reading a long history."""
-    parts = []
-    for value in values:
-        if value is None:
-            parts.append("null")
-        elif type(value) is str:
-            parts.append(_encode_string(value))
-        elif type(value) is int:
-            parts.append(int.__repr__(value))
-        else:
-            return json.dumps(values)
-    return "[" + ", ".join(parts) + "]"
+    return hashlib.sha256(json.dumps(content).encode("utf-8")).hexdigest()[:12]
 
 
 def file_name(entry: HistoryEntry) -> str:
@@ -203,8 +185,9 @@ def in_order(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
     Rounds, as Kahn's algorithm by depth: round 0 holds the roots (no parent, or a parent
     that is not among the entries), round k+1 the children of the ids placed in round k;
     each round is sorted by time, then id. Each id is placed once: of hand-made duplicates
-    (one file copied under another name), the first placed stands for them all. When no entry is ready but some remain (a cycle, which only hand
-    edits make), the earliest remaining one is placed alone and the rounds go on. Every
+    (one file copied under another name), the first placed stands for them all. When no
+    entry is ready but some remain (a cycle, which only hand edits make), the earliest
+    remaining one is placed alone and the rounds go on. Every
     entry is examined a bounded number of times, so this is O(n log n) in the history's
     length (``tests/test_work_counts.py`` pins it, counting the lines this module executes).
     """
