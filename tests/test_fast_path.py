@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from commonmark_cases import sampled_examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -37,7 +38,7 @@ CORPORA = [TESTS / "golden", TESTS / "data" / "compat", TESTS / "handedits", TES
 CORPUS = sorted(
     p for root in CORPORA for p in root.rglob("*") if p.is_file() and p.suffix in (".md", ".json")
 )
-EXAMPLES: list[dict[str, Any]] = json.loads((TESTS / "data" / "commonmark-examples.json").read_text("utf-8"))
+
 KINDS: tuple[DocumentFormat[Any], ...] = (AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST)
 PROPERTY = settings(
     max_examples=int(os.environ.get("FAST_PATH_EXAMPLES", "300")),
@@ -150,7 +151,7 @@ def inserted_by_hand(text: str) -> Iterator[Placed]:
     )
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: f"example-{e['example']}")
+@pytest.mark.parametrize("example", sampled_examples())
 def test_commonmark_examples_in_documents(example: dict[str, Any]) -> None:
     markdown = example["markdown"]
     assert_same(markdown)

@@ -12,7 +12,6 @@ level.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import mistune
 import pytest
+from commonmark_cases import EXAMPLES, sampled_examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mistune.block_parser import BlockParser
@@ -29,7 +29,7 @@ from haytham.format.agent_output import split_output
 from haytham.format.markdown import fence_lines, first_fence, iter_fences, iter_unfenced_lines
 
 TESTS = Path(__file__).resolve().parent
-EXAMPLES: list[dict[str, Any]] = json.loads((TESTS / "data" / "commonmark-examples.json").read_text("utf-8"))
+
 PROPERTY = settings(
     max_examples=int(os.environ.get("FENCE_EXAMPLES", "500")),
     deadline=None,
@@ -108,7 +108,7 @@ def assert_same(text: str) -> bool:
     return theirs is not None
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: f"example-{e['example']}")
+@pytest.mark.parametrize("example", sampled_examples())
 def test_commonmark_examples(example: dict[str, Any]) -> None:
     assert_same(example["markdown"])
 
