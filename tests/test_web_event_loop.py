@@ -34,6 +34,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -62,7 +63,7 @@ def on_the_event_loop() -> bool:
     outside an import (a library's module loaded at its first use, once a process)."""
     if asyncio._get_running_loop() is None:
         return False
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         if frame.f_code.co_filename.startswith("<frozen importlib"):
             return False
