@@ -1374,6 +1374,16 @@ def _timed(action: Callable[[], Any]) -> float:
     return time.perf_counter() - began
 
 
+def s12(root: Path, sizes: Sizes, repeats: int) -> None:
+    """Under load (issue 26): ``haytham serve`` beside a static server of the same pages'
+    bytes, 200 requests 4 at a time while a writer saves (benchmarks/load.py)."""
+    import load
+
+    FLOORS["S12"] = "peer: Python's http.server serving each page's bytes saved from haytham serve"
+    for what, mine, peer, ratio, goal, met, note in load.figure(root, sizes.tree_small, repeats=repeats):
+        ROWS.append(Row("S12", what, mine, peer, ratio, goal, met, note))
+
+
 # ------------------------------------------------------------------------------ main
 
 TARGETS: dict[str, Callable[[Path, Sizes, int], None]] = {
@@ -1388,6 +1398,7 @@ TARGETS: dict[str, Callable[[Path, Sizes, int], None]] = {
     "S9": s9,
     "S10": s10,
     "S11": s11,
+    "S12": s12,
 }
 
 

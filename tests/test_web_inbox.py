@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -80,6 +80,22 @@ def approve_by_hand(base: Path, session: str) -> None:
     )
 
 
+LISTING_VIEWS = (
+    "/",
+    f"/?project={P}",
+    "/?kind=awaiting_review",
+    "/?order=oldest",
+    "/?reviewer=ada",
+    "/sessions",
+    "/sessions?state=awaiting_review",
+    f"/sessions?project={P}",
+    "/sessions?reviewer=ada",
+    "/sessions?q=s-01",
+    "/sessions?sort=tokens&order=asc",
+)
+"""The inbox and the sessions page with each of their filters, orders and sorts."""
+
+
 def test_a_warm_inbox_reads_no_session_file(base: Path, client: TestClient, counters: WorkCounters) -> None:
     for count in (60, 120):
         grow(base, count)
@@ -89,16 +105,10 @@ def test_a_warm_inbox_reads_no_session_file(base: Path, client: TestClient, coun
         page = client.get("/")
         assert page.status_code == 200 and count_of(page.text) == count
         assert counters.opened == 0 and counters.parsed == 0 and counters.hashed == 0
-        for view in (
-            f"/?project={P}",
-            "/?kind=awaiting_review",
-            "/?page=1",
-            "/sessions",
-            "/sessions?state=awaiting_review",
-        ):
+        for view in (*LISTING_VIEWS, "/?page=1"):
             counters.reset()
             assert client.get(view).status_code == 200
-            assert counters.opened == 0 and counters.parsed == 0, view
+            assert counters.opened == 0 and counters.parsed == 0 and counters.hashed == 0, view
 
 
 def test_a_hand_edited_review_is_shown_at_once_reading_that_session_alone(
@@ -174,3 +184,46 @@ def test_the_waiting_phases_the_index_remembers_are_those_the_files_derive(base:
         assert phases == [(v.number, v.state, v.describe()) for v in derived]
     assert [state for _, state, _ in warm["done-1"]].count("stale") >= 2
     assert warm["broken"] == [(1, "failed", "failed")] and warm["s-000"][0][1] == "awaiting_review"
+
+
+def save_phase_2(base: Path, session: str) -> None:
+    """Phase 1 of ``session`` approved and phase 2 saved, through the library (as a runner)."""
+    from haytham.run.demo import DEMO_WORKFLOW
+
+    manager = CheckpointManager(base)
+    manager.save_user_feedback(P, session, 1, True, True)
+    agents = DEMO_WORKFLOW.phases[1].agents
+    for agent in agents:
+        manager.save_agent_output(P, session, 2, agent, f"# Phase 2 by {agent}\n")
+    manager.save_checkpoint(
+        P, session, 2, "completed", [{"agent_name": a, "status": "completed"} for a in agents]
+    )
+
+
+@pytest.mark.parametrize(
+    "change", [approve_by_hand, save_phase_2], ids=["review-edited-by-hand", "phase-saved"]
+)
+def test_every_listing_view_reads_only_the_session_that_changed(
+    base: Path, client: TestClient, counters: WorkCounters, change: Callable[[Path, str], None]
+) -> None:
+    """Each view of the inbox and the sessions page, after one session of 60 changed (its
+    review edited by hand, or a phase saved by a runner): only that session's files are
+    read, and the next load reads none."""
+    grow(base, 60)
+    for number, view in enumerate(LISTING_VIEWS):
+        assert client.get(view).status_code == 200, view
+        session = f"s-{number + 10:03d}"
+        folder = base / P / "sessions" / session
+        change(base, session)
+        _progress.DIGESTS.clear()
+        counters.reset()
+        assert client.get(view).status_code == 200, view
+        assert counters.files, view  # the change was seen: its files read again
+        assert all(path.startswith(f"{folder}{os.sep}") for path in counters.files), (view, counters.files)
+        assert counters.opened <= sum(1 for p in folder.rglob("*.md")), view
+        counters.reset()
+        assert client.get(view).status_code == 200, view
+        assert counters.opened == 0 and counters.parsed == 0, view
+    sessions = client.get("/sessions?state=awaiting_review").text
+    assert ">s-030<" in sessions  # unchanged: still awaiting review
+    assert all(f">s-{n + 10:03d}<" not in sessions for n in range(len(LISTING_VIEWS)))  # every change shown

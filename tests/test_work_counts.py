@@ -10,6 +10,7 @@ deterministically, on any machine, at any load.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import subprocess
@@ -245,6 +246,46 @@ def test_a_changed_session_is_derived_again_once(
     assert by_id["s-031"].status == "awaiting_review" and by_id["s-030"].status == "in_progress"
     again = _work(counters, lambda: CheckpointManager(base).list_sessions())
     assert again["opened"] == 0 and again["parsed"] == 0
+
+
+def test_haytham_review_finds_what_awaits_from_the_listing_reading_no_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counters: WorkCounters
+) -> None:
+    """``haytham review``'s list of phases awaiting review, over 60 sessions that all await
+    it, comes from the warm listing (each summary's waiting phases): no session file is
+    opened or parsed; a review approved by hand drops that session, reading it alone; and
+    each item is what ``manager.state`` derives from the files."""
+    from haytham.cli.review import awaiting_review
+    from haytham.run.demo import run_demo
+
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    monkeypatch.setattr(_progress, "RACY_NS", -(10**15))  # no count depends on the clock
+    base = tmp_path / "projects"
+    manager = CheckpointManager(base)
+    assert run_demo(manager, "s-000", review="manual").status == "awaiting_review"
+    _grow(manager.session_dir("demo", "s-000"), 60)
+    cold, _ = awaiting_review(manager)
+    warm = _work(counters, lambda: awaiting_review(CheckpointManager(base)))
+    assert warm["opened"] == 0 and warm["parsed"] == 0 and warm["hashed"] == 0, counters.files[:6]
+    items, warnings = awaiting_review(manager)
+    assert items == cold and warnings == [] and len(items) == 60
+    for item in items:
+        current = manager.state(item.project, item.session).current
+        assert current is not None and (current.number, current.name) == (item.phase, item.name)
+        assert item.finished == current.waiting_since
+    review = manager.phase_dir("demo", items[31].session, 1) / "user_feedback.md"
+    review.write_text(
+        review.read_text("utf-8")
+        .replace("Reviewed: false", "Reviewed: true")
+        .replace("Approved: false", "Approved: true"),
+        "utf-8",
+    )
+    _progress.DIGESTS.clear()
+    counters.reset()
+    left, _ = awaiting_review(CheckpointManager(base))
+    assert [i.session for i in left] == [i.session for i in items if i != items[31]]
+    assert counters.files and all(f.startswith(f"{review.parents[1]}{os.sep}") for f in counters.files)
 
 
 def test_a_changed_session_hashes_no_output_the_index_remembers(

@@ -112,10 +112,15 @@ class WorkCounters:
     (or a lookup that walks them all, called once per phase) grows quadratically. The
     lines ``history.in_order`` runs are in ``steps``, not here."""
 
+    def __post_init__(self) -> None:
+        self.files: list[str] = []
+        """The paths counted in ``opened``, in order (not a count: left out of ``snapshot``)."""
+
     def reset(self) -> None:
         """Start counting from zero."""
         for field in dataclasses.fields(self):
             setattr(self, field.name, 0)
+        self.files.clear()
 
     def snapshot(self) -> dict[str, int]:
         """The counts now, by name."""
@@ -168,6 +173,7 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
                 active.counts.records += 1
         elif _is(path, stat.S_ISREG):
             active.counts.opened += 1
+            active.counts.files.append(path)
     elif event in ("os.scandir", "os.listdir"):
         path = active.inside(args[0] if args else None)
         if path is not None and _is(path, stat.S_ISDIR):

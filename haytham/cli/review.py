@@ -28,7 +28,6 @@ from haytham.cli.git import Commits, commit_options, describe_sync
 from haytham.cli.present import describe_feedback, next_step
 from haytham.errors import (
     DocumentError,
-    HaythamError,
     InvalidArgumentError,
     Issue,
     MoveRefusedError,
@@ -459,8 +458,9 @@ class AwaitingReview:
     phase: int
     name: str
     finished: str | None
-    """When the phase's current attempt finished (ISO 8601 UTC), the walk's order."""
-    feedback_file: Path
+    """When the phase began to wait for its review (ISO 8601 UTC), the walk's order. Its
+    review file's path is found when its turn comes (``walk_reviews``): the phase's folder
+    is named by the session's workflow, which the listing does not read."""
 
 
 def awaiting_review(
@@ -470,14 +470,21 @@ def awaiting_review(
     finished first, and a warning for each session that could not be read.
 
     The one place that decides what awaits review: the session's current phase when the
-    lifecycle (``manager.state``) says it awaits review (a review file that cannot be read
-    included, so that it gets fixed). Under a base dir or a project, the listing (whose state
-    is the same derivation, remembered in the index while the files are unchanged) picks the
-    sessions that await review; only those are read again here.
+    lifecycle says it awaits review (a review file that cannot be read included, so that it
+    gets fixed). For one session, ``manager.state`` says it. Under a base dir or a project,
+    the listing says it (``SessionSummary.waiting``: the same derivation,
+    ``lifecycle.needs_a_person``, remembered in the index while the files are unchanged), so
+    that a warm walk starts without reading any session; each review is read when its turn
+    comes (``edit_feedback``).
     """
+    items = []
     if session is not None and project is not None:
-        pairs = [(project, session)]
         warnings: list[str] = []
+        current = manager.state(project, session).current
+        if current is not None and current.state == "awaiting_review":
+            items.append(
+                AwaitingReview(project, session, current.number, current.name, current.waiting_since)
+            )
     else:
         if project is not None and not manager.project_dir(project).is_dir():
             raise ProjectNotFoundError(
@@ -485,26 +492,15 @@ def awaiting_review(
                 path=manager.project_dir(project),
             )
         found, unreadable = list_sessions(manager.base_dir, project_id=project, workflows=manager.workflows)
-        pairs = [(s.project_id, s.session_id) for s in found if s.status == "awaiting_review"]
         warnings = [
             f"skipped a session that cannot be read: {issue}" if issue.is_error else str(issue)
             for issue in unreadable
         ]
-    items = []
-    for project_id, session_id in pairs:
-        try:
-            current = manager.state(project_id, session_id).current
-            if current is None or current.state != "awaiting_review":
-                continue
-        except HaythamError as error:
-            if session is not None:
-                raise
-            warnings.append(f"skipped {project_id}/{session_id}: {error}")
-            continue
-        path = manager.phase_dir(project_id, session_id, current.number) / FEEDBACK_FILE
-        items.append(
-            AwaitingReview(project_id, session_id, current.number, current.name, current.waiting_since, path)
-        )
+        for summary in found:
+            for waiting in summary.waiting:
+                if waiting.state == "awaiting_review":
+                    where = (summary.project_id, summary.session_id)
+                    items.append(AwaitingReview(*where, waiting.phase, waiting.name, waiting.since))
     items.sort(key=lambda i: (sort_time(i.finished), i.project, i.session, i.phase))
     return items, warnings
 
@@ -533,9 +529,10 @@ def walk_reviews(
     hooks.before_walk(items)
     results = []
     for index, item in enumerate(items, 1):
+        path = manager.phase_dir(item.project, item.session, item.phase) / FEEDBACK_FILE
         click.echo(
             f"[{index}/{len(items)}] {item.project}/{item.session} phase {item.phase} ({item.name}), "
-            f"finished {when(item.finished)}: {item.feedback_file}"
+            f"finished {when(item.finished)}: {path}"
         )
         edited = edit_feedback(manager, item.project, item.session, item.phase, reviewer=reviewer)
         report(manager, item.project, item.session, edited)

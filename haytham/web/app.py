@@ -14,9 +14,13 @@ parse 422; anything unexpected is a 500 page without a traceback.
 from __future__ import annotations
 
 import functools
-from typing import Any
+import mimetypes
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
+import anyio
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -56,6 +60,13 @@ from haytham.web.templating import STATIC, render
 
 MAX_FORM_FIELD = 100_000
 """The longest comment or list of changes a form may send (characters)."""
+WRITE_THREADS = 20
+"""How many saves of the forms (review, correction, fork, run again) run at once, in threads
+of their own: a save waiting on a session's lock (up to the lock timeout) holds one of these,
+never one of the 40 of anyio's default limiter, in which the pages are read. A form sent while
+all of them are taken waits, without a thread, for one to be free."""
+
+T = TypeVar("T")
 
 
 def create_app(
@@ -70,9 +81,18 @@ def create_app(
     ``reviewer`` is who reviews from this server (the inbox's "mine"); ``notify`` the hook told
     of the reviews its pages save (``haytham.notify``)."""
     guard = guard or Guard()
+    mimetypes.init()  # the system's MIME table read now, not on the event loop by the first static file
     manager = CheckpointManager(base_dir)
     if notify is not None:
         Notifier(notify, manager.base_dir).attach(manager)
+
+    writers: list[anyio.CapacityLimiter] = []  # made in the event loop (anyio 3 needs one)
+
+    async def save(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``func`` run in a thread of the writes' limiter (``WRITE_THREADS``)."""
+        if not writers:
+            writers.append(anyio.CapacityLimiter(WRITE_THREADS))
+        return await anyio.to_thread.run_sync(functools.partial(func, *args, **kwargs), limiter=writers[0])
 
     def csrf(request: Request) -> str:
         return guard.csrf_token(browser_csrf_cookie(request))
@@ -164,7 +184,7 @@ def create_app(
             reviewer=reviewer,
         )
         try:
-            await run_in_threadpool(actions.submit_review, manager, project, session_id, number, submitted)
+            await save(actions.submit_review, manager, project, session_id, number, submitted)
         except ReviewConflictError as conflict:
             return await run_in_threadpool(phase, request, conflict=conflict, draft=submitted, status=409)
         said = "approved" if submitted.approve else "sent back with your comments"
@@ -177,19 +197,17 @@ def create_app(
         agent = form.get("agent", "")
         approve = form.get("approve") == "yes"
         try:
-            changed = await run_in_threadpool(
-                functools.partial(
-                    actions.submit_correction,
-                    manager,
-                    project,
-                    session_id,
-                    number,
-                    agent,
-                    form.get("content", ""),
-                    approve=approve,
-                    version=form.get("version", ""),
-                    reviewer=reviewer,
-                )
+            changed = await save(
+                actions.submit_correction,
+                manager,
+                project,
+                session_id,
+                number,
+                agent,
+                form.get("content", ""),
+                approve=approve,
+                version=form.get("version", ""),
+                reviewer=reviewer,
             )
         except ReviewConflictError as conflict:
             return await run_in_threadpool(phase, request, conflict=conflict, draft=None, status=409)
@@ -205,7 +223,7 @@ def create_app(
         new_session = form.get("new_session", "")
         entry = form.get("from_entry") or None
         from_phase = None if entry else _number(form.get("from_phase", ""), "from_phase")
-        await run_in_threadpool(
+        await save(
             actions.fork, manager, project, session_id, new_session, from_phase=from_phase, from_entry=entry
         )
         return _back(f"/p/{_q(project)}/s/{_q(new_session)}", f"Forked from {session_id}.")
@@ -214,7 +232,7 @@ def create_app(
         project, session_id = _names(request)
         form = await _form(request)
         from_phase = _number(form.get("from_phase", ""), "from_phase")
-        archived = await run_in_threadpool(actions.rerun, manager, project, session_id, from_phase)
+        archived = await save(actions.rerun, manager, project, session_id, from_phase)
         said = ", ".join(str(n) for n in archived) or "none"
         return _back(
             f"/p/{_q(project)}/s/{_q(session_id)}",
@@ -309,7 +327,8 @@ def _error_page(status: int, reason: str, message: str) -> HTMLResponse:
     return _page("error.html", status=status, code=status, reason=reason, message=message, messages=[])
 
 
-async def _http_error(request: Request, error: Exception) -> Response:
+def _http_error(request: Request, error: Exception) -> Response:
+    """An HTTP error as its page (a plain function: Starlette renders it in the thread pool)."""
     assert isinstance(error, HTTPException)
     reasons = {404: "Not found", 405: "Method not allowed", 403: "Forbidden", 413: "Too large"}
     detail = error.detail
@@ -318,7 +337,7 @@ async def _http_error(request: Request, error: Exception) -> Response:
     return _error_page(error.status_code, reasons.get(error.status_code, "Bad request"), str(detail))
 
 
-async def _library_error(request: Request, error: Exception) -> Response:
+def _library_error(request: Request, error: Exception) -> Response:
     """A library error as a 4xx page: what the library said, never a traceback."""
     if isinstance(error, (NotFoundError, UnknownPhaseError)):
         return _error_page(404, "Not found", str(error))
@@ -333,7 +352,7 @@ async def _library_error(request: Request, error: Exception) -> Response:
     return _error_page(400, "Bad request", str(error))
 
 
-async def _server_error(request: Request, error: Exception) -> Response:
+def _server_error(request: Request, error: Exception) -> Response:
     return _error_page(500, "Server error", "Something went wrong on the server (its log says what).")
 
 
