@@ -269,7 +269,12 @@ def spread(values: Sequence[float], scale: float = 1000.0, unit: str = "ms") -> 
 
 
 def figure(
-    root: Path, sessions: int = 1000, requests: int = 200, concurrency: int = 4, repeats: int = 3
+    root: Path,
+    sessions: int = 1000,
+    requests: int = 200,
+    concurrency: int = 4,
+    repeats: int = 3,
+    writer: bool = True,
 ) -> list[tuple[str, ...]]:
     """The rows of the figure: (what, haytham, static, ratio, goal, met, note)."""
     base = make_tree(root, sessions)
@@ -294,9 +299,10 @@ def figure(
         saved: list[int] = []
         for number in range(repeats):
             for server in servers if number % 2 == 0 else servers[::-1]:
-                writer, stop = writing(base, work, f"w-{number}-{server.process.pid}")
+                if writer:
+                    saving, stop = writing(base, work, f"w-{number}-{server.process.pid}")
                 rounds[server.name].append(load(server, paths, concurrency))
-                saved.append(stopped(writer, stop))
+                saved.append(stopped(saving, stop) if writer else 0)
                 rss[server.name].append(server.rss_mb())
     finally:
         haytham.stop()
@@ -305,10 +311,10 @@ def figure(
     mine, peer = rounds["haytham serve"], rounds["http.server"]
     p99_ratio = statistics.median(r.p99 for r in mine) / statistics.median(r.p99 for r in peer)
     growth = {name: values[-1] / values[0] - 1 for name, values in rss.items()}
-    where = (
-        f"{sessions:,} sessions, {requests} requests {concurrency} at a time, a writer saving "
-        f"({statistics.median(saved):.0f} phases a round)"
+    saving_note = (
+        f"a writer saving ({statistics.median(saved):.0f} phases a round)" if writer else "no writer"
     )
+    where = f"{sessions:,} sessions, {requests} requests {concurrency} at a time, {saving_note}"
     fewer = statistics.median(r.per_second for r in peer) / statistics.median(r.per_second for r in mine)
     errors_mine, errors_peer = sum(r.errors for r in mine), sum(r.errors for r in peer)
     return [
@@ -376,10 +382,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=200, help="requests a round (default 200)")
     parser.add_argument("--concurrency", type=int, default=4, help="requests at a time (default 4)")
     parser.add_argument("--repeats", type=int, default=3, help="rounds a server (default 3)")
+    parser.add_argument("--no-writer", action="store_true", help="no writer saving during the rounds")
     args = parser.parse_args(argv)
     root = Path(tempfile.gettempdir()) / "haytham-bench-cache" / "load"
     root.mkdir(parents=True, exist_ok=True)
-    print_rows(figure(root, args.sessions, args.requests, args.concurrency, args.repeats))
+    print_rows(figure(root, args.sessions, args.requests, args.concurrency, args.repeats, not args.no_writer))
     print(f"(python {sys.version.split()[0]}, {os.cpu_count()} cores; tree kept in {root})")
     return 0
 
