@@ -14,18 +14,16 @@ from haytham.records import AgentTry
 
 P, S = "acme", "s1"
 TRIES = (
+    AgentTry(1, "2026-12-05T06:00:00Z", "2026-12-05T06:00:01Z", "rate_limit", 2.0, "RateLimitError", "429"),
     AgentTry(
-        1, "2026-12-05T06:00:00Z", "2026-12-05T06:00:01Z", "rate_limit", 2.0, "RateLimitError", "429 Too Many"
-    ),
-    AgentTry(
-        2, "2026-12-05T06:00:03Z", "2026-12-05T06:00:04Z", "server_error", 1.0, "APIStatusError", "503\nbusy"
+        2, "2026-12-05T06:00:03Z", "2026-12-05T06:00:04Z", "server_error", 1.0, "HTTPError", "503\nbusy"
     ),
     AgentTry(3, "2026-12-05T06:00:05Z", "2026-12-05T06:00:06Z", "completed"),
 )
 WRITTEN = """\
 ## Tries
-- Try 1: 2026-12-05T06:00:00Z to 2026-12-05T06:00:01Z; rate_limit; then waited 2.0s; RateLimitError: 429 Too Many
-- Try 2: 2026-12-05T06:00:03Z to 2026-12-05T06:00:04Z; server_error; then waited 1.0s; APIStatusError: "503\\nbusy"
+- Try 1: 2026-12-05T06:00:00Z to 2026-12-05T06:00:01Z; rate_limit; then waited 2.0s; RateLimitError: 429
+- Try 2: 2026-12-05T06:00:03Z to 2026-12-05T06:00:04Z; server_error; then waited 1.0s; HTTPError: "503\\nbusy"
 - Try 3: 2026-12-05T06:00:05Z to 2026-12-05T06:00:06Z; completed
 
 ## Output
