@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_clock import START, FakeClock
 
 from haytham import CheckpointManager
 from haytham.format.policy import AgentPolicy, RetryPolicy
@@ -24,27 +24,6 @@ from haytham.run.retry import AgentTimeout, TryLoop, classify, retry_after
 from haytham.run.runner import AgentContext, PhaseRunner, RunResult
 
 P, S = "acme", "s1"
-START = datetime(2026, 12, 5, 6, 0, 0, tzinfo=timezone.utc)
-
-
-class FakeClock:
-    """Time that moves only when the runner waits: every wait is counted, none is slept."""
-
-    def __init__(self) -> None:
-        self.moment = START
-        self.waits: list[float] = []
-        self.lock = threading.Lock()
-
-    def now(self) -> datetime:
-        return self.moment
-
-    def monotonic(self) -> float:
-        return self.moment.timestamp()
-
-    def sleep(self, seconds: float) -> None:
-        with self.lock:
-            self.waits.append(seconds)
-            self.moment += timedelta(seconds=seconds)
 
 
 class Response:

@@ -71,6 +71,13 @@ class AgentPolicy:
     """True when the agent acts on the world (sends, pays, writes elsewhere): after a crash
     that may have cut it short, it waits for a person instead of running again."""
 
+    @property
+    def keeps_tries(self) -> bool:
+        """Whether the agent's tries go on record (``## Tries`` of its output): when it runs
+        under a retry policy or a timeout. Otherwise its one try is the output itself, and
+        its file is what it always was."""
+        return self.retry.max_attempts > 1 or self.timeout is not None
+
 
 @dataclass(frozen=True)
 class PolicyKeys:

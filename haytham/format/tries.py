@@ -105,3 +105,36 @@ def read_tries(reader: Reader) -> list[dict[str, Any]]:
 def as_tries(items: Sequence[Any]) -> tuple[AgentTry, ...]:
     """Tries given as records or as plain data (what ``read_tries`` gives, or JSON)."""
     return tuple(item if isinstance(item, AgentTry) else AgentTry(**item) for item in items)
+
+
+_KIND_WORDS: dict[str, tuple[str, str]] = {
+    "rate_limit": ("rate limit", "rate limits"),
+    "server_error": ("server error", "server errors"),
+    "timeout": ("timeout", "timeouts"),
+    "connection": ("connection error", "connection errors"),
+    "transient": ("transient error", "transient errors"),
+    "permanent": ("permanent error", "permanent errors"),
+}
+
+
+def describe_tries(tries: Sequence[AgentTry], max_attempts: int | None = None) -> str:
+    """The tries in one phrase: ``succeeded on try 3 of 5 after 2 rate limits (waited 41 s)``,
+    ``failed on try 2 of 2 after 1 timeout: ValueError: bad prompt``. ``max_attempts``:
+    the policy's (``Workflow.policy_of``), when known; else the number of tries made."""
+    if not tries:
+        return ""
+    last = tries[-1]
+    of = max_attempts if max_attempts is not None and max_attempts >= len(tries) else len(tries)
+    verb = "succeeded" if last.outcome == "completed" else "failed"
+    text = f"{verb} on try {last.number} of {of}"
+    before = [found.outcome for found in tries[:-1]]
+    if before:
+        counts = {kind: before.count(kind) for kind in dict.fromkeys(before)}
+        parts = [f"{n} {_KIND_WORDS.get(kind, (kind, kind))[n != 1]}" for kind, n in counts.items()]
+        text += " after " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
+    waited = sum(found.wait or 0.0 for found in tries)
+    if waited:
+        text += f" (waited {waited:.0f} s)" if waited >= 10 else f" (waited {waited:g} s)"
+    if last.outcome != "completed":
+        text += f": {last.error_type}: {last.error_message}"
+    return text

@@ -367,7 +367,7 @@ class PhaseRunner:
             outcome: AgentResult | BaseException = value
         except Exception as error:  # an agent's failure is data to save, not a crash of the runner
             outcome = error
-        kept = tuple(loop.tries) if _keeps_tries(policy) else ()
+        kept = tuple(loop.tries) if policy.keeps_tries else ()
         return outcome, round(time.monotonic() - started, 1), kept
 
     def _try_notes(
@@ -613,12 +613,6 @@ class PhaseRunner:
 Called = tuple["AgentResult | BaseException", float, tuple[AgentTry, ...]]
 """What running an agent gave: its result or the last try's exception, the seconds all its
 tries took, and the tries to keep on record."""
-
-
-def _keeps_tries(policy: AgentPolicy) -> bool:
-    """Whether an agent's tries go on record: when it runs under a retry policy or a
-    timeout. Otherwise its one try is the output itself, and the file is as it always was."""
-    return policy.retry.max_attempts > 1 or policy.timeout is not None
 
 
 def note_of_try(agent: str, found: AgentTry, of: int) -> str:

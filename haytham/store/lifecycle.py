@@ -342,12 +342,10 @@ def phase_state(facts: PhaseFacts, by_number: Mapping[int, PhaseFacts]) -> Phase
         return view("pending")
     if status == "in_progress":
         return view("in_progress")
-    if status == "failed" and facts.verdict == "none":
+    if status == "failed" and facts.verdict == "none" and facts.problem is None:
         return view("failed")
-    if status == "failed":  # parked for a person (on_exhausted: await_review): a review decides
-        if facts.verdict in ("approved", "skipped", "sent_back"):
-            return view(facts.verdict)
-        return view("awaiting_review", problem=facts.problem, waiting_since=facts.waiting_since)
+    # a failed phase with a review file was parked for a person (on_exhausted: await_review):
+    # from here on it reads as a phase awaiting its review, which decides it
     if status == "skipped":
         return view("skipped")
     if status == "requires_retry" or facts.verdict == "sent_back":
@@ -364,7 +362,7 @@ def phase_state(facts: PhaseFacts, by_number: Mapping[int, PhaseFacts]) -> Phase
         return view("awaiting_review", problem=facts.problem, waiting_since=facts.waiting_since)
     if facts.verdict in ("approved", "skipped"):
         return view(facts.verdict)
-    if facts.review and facts.verdict == "awaiting":
+    if (facts.review or status == "failed") and facts.verdict == "awaiting":
         return view("awaiting_review", waiting_since=facts.waiting_since)
     return view("completed")
 
