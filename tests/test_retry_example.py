@@ -4,6 +4,7 @@ with an injected clock (the transcript in the README is the same run on the real
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -56,3 +57,21 @@ def test_the_example_retries_then_parks_the_phase_for_review(tmp_path: Path, exa
     assert "  Tries: phase 2 checker failed on try 3 of 3" in review.output
     listed = runner.invoke(cli, ["list", "--awaiting-review", "--base-dir", str(base)])
     assert "night" in listed.output
+
+
+def test_the_phase_page_and_the_inbox_show_the_tries(tmp_path: Path, example: None) -> None:
+    if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it skips with the reason
+        pytest.importorskip("starlette", reason="the web extra is not installed: pip install 'haytham[web]'")
+    from web_demo import client_of
+
+    flow = load_workflow(EXAMPLE / "flow.yaml")
+    manager = CheckpointManager(base_dir=tmp_path / "projects")
+    manager.create_session("acme", "night", "ada", workflow_type=flow, execution_mode="all")
+    PhaseRunner(manager, flow, clock=FakeClock()).run("acme", "night")
+    with client_of(manager) as client:
+        first = client.get("/p/acme/s/night/phase/1").text
+        second = client.get("/p/acme/s/night/phase/2").text
+        inbox = client.get("/").text
+    assert 'id="tries-1-writer">Tries: succeeded on try 3 of 5 after 2 rate limits (waited 4 s)<' in first
+    assert 'id="tries-2-checker">Tries: failed on try 3 of 3 after 2 server errors (waited 1.5 s): ' in second
+    assert "/p/acme/s/night/phase/2" in inbox
