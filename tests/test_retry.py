@@ -18,6 +18,7 @@ import pytest
 from fake_clock import START, FakeClock
 
 from haytham import CheckpointManager
+from haytham.errors import AgentImportError
 from haytham.format.policy import AgentPolicy, RetryPolicy
 from haytham.format.workflow import Workflow, load_workflow
 from haytham.run.retry import AgentTimeout, TryLoop, classify, retry_after
@@ -361,3 +362,12 @@ def test_the_classification_is_by_duck_typing() -> None:
     assert classify(TimeoutException()) == "timeout"
     assert classify(RateLimitError()) == "rate_limit"
     assert classify(OSError("disk")) == "permanent"
+
+
+def test_a_retry_on_that_cannot_be_imported_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    flow = workflow(tmp_path, "{retry: {max_attempts: 2}, retry_on: no_such_rules_module:transient}")
+    manager = CheckpointManager(base_dir=tmp_path / "projects", workflows=[flow])
+    manager.create_session(P, S, "u", workflow_type=flow, execution_mode="all")
+    with pytest.raises(AgentImportError, match="no_such_rules_module"):
+        PhaseRunner(manager, flow, {"writer": failing(), "checker": lambda c: "c"})
+    assert manager.load_checkpoints(P, S) == {}

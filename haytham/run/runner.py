@@ -190,8 +190,9 @@ class PhaseRunner:
         self.clock = clock
         """What the retry loop waits with (``haytham.run.retry.RunClock``); None: the real
         clock. Tests pass one that only counts, so they never sleep."""
-        self._predicates: dict[str, Predicate] = {}
-        """Each ``retry_on`` predicate, imported once."""
+        self._predicates: dict[str, Predicate] = _predicates(workflow)
+        """Each ``retry_on`` predicate, imported here: a wrong name is refused before
+        anything is run or written."""
 
     def run(self, project_id: str, session_id: str) -> RunResult:
         """Run or resume the session until it completes, fails, or a phase awaits review.
@@ -349,11 +350,7 @@ class PhaseRunner:
         """Run one agent's tries under its policy in this worker thread; never raise."""
         from haytham.run.retry import SystemClock, TryLoop
 
-        predicate = None
-        if policy.retry_on is not None:
-            predicate = self._predicates.get(policy.retry_on)
-            if predicate is None:
-                predicate = self._predicates[policy.retry_on] = load_callable(policy.retry_on)
+        predicate = None if policy.retry_on is None else self._predicates[policy.retry_on]
         loop = TryLoop(policy, self.clock or SystemClock(), predicate)
         started = time.monotonic()
         try:
@@ -613,6 +610,22 @@ class PhaseRunner:
 Called = tuple["AgentResult | BaseException", float, tuple[AgentTry, ...]]
 """What running an agent gave: its result or the last try's exception, the seconds all its
 tries took, and the tries to keep on record."""
+
+
+def _predicates(workflow: Workflow) -> dict[str, Predicate]:
+    """The ``retry_on`` predicate of every agent of ``workflow`` that names one, imported
+    (AgentImportError when one cannot be imported or is not callable)."""
+    found: dict[str, Predicate] = {}
+    for name in dict.fromkeys(a for p in workflow.phases for a in p.agents):
+        spec = workflow.policy_of(name).retry_on
+        if spec is not None and spec not in found:
+            predicate = load_callable(spec)
+            if not callable(predicate):
+                raise AgentImportError(
+                    f"agent {name!r}: retry_on {spec!r} is a {type(predicate).__name__}, not a function"
+                )
+            found[spec] = predicate
+    return found
 
 
 def note_of_try(agent: str, found: AgentTry, of: int) -> str:
