@@ -371,3 +371,22 @@ def test_a_retry_on_that_cannot_be_imported_is_refused_before_anything_runs(tmp_
     with pytest.raises(AgentImportError, match="no_such_rules_module"):
         PhaseRunner(manager, flow, {"writer": failing(), "checker": lambda c: "c"})
     assert manager.load_checkpoints(P, S) == {}
+
+
+def test_a_phase_run_in_order_is_parked_by_the_agent_that_failed_not_by_those_after_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "flow.yaml"
+    path.write_text(
+        "name: flow\nmodes: {all: [1]}\nphases:\n"
+        "  - {number: 1, name: Both, agents: [writer, checker], run_style: single}\n"
+        "agents:\n  writer: {on_exhausted: await_review}\n",
+        "utf-8",
+    )
+    flow = load_workflow(path)
+    manager = CheckpointManager(base_dir=tmp_path / "projects", workflows=[flow])
+    manager.create_session(P, S, "u", workflow_type=flow, execution_mode="all")
+    checker = failing()
+    result = PhaseRunner(manager, flow, {"writer": failing(ValueError("no")), "checker": checker}).run(P, S)
+    assert (result.status, result.phase) == ("awaiting_review", 1)
+    assert checker.calls == []  # type: ignore[attr-defined]

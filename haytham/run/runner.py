@@ -297,6 +297,7 @@ class PhaseRunner:
         )
         todo = [name for name in phase.agents if name not in finished]
         errors: list[str] = []
+        broke: list[str] = []  # the agents whose last try failed (not those never run after one)
         parallel = phase.run_style == "parallel"
         with ThreadPoolExecutor(max_workers=len(todo) if parallel and todo else 1) as pool:
             futures: dict[Future[Called], str] = {}
@@ -313,6 +314,7 @@ class PhaseRunner:
                     futures.clear()
                     if isinstance(outcome, str):
                         errors.append(outcome)
+                        broke.append(name)
                         break
                     finished[name] = outcome
             for future in as_completed(futures):
@@ -320,13 +322,12 @@ class PhaseRunner:
                 outcome = self._record(project_id, session_id, phase, name, future.result(), ran)
                 if isinstance(outcome, str):
                     errors.append(outcome)
+                    broke.append(name)
                 else:
                     finished[name] = outcome
         status = "failed" if errors else "completed"
         failed = [n for n in todo if n not in finished]
-        parked = bool(failed) and all(
-            self.workflow.policy_of(n).on_exhausted == "await_review" for n in failed
-        )
+        parked = bool(broke) and all(self.workflow.policy_of(n).on_exhausted == "await_review" for n in broke)
         if (not errors and phase.review) or parked:  # the blank review first: it then waits
             self._blank_review(project_id, session_id, phase)
         self._save_checkpoint(
