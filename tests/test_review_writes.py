@@ -292,12 +292,18 @@ def test_save_phase_and_update_feedback_check_the_move_too(base: Path, awaiting:
         S,
         2,
         {"market_intelligence": "x"},
-        status="failed",
+        status="in_progress",
         feedback={"reviewed": False, "approved": False, "action": "pending"},
     )
-    with pytest.raises(MoveRefusedError, match="a phase that is failed cannot be approved"):
+    with pytest.raises(MoveRefusedError, match="a phase that is in progress cannot be approved"):
         manager.update_feedback(P, S, 2, reviewed=True, approved=True, action="approved")
     assert manager.load_feedback(P, S, 2).reviewed is False  # type: ignore[union-attr]
+    # a failed phase with the blank review is one the runner parked for a person
+    # (on_exhausted: await_review, docs/lifecycle.md): it awaits its review, which may approve it
+    manager.save_phase(P, S, 2, {"market_intelligence": "x"}, status="failed")
+    assert manager.state(P, S).phase(2).state == "awaiting_review"
+    manager.update_feedback(P, S, 2, reviewed=True, approved=True, action="approved")
+    assert manager.state(P, S).phase(2).state == "approved"
     # save_phase's feedback is checked against the phase as its checkpoint leaves it: completed
     manager.save_phase(P, S, 3, {"competitor_analysis": "y"}, feedback={"reviewed": True, "approved": True})
     assert manager.state(P, S).phase(3).state == "approved"

@@ -8,6 +8,7 @@ command modules, so that no command module imports another.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import TYPE_CHECKING
 
 import click
@@ -26,6 +27,7 @@ from haytham.cli.common import (
 )
 from haytham.format import FEEDBACK
 from haytham.format.layout import FEEDBACK_FILE
+from haytham.format.tries import describe_tries
 from haytham.records import UserFeedback
 from haytham.store.advice import Advice, advise
 from haytham.store.lifecycle import RUNNING
@@ -33,6 +35,8 @@ from haytham.store.manager import CheckpointManager
 
 if TYPE_CHECKING:  # rich is imported only to draw on a terminal (or an unusual piped table)
     from rich.text import Text
+
+    from haytham.format.workflow import Workflow
 
 NEXT_KEYS = {
     "next": "what to do next, an object",
@@ -130,6 +134,8 @@ def print_status(manager: CheckpointManager, project: str, session: str) -> None
     advice = next_step(manager, project, session)
     metrics = state["metrics"]
     click.echo(f"Current phase: {current}")
+    for line in tries_lines(manager, project, session):
+        click.echo(line)
     if view.current is not None and view.current.state == "awaiting_review":
         path = manager.phase_dir(project, session, view.current.number) / FEEDBACK_FILE
         for issue in FEEDBACK.read_path(path)[1] if path.is_file() else ():
@@ -140,6 +146,38 @@ def print_status(manager: CheckpointManager, project: str, session: str) -> None
         f"{seconds(metrics['total_duration'])}"
     )
     click.echo(f"Next: {advice.message}")
+
+
+def tries_lines(
+    manager: CheckpointManager, project: str, session: str, phases: Container[int] | None = None
+) -> list[str]:
+    """``Tries: phase 1 writer succeeded on try 3 of 5 after 2 rate limits (waited 41 s)``
+    for every agent (of ``phases``, when given) that needed more than one try or whose
+    tries ran out. Only the outputs of agents that run under a retry policy or a timeout
+    are read."""
+    workflow = manager.session_workflow(project, session)
+    if not any(workflow.policy_of(agent).keeps_tries for agent in _agents(workflow)):
+        return []  # no checkpoint read for a workflow without retry policies
+    lines = []
+    for number, checkpoint in sorted(manager.load_checkpoints(project, session).items()):
+        if phases is not None and number not in phases:
+            continue
+        for run in checkpoint.agents:
+            policy = workflow.policy_of(run.agent_name)
+            if not policy.keeps_tries or run.status == "pending":
+                continue
+            try:
+                output = manager.load_agent_output(project, session, number, run.agent_name)
+            except FileNotFoundError:
+                continue
+            if len(output.tries) > 1 or (output.tries and output.tries[-1].outcome != "completed"):
+                described = describe_tries(output.tries, policy.retry.max_attempts)
+                lines.append(f"Tries: phase {number} {run.agent_name} {described}")
+    return lines
+
+
+def _agents(workflow: Workflow) -> list[str]:
+    return list(dict.fromkeys(agent for phase in workflow.phases for agent in phase.agents))
 
 
 def describe_feedback(feedback: UserFeedback, *, indent: str = "  ") -> str:

@@ -25,7 +25,7 @@ import click
 
 from haytham.cli.common import base_dir_option, command, notified, reviewer_option, suggest, when
 from haytham.cli.git import Commits, commit_options, describe_sync
-from haytham.cli.present import describe_feedback, next_step
+from haytham.cli.present import describe_feedback, next_step, tries_lines
 from haytham.errors import (
     DocumentError,
     InvalidArgumentError,
@@ -534,6 +534,8 @@ def walk_reviews(
             f"[{index}/{len(items)}] {item.project}/{item.session} phase {item.phase} ({item.name}), "
             f"finished {when(item.finished)}: {path}"
         )
+        for line in tries_lines(manager, item.project, item.session, {item.phase}):
+            click.echo(f"  {line}")  # an agent whose tries ran out: the reviewer sees why
         edited = edit_feedback(manager, item.project, item.session, item.phase, reviewer=reviewer)
         report(manager, item.project, item.session, edited)
         hooks.after_phase(item, edited)

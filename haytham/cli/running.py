@@ -20,6 +20,7 @@ from haytham.cli.common import base_dir_option, command, emit_json, json_option,
 from haytham.cli.git import Commits, commit_options
 from haytham.cli.present import NEXT_KEYS, declare_agents, next_step, print_status
 from haytham.errors import HaythamError
+from haytham.format.tries import describe_tries
 from haytham.format.workflow import IDEA_VALIDATION, Workflow
 from haytham.git.sync import DEFAULT_REMOTE
 from haytham.run.demo import (
@@ -233,7 +234,8 @@ def _run(
 
     def saved(phase: int, agent: str) -> None:
         if not as_json:
-            click.echo(f"  saved phase {phase} {agent}")
+            said = _tries_said(manager, project, session, workflow, phase, agent)
+            click.echo(f"  saved phase {phase} {agent}{said}")
 
     runner = PhaseRunner(manager, workflow, agents, on_output_saved=saved, autocommit=commits.auto)
     if not as_json:
@@ -384,3 +386,18 @@ def runner(
 
 COMMANDS: list[click.Command] = [demo, resume, rerun, runner]
 """The commands for ``haytham.cli.main`` to register."""
+
+
+def _tries_said(
+    manager: CheckpointManager, project: str, session: str, workflow: Workflow, phase: int, agent: str
+) -> str:
+    """`` (succeeded on try 3 of 5 after 2 rate limits (waited 4 s))`` for an agent that
+    needed more than one try or whose tries ran out; empty otherwise (and without a read
+    for an agent under no retry policy or timeout)."""
+    policy = workflow.policy_of(agent)
+    if not policy.keeps_tries:
+        return ""
+    tries = manager.load_agent_output(project, session, phase, agent).tries
+    if len(tries) < 2 and all(found.outcome == "completed" for found in tries):
+        return ""
+    return f" ({describe_tries(tries, policy.retry.max_attempts)})"

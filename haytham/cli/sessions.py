@@ -39,7 +39,8 @@ from haytham.cli.present import (
 )
 from haytham.errors import Issue
 from haytham.format.reviewer import Reviewer
-from haytham.format.workflow import IDEA_VALIDATION, load_workflow
+from haytham.format.tries import describe_tries
+from haytham.format.workflow import IDEA_VALIDATION, Workflow, load_workflow
 from haytham.records import SESSION_STATUSES, AgentOutput, PhaseCheckpoint, UserFeedback
 from haytham.store import durations
 from haytham.store.lease import LeaseHolder
@@ -463,7 +464,7 @@ def show(
     if not shown:
         click.echo(f"No phase of {project}/{session} has run yet")
     for checkpoint, feedback, outputs in shown:
-        _print_phase(console, checkpoint, feedback, outputs, with_details=agent is None)
+        _print_phase(console, checkpoint, feedback, outputs, with_details=agent is None, workflow=workflow)
 
 
 def _print_phase(
@@ -473,6 +474,7 @@ def _print_phase(
     outputs: Sequence[AgentOutput],
     *,
     with_details: bool,
+    workflow: Workflow,
 ) -> None:
     """One phase for people: its checkpoint in a few lines, its feedback, then its outputs."""
     title = f"Phase {checkpoint.phase_number}: {checkpoint.phase_name} ({checkpoint.status})"
@@ -493,6 +495,9 @@ def _print_phase(
         if output.input_tokens is not None or output.output_tokens is not None:
             facts.append(f"{output.input_tokens or 0} in / {output.output_tokens or 0} out tokens")
         _heading(console, f"{output.agent_name}: {', '.join(facts)}", "-")
+        if output.tries:
+            most = workflow.policy_of(output.agent_name).retry.max_attempts
+            click.echo(f"Tries: {describe_tries(output.tries, most)}")
         if output.error_message is not None:
             click.echo(f"Error: {output.error_type}: {output.error_message}")
         if console.is_terminal:

@@ -11,8 +11,8 @@ is refused at once instead of running the same attempt again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
-import inspect
 import time
 from collections.abc import Awaitable, Callable, Container, Mapping
 from dataclasses import dataclass, field
@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from haytham.errors import AgentImportError, HaythamError, InvalidArgumentError, WorkflowChangedError
 from haytham.format.layout import FEEDBACK_FILE
+from haytham.format.policy import AgentPolicy
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
-from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
+from haytham.records import AgentOutput, AgentTry, PhaseCheckpoint, UserFeedback
 from haytham.store import lifecycle
 from haytham.store.advice import NextStep as NextStep  # the advice lives in the store (web shows it too)
 from haytham.store.advice import next_step as next_step
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # git (subprocess), the lease (socket) and threads only when 
     from concurrent.futures import Future
 
     from haytham.git.autocommit import AutoCommit
+    from haytham.run.retry import Predicate, RunClock
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ class RunResult:
     feedback_file: Path | None = None
     """The file to edit when a phase awaits review."""
     error: str | None = None
+    """Why the run failed, or why a phase awaits review when an agent's tries ran out."""
     ran_agents: tuple[str, ...] = field(default=(), compare=False)
     """``phase:agent`` for every agent this run called, in order."""
 
@@ -98,7 +101,8 @@ class RunResult:
         if self.status == "completed":
             return "completed: every phase is done"
         if self.status == "awaiting_review":
-            return f"phase {self.phase} awaits review: edit {self.feedback_file}"
+            because = f" ({self.error})" if self.error else ""
+            return f"phase {self.phase} awaits review{because}: edit {self.feedback_file}"
         return f"failed at phase {self.phase}: {self.error}"
 
 
@@ -171,6 +175,7 @@ class PhaseRunner:
         allow_workflow_change: bool = False,
         on_output_saved: Callable[[int, str], None] | None = None,
         autocommit: AutoCommit | None = None,
+        clock: RunClock | None = None,
     ) -> None:
         self.manager = manager
         self.workflow = workflow
@@ -182,6 +187,12 @@ class PhaseRunner:
         self.autocommit = autocommit
         """Commits to git as the run goes (``haytham.git.autocommit``): the manager's events
         give a commit for each phase finished; the runner adds one for each attempt archived."""
+        self.clock = clock
+        """What the retry loop waits with (``haytham.run.retry.RunClock``); None: the real
+        clock. Tests pass one that only counts, so they never sleep."""
+        self._predicates: dict[str, Predicate] = _predicates(workflow)
+        """Each ``retry_on`` predicate, imported here: a wrong name is refused before
+        anything is run or written."""
 
     def run(self, project_id: str, session_id: str) -> RunResult:
         """Run or resume the session until it completes, fails, or a phase awaits review.
@@ -286,14 +297,16 @@ class PhaseRunner:
         )
         todo = [name for name in phase.agents if name not in finished]
         errors: list[str] = []
+        broke: list[str] = []  # the agents whose last try failed (not those never run after one)
         parallel = phase.run_style == "parallel"
         with ThreadPoolExecutor(max_workers=len(todo) if parallel and todo else 1) as pool:
-            futures: dict[Future[tuple[AgentResult | BaseException, float]], str] = {}
+            futures: dict[Future[Called], str] = {}
             for name in todo:
                 context = AgentContext(
                     project_id, session_id, phase, name, retry_count + 1, done_outputs, feedback
                 )
-                futures[pool.submit(_call, self.agents[name], context)] = name
+                policy = self.workflow.policy_of(name)
+                futures[pool.submit(self._call, self.agents[name], context, policy)] = name
                 if not parallel:
                     outcome = self._record(
                         project_id, session_id, phase, name, next(iter(futures)).result(), ran
@@ -301,6 +314,7 @@ class PhaseRunner:
                     futures.clear()
                     if isinstance(outcome, str):
                         errors.append(outcome)
+                        broke.append(name)
                         break
                     finished[name] = outcome
             for future in as_completed(futures):
@@ -308,10 +322,13 @@ class PhaseRunner:
                 outcome = self._record(project_id, session_id, phase, name, future.result(), ran)
                 if isinstance(outcome, str):
                     errors.append(outcome)
+                    broke.append(name)
                 else:
                     finished[name] = outcome
         status = "failed" if errors else "completed"
-        if not errors and phase.review:  # the blank review first: completed then means it waits
+        failed = [n for n in todo if n not in finished]
+        parked = bool(broke) and all(self.workflow.policy_of(n).on_exhausted == "await_review" for n in broke)
+        if (not errors and phase.review) or parked:  # the blank review first: it then waits
             self._blank_review(project_id, session_id, phase)
         self._save_checkpoint(
             project_id,
@@ -320,12 +337,48 @@ class PhaseRunner:
             status,
             finished,
             retry_count,
-            errors=errors,
-            failed=[n for n in todo if n not in finished],
+            errors=[*self._try_notes(project_id, session_id, phase, todo), *errors],
+            failed=failed,
         )
+        if parked:  # on_exhausted: await_review: a person decides (send back, approve, skip)
+            result = self._await_review(project_id, session_id, phase, ran)
+            return dataclasses.replace(result, error="; ".join(errors))
         if errors:
             return RunResult("failed", phase.number, error="; ".join(errors), ran_agents=tuple(ran))
         return None
+
+    def _call(self, agent: Agent, context: AgentContext, policy: AgentPolicy) -> Called:
+        """Run one agent's tries under its policy in this worker thread; never raise."""
+        from haytham.run.retry import SystemClock, TryLoop
+
+        predicate = None if policy.retry_on is None else self._predicates[policy.retry_on]
+        loop = TryLoop(policy, self.clock or SystemClock(), predicate)
+        started = time.monotonic()
+        try:
+            value = loop.run(agent, context)
+            if isinstance(value, str):
+                value = AgentResult(value)
+            if not isinstance(value, AgentResult):
+                raise TypeError(
+                    f"agent {context.agent_name!r} returned {type(value).__name__}, not str or AgentResult"
+                )
+            outcome: AgentResult | BaseException = value
+        except Exception as error:  # an agent's failure is data to save, not a crash of the runner
+            outcome = error
+        kept = tuple(loop.tries) if policy.keeps_tries else ()
+        return outcome, round(time.monotonic() - started, 1), kept
+
+    def _try_notes(
+        self, project_id: str, session_id: str, phase: PhaseDefinition, agents: list[str]
+    ) -> list[str]:
+        """The checkpoint's record of every failed try of ``agents`` (their outputs' tries)."""
+        notes: list[str] = []
+        for name in agents:
+            saved = self._saved_output(project_id, session_id, phase, name)
+            tries = saved.tries if saved is not None else ()
+            most = self.workflow.policy_of(name).retry.max_attempts
+            notes += [note_of_try(name, found, most) for found in tries if found.outcome != "completed"]
+        return notes
 
     def _record(
         self,
@@ -333,11 +386,11 @@ class PhaseRunner:
         session_id: str,
         phase: PhaseDefinition,
         name: str,
-        outcome: tuple[AgentResult | BaseException, float],
+        outcome: Called,
         ran: list[str],
     ) -> AgentOutput | str:
         """Save one agent's output (or its failure) the moment it is known."""
-        result, seconds = outcome
+        result, seconds, tries = outcome
         ran.append(f"{phase.number}:{name}")
         if isinstance(result, BaseException):
             import traceback  # only when an agent failed
@@ -353,6 +406,7 @@ class PhaseRunner:
                 error_type=type(result).__name__,
                 error_message=str(result),
                 stack_trace="".join(traceback.format_exception(result)),
+                tries=tries,
             )
             self._saved(phase, name)
             return f"{name}: {type(result).__name__}: {result}"
@@ -369,6 +423,7 @@ class PhaseRunner:
             output_tokens=result.output_tokens,
             tools_used=list(result.tools_used),
             cost=result.cost,
+            tries=tries,
         )
         self._saved(phase, name)
         return self.manager.load_agent_output(project_id, session_id, phase.number, name)
@@ -553,25 +608,29 @@ class PhaseRunner:
         return None
 
 
-def _call(agent: Agent, context: AgentContext) -> tuple[AgentResult | BaseException, float]:
-    """Run one agent (sync or async) in this worker thread; never raise."""
-    started = time.monotonic()
-    try:
-        value = agent(context)
-        if inspect.isawaitable(value):
-            import asyncio  # only for an async agent: reading commands never import it
-
-            value = asyncio.run(_wait(value))
-        if isinstance(value, str):
-            value = AgentResult(value)
-        if not isinstance(value, AgentResult):
-            raise TypeError(
-                f"agent {context.agent_name!r} returned {type(value).__name__}, not str or AgentResult"
-            )
-        return value, round(time.monotonic() - started, 1)
-    except Exception as error:  # an agent's failure is data to save, not a crash of the runner
-        return error, round(time.monotonic() - started, 1)
+Called = tuple["AgentResult | BaseException", float, tuple[AgentTry, ...]]
+"""What running an agent gave: its result or the last try's exception, the seconds all its
+tries took, and the tries to keep on record."""
 
 
-async def _wait(value: Awaitable[AgentReturn]) -> AgentReturn:
-    return await value
+def _predicates(workflow: Workflow) -> dict[str, Predicate]:
+    """The ``retry_on`` predicate of every agent of ``workflow`` that names one, imported
+    (AgentImportError when one cannot be imported or is not callable)."""
+    found: dict[str, Predicate] = {}
+    for name in dict.fromkeys(a for p in workflow.phases for a in p.agents):
+        spec = workflow.policy_of(name).retry_on
+        if spec is not None and spec not in found:
+            predicate = load_callable(spec)
+            if not callable(predicate):
+                raise AgentImportError(
+                    f"agent {name!r}: retry_on {spec!r} is a {type(predicate).__name__}, not a function"
+                )
+            found[spec] = predicate
+    return found
+
+
+def note_of_try(agent: str, found: AgentTry, of: int) -> str:
+    """One failed try as the checkpoint's errors list it (a record, not a review attempt)."""
+    wait = f"; waited {found.wait:g} s" if found.wait is not None else ""
+    error = f"{found.error_type}: {found.error_message}"
+    return f"{agent}: try {found.number} of {of}: {found.outcome} ({error}){wait}"

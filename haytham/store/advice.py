@@ -28,6 +28,7 @@ class NextStep:
     phase: int | None
     reason: Literal[
         "awaiting_review",
+        "tries_ran_out",
         "sent_back",
         "stale",
         "failed",
@@ -38,8 +39,9 @@ class NextStep:
         "done",
     ]
     detail: str = ""
-    """The phase's errors, what is wrong with its feedback file, what a stale phase was built
-    on, or who is running the session (``LeaseHolder.describe``)."""
+    """The agents whose tries ran out (``tries_ran_out``: the phase awaits a person under
+    ``on_exhausted: await_review``), the phase's errors, what is wrong with its feedback
+    file, what a stale phase was built on, or who is running the session (``LeaseHolder.describe``)."""
     feedback_file: Path | None = None
 
 
@@ -63,6 +65,10 @@ def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> N
     if view.next_action == "fix":
         return NextStep("fix", number, "invalid_feedback", current.problem or "", path)
     if current.state == "awaiting_review":
+        checkpoint = manager.load_checkpoints(project_id, session_id).get(number)
+        if checkpoint is not None and checkpoint.status == "failed":  # on_exhausted: await_review
+            failed = ", ".join(a.agent_name for a in checkpoint.agents if a.status == "failed")
+            return NextStep("review", number, "tries_ran_out", failed, path)
         return NextStep("review", number, "awaiting_review", feedback_file=path)
     if current.state == "sent_back":
         return NextStep("resume", number, "sent_back", feedback_file=path)
@@ -110,6 +116,16 @@ def advise(
     elif step.reason == "awaiting_review":
         run = command("feedback", project, session, str(number), "--approve")
         message = f"phase {number} awaits review: edit {step.feedback_file} or run {run}"
+    elif step.reason == "tries_ran_out":
+        run = command("feedback", project, session, str(number), "--reject")
+        edit = command(
+            "feedback", project, session, str(number), "--edit", step.detail.split(", ")[0], "--approve"
+        )
+        message = (
+            f"phase {number} awaits review: the tries of {step.detail} ran out; run {run} to run it "
+            f"again, or write the output yourself and approve it with {edit}, or skip it in "
+            f"{step.feedback_file}"
+        )
     elif step.reason == "sent_back":
         message = f"phase {number} was sent back: run {resume} to run it again with the comments"
     elif step.reason == "stale":

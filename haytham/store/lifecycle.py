@@ -134,6 +134,14 @@ TRANSITIONS: tuple[Transition, ...] = (
         "every agent's output is saved and the phase has a review gate",
     ),
     _move("fail", "in_progress", "failed", "runner", "an agent raised; its error is saved"),
+    _move(
+        "park for review",
+        "in_progress",
+        "awaiting_review",
+        "runner",
+        "an agent's tries ran out under on_exhausted: await_review; its error is saved and a person "
+        "decides: send it back, approve a hand-written output, or skip it",
+    ),
     _move("retry", "failed", "in_progress", "runner", "a resume runs the failed agents again"),
     _move(
         "skip",
@@ -334,8 +342,10 @@ def phase_state(facts: PhaseFacts, by_number: Mapping[int, PhaseFacts]) -> Phase
         return view("pending")
     if status == "in_progress":
         return view("in_progress")
-    if status == "failed":
+    if status == "failed" and facts.verdict == "none" and facts.problem is None:
         return view("failed")
+    # a failed phase with a review file was parked for a person (on_exhausted: await_review):
+    # from here on it reads as a phase awaiting its review, which decides it
     if status == "skipped":
         return view("skipped")
     if status == "requires_retry" or facts.verdict == "sent_back":
@@ -352,7 +362,7 @@ def phase_state(facts: PhaseFacts, by_number: Mapping[int, PhaseFacts]) -> Phase
         return view("awaiting_review", problem=facts.problem, waiting_since=facts.waiting_since)
     if facts.verdict in ("approved", "skipped"):
         return view(facts.verdict)
-    if facts.review and facts.verdict == "awaiting":
+    if (facts.review or status == "failed") and facts.verdict == "awaiting":
         return view("awaiting_review", waiting_since=facts.waiting_since)
     return view("completed")
 

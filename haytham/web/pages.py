@@ -30,6 +30,7 @@ from haytham.format.agent_output import MAX_OUTPUT_BYTES, load_start
 from haytham.format.guard import chunks
 from haytham.format.layout import ATTEMPTS_DIR, FEEDBACK_FILE, SESSIONS_DIR
 from haytham.format.reviewer import Reviewer, is_assigned, parse_reviewer
+from haytham.format.tries import describe_tries
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import durations, fs, lifecycle
 from haytham.store.advice import Advice, advise
@@ -536,6 +537,9 @@ class PhasePage:
     corrections: dict[str, list[DiffLine]] = field(default_factory=dict)
     """For each agent whose output a reviewer corrected in this attempt, the diff from the
     agent's own output to the output now (``SessionHandle.corrections``)."""
+    tries: dict[str, str] = field(default_factory=dict)
+    """For each agent whose output keeps its tries, them in words (``describe_tries``:
+    ``succeeded on try 3 of 5 after 2 rate limits (waited 41 s)``)."""
 
     @property
     def correctable(self) -> bool:
@@ -668,6 +672,12 @@ def phase_page(
         )
         for c in (handle.corrections(phase) if corrected else [])
     }
+    tries: dict[str, str] = {}
+    if any(output.tries for output in outputs):  # the workflow is read only then, for "of 5"
+        workflow = manager.session_workflow(project, session)
+        for output in outputs:
+            most = workflow.policy_of(output.agent_name).retry.max_attempts
+            tries[output.agent_name] = describe_tries(output.tries, most)
     return PhasePage(
         project,
         session,
@@ -686,6 +696,7 @@ def phase_page(
         directory,
         problems,
         corrections,
+        tries,
     )
 
 
