@@ -58,6 +58,10 @@ phase again with the comments and changes, or stop (no retries are left)."""
 ProjectStatus = Literal["active", "completed", "archived"]
 """Status of a project (``status`` in project.yaml)."""
 HistoryKind = Literal["checkpoint", "review"]
+
+OnExhausted = Literal["fail", "await_review"]
+"""What happens when an agent's tries run out (``on_exhausted:`` of workflow.yaml): the phase
+fails, or it stops awaiting a person's review with the error shown."""
 """What a history entry records: a checkpoint save or a saved review."""
 
 PHASE_STATUSES: tuple[PhaseStatus, ...] = get_args(PhaseStatus)
@@ -67,6 +71,7 @@ RUN_STYLES: tuple[RunStyle, ...] = get_args(RunStyle)
 FEEDBACK_ACTIONS: tuple[FeedbackAction, ...] = get_args(FeedbackAction)
 PROJECT_STATUSES: tuple[ProjectStatus, ...] = get_args(ProjectStatus)
 HISTORY_KINDS: tuple[HistoryKind, ...] = get_args(HistoryKind)
+ON_EXHAUSTED: tuple[OnExhausted, ...] = get_args(OnExhausted)
 ENUMERATIONS: Mapping[str, tuple[str, ...]] = {
     "PhaseStatus": PHASE_STATUSES,
     "SessionStatus": SESSION_STATUSES,
@@ -75,6 +80,7 @@ ENUMERATIONS: Mapping[str, tuple[str, ...]] = {
     "FeedbackAction": FEEDBACK_ACTIONS,
     "ProjectStatus": PROJECT_STATUSES,
     "HistoryKind": HISTORY_KINDS,
+    "OnExhausted": ON_EXHAUSTED,
 }
 """Every enumeration by the name of its Literal; a schema's ``$defs`` entry of that name
 gets these values as its ``enum`` (``haytham.format.schema``)."""
