@@ -1,4 +1,4 @@
-"""Budgets in tokens and cost, and their one spelling in a review's ``Raised Budget``.
+"""The one spelling of a budget (``format.policy.Budget``) in a review's ``Raised Budget``.
 
 A workflow's ``budget:`` (for the session, and for any phase) limits what a run may spend, in
 tokens, in dollars, or both. A review that approves a phase held for its budget records the
@@ -10,20 +10,9 @@ order), and names what it cannot read.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from haytham.format import values as v
-
-
-@dataclass(frozen=True)
-class Budget:
-    """A limit in tokens and/or dollars; None for a part that is not limited."""
-
-    tokens: int | None = None
-    cost: float | None = None
-
-    def __bool__(self) -> bool:
-        return self.tokens is not None or self.cost is not None
+from haytham.format.policy import Budget
 
 
 _PARTS = re.compile(

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from haytham.format.budget import Budget, read_budget
+from haytham.format.budget import read_budget
+from haytham.format.policy import Budget
 from haytham.records import PhaseCheckpoint
 from haytham.store.manager import CheckpointManager
 

@@ -23,7 +23,7 @@ from haytham.errors import AgentImportError, HaythamError, InvalidArgumentError,
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
-from haytham.format.budget import Budget
+from haytham.format.policy import Budget
 from haytham.run import budget, effects
 from haytham.store import lifecycle
 from haytham.store.advice import NextStep as NextStep  # the advice lives in the store (web shows it too)
@@ -562,11 +562,11 @@ class PhaseRunner:
 
     def _side_effects(self, agent: str) -> bool:
         """Whether the workflow marks ``agent`` ``side_effects: true``."""
-        return False
+        return self.workflow.policy_of(agent).side_effects
 
     def _budgets(self, phase: PhaseDefinition) -> tuple[Budget | None, Budget | None]:
         """The workflow's budget for the session and the phase's own."""
-        return None, None
+        return self.workflow.budget, phase.budget
 
     # ------------------------------------------------------------------ review
 

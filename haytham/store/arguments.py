@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from haytham.errors import InvalidArgumentError
-from haytham.format.budget import Budget, read_budget, write_budget
+from haytham.format.budget import read_budget, write_budget
+from haytham.format.policy import Budget
 from haytham.format.reviewer import Reviewer, parse_reviewer
 from haytham.records import APPROVAL_ACTIONS, FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES, AgentRun
 from haytham.store.clock import format_timestamp, parse_timestamp
