@@ -439,3 +439,41 @@ def test_a_budget_is_read_leniently_and_written_one_way(text: str, tokens: int |
     found = read_budget(text)
     assert found == Budget(tokens, cost)
     assert isinstance(found, Budget) and read_budget(write_budget(found)) == found
+
+
+def test_haytham_feedback_raises_the_budget_of_a_held_phase(tmp_path: Path) -> None:
+    manager, runner, spender = _runner(tmp_path, _budget_workflow(Budget(tokens=200_000)))
+    runner.run(P, S)
+    manager.save_user_feedback(P, S, 2, reviewed=True, approved=True)
+    assert runner.run(P, S).phase == 4
+    output = _cli(tmp_path, "feedback", P, S, "4", "--approve", "--raise-budget", "300,000 tokens")
+    assert "Raised budget: 300000 tokens" in output, output
+    refused = _cli(tmp_path, "feedback", P, S, "4", "--reject", "--raise-budget", "$1")
+    assert "--raise-budget goes with --approve" in refused
+    assert runner.run(P, S).status == "completed"
+    assert spender.calls == ["1:1", "2:1", "3:1", "4:2"]
+
+
+def test_a_parallel_phase_holds_its_side_effect_agent_after_a_kill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(tmp_path, side_effects=True, monkeypatch=monkeypatch)
+    yaml = tmp_path / "outreach.yaml"
+    yaml.write_text(yaml.read_text().replace("run_style: sequential", "run_style: parallel"))
+    _killed_while(tmp_path, "send")
+    manager = CheckpointManager(tmp_path / "projects")
+    rows = {run.agent_name: run.status for run in manager.load_checkpoints(P, S)[2].agents}
+    assert rows == {"notify": "in_progress", "send": "in_progress"}  # both started together
+    assert "phase 2 awaits review" in _cli(tmp_path, "resume", P, S)
+    assert manager.load_checkpoints(P, S)[2].held == (
+        "send may have run: it started and never completed, and it has side effects",
+    )
+    assert _calls(tmp_path).count("2:send:1") == 1
+    _cli(tmp_path, "feedback", P, S, "2", "--approve")
+    assert "completed" in _cli(tmp_path, "resume", P, S)
+    sends = [call for call in _calls(tmp_path) if call.startswith("2:send")]
+    assert sends == ["2:send:1", "2:send:2"]
+    # notify either completed before the kill (kept) or had not (no side effects: it ran again)
+    notifies = [call for call in _calls(tmp_path) if call.startswith("2:notify")]
+    assert notifies in (["2:notify:1"], ["2:notify:1", "2:notify:2"])
+    assert manager.load_agent_output(P, S, 2, "notify").status == "completed"
