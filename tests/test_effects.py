@@ -30,7 +30,7 @@ from haytham.run.runner import AgentContext, AgentResult, PhaseRunner
 P, S = "acme", "outreach-1"
 ROOT = Path(__file__).resolve().parent.parent
 
-AGENTS_MODULE = '''
+AGENTS_MODULE = """
 import os
 import sys
 from pathlib import Path
@@ -46,7 +46,8 @@ def _call(context, text):
     if os.environ.get("FX_BLOCK") == context.agent_name:
         print("STARTED", context.idempotency_key, flush=True)
         sys.stdin.read()  # blocks until the test kills this process
-    return AgentResult(text, input_tokens=100, output_tokens=20, cost=0.01, trace_id=f"run-{context.agent_name}")
+    trace = f"run-{context.agent_name}"
+    return AgentResult(text, input_tokens=100, output_tokens=20, cost=0.01, trace_id=trace)
 
 
 def draft(context):
@@ -59,7 +60,7 @@ def notify(context):
 
 def send(context):
     return _call(context, f"sent the mail, key {context.idempotency_key}")
-'''
+"""
 
 WORKFLOW = """\
 name: outreach
@@ -163,7 +164,9 @@ def test_the_killed_side_effect_agent_is_held_for_a_person_not_run_again(crashed
     placeholder = manager.load_agent_output(P, S, 2, "send")
     assert (placeholder.status, placeholder.error_type) == ("failed", effects.PLACEHOLDER_ERROR)
     assert f"awaiting review ({reason})" in _cli(crashed, "status", P, S)
-    assert reason in (crashed / "projects" / P / "sessions" / S / "phase_2_send" / "checkpoint.md").read_text()
+    assert (
+        reason in (crashed / "projects" / P / "sessions" / S / "phase_2_send" / "checkpoint.md").read_text()
+    )
 
     # Resuming again without a decision still does not run it.
     assert "phase 2 awaits review" in _cli(crashed, "resume", P, S)
@@ -245,7 +248,9 @@ def test_every_agent_is_recorded_as_started_before_it_is_called(tmp_path: Path, 
         seen[context.agent_name] = {run.agent_name: run.status for run in checkpoint.agents}
         return context.agent_name
 
-    assert PhaseRunner(manager, workflow, {"a": agent, "b": agent, "c": agent}).run(P, S).status == "completed"
+    assert (
+        PhaseRunner(manager, workflow, {"a": agent, "b": agent, "c": agent}).run(P, S).status == "completed"
+    )
     assert all(rows[name] == "in_progress" for name, rows in seen.items())
     if run_style == "sequential":
         assert seen["c"] == {"a": "completed", "b": "completed", "c": "in_progress"}
@@ -259,7 +264,9 @@ def test_async_agents_get_the_same_keys_and_trace_context(tmp_path: Path) -> Non
     manager.create_session(P, S, "ann", workflow, "all")
 
     async def agent(context: AgentContext) -> AgentResult:
-        return AgentResult(f"{context.idempotency_key} {context.traceparent}", trace_id=f"t-{context.agent_name}")
+        return AgentResult(
+            f"{context.idempotency_key} {context.traceparent}", trace_id=f"t-{context.agent_name}"
+        )
 
     PhaseRunner(manager, workflow, {"a": agent, "b": agent, "c": agent}).run(P, S)
     for name in ("a", "b", "c"):
@@ -267,7 +274,10 @@ def test_async_agents_get_the_same_keys_and_trace_context(tmp_path: Path) -> Non
         key = effects.idempotency_key(P, S, 1, 1, name, 1)
         assert output.content == f"{key} {effects.traceparent(P, S, 1, 1, name)}"
         assert output.trace_id == f"t-{name}"
-        assert f"- Trace ID: t-{name}\n" in (tmp_path / P / "sessions" / S / "phase_1_work" / f"{name}.md").read_text()
+        assert (
+            f"- Trace ID: t-{name}\n"
+            in (tmp_path / P / "sessions" / S / "phase_1_work" / f"{name}.md").read_text()
+        )
 
 
 # ------------------------------------------------------------------ keys and trace context
@@ -386,7 +396,9 @@ def test_a_phase_that_would_start_past_the_session_budget_waits_for_a_person(tmp
 
 def test_an_approval_names_the_raised_budget_and_it_is_kept_in_the_review(tmp_path: Path) -> None:
     workflow = _budget_workflow(Budget(tokens=100_000, cost=5.0))
-    phases = tuple(PhaseDefinition(p.number, p.name, p.directory, p.agents, p.run_style) for p in workflow.phases)
+    phases = tuple(
+        PhaseDefinition(p.number, p.name, p.directory, p.agents, p.run_style) for p in workflow.phases
+    )
     workflow = Workflow("budgeted", phases, {"all": (1, 2, 3, 4)}, budget=Budget(tokens=100_000, cost=5.0))
     manager, runner, spender = _runner(tmp_path, workflow)
     result = runner.run(P, S)
@@ -435,7 +447,9 @@ def test_a_raised_budget_must_read_as_one_and_come_with_an_approval(tmp_path: Pa
         ("$5 and 1_000 tokens", 1_000, 5.0),
     ],
 )
-def test_a_budget_is_read_leniently_and_written_one_way(text: str, tokens: int | None, cost: float | None) -> None:
+def test_a_budget_is_read_leniently_and_written_one_way(
+    text: str, tokens: int | None, cost: float | None
+) -> None:
     found = read_budget(text)
     assert found == Budget(tokens, cost)
     assert isinstance(found, Budget) and read_budget(write_budget(found)) == found

@@ -21,4 +21,6 @@ def test_the_phase_page_shows_a_hold_and_links_an_agents_trace(tmp_path: Path) -
         '<p class="trace" id="trace-2-market_intelligence">Trace: <a href="https://traces.example/r/42" '
         'rel="noopener noreferrer">https://traces.example/r/42</a></p>'
     ) in page
-    assert '<p class="trace" id="trace-2-competitor_analysis">Trace: <code>4bf92f3577b34da6</code></p>' in page
+    assert (
+        '<p class="trace" id="trace-2-competitor_analysis">Trace: <code>4bf92f3577b34da6</code></p>' in page
+    )

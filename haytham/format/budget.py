@@ -14,10 +14,11 @@ import re
 from haytham.format import values as v
 from haytham.format.policy import Budget
 
-
 _PARTS = re.compile(
-    r"(?P<tokens>[0-9](?:[0-9]|[,_](?=[0-9]{3}))*)\s*tokens?\b|\$\s*(?P<cost>[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE
+    r"(?P<tokens>[0-9](?:[0-9]|[,_](?=[0-9]{3}))*)\s*tokens?\b|\$\s*(?P<cost>[0-9]+(?:\.[0-9]+)?)",
+    re.IGNORECASE,
 )
+_EXPECTED = "expected '400000 tokens', '$10.00' or both"
 _SEPARATORS = re.compile(r"[\s,;]*(?:and)?[\s,;]*", re.IGNORECASE)
 
 
@@ -30,7 +31,7 @@ def read_budget(text: str) -> Budget | str:
     for found in _PARTS.finditer(text):
         between = text[position : found.start()]
         if not _SEPARATORS.fullmatch(between):
-            return f"{between.strip()!r} in {text!r} is not a budget (expected '400000 tokens', '$10.00' or both)"
+            return f"{between.strip()!r} in {text!r} is not a budget ({_EXPECTED})"
         position = found.end()
         if found["tokens"] is not None:
             tokens = int(found["tokens"].replace(",", "").replace("_", ""))
@@ -38,7 +39,7 @@ def read_budget(text: str) -> Budget | str:
             cost = float(found["cost"])
     rest = text[position:]
     if not _SEPARATORS.fullmatch(rest) or (tokens is None and cost is None):
-        return f"{text!r} is not a budget (expected '400000 tokens', '$10.00' or both)"
+        return f"{text!r} is not a budget ({_EXPECTED})"
     return Budget(tokens, cost)
 
 

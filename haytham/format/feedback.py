@@ -593,7 +593,11 @@ def merge_feedback(text: str, record: UserFeedback) -> str:
         "approved": record.approved,
         "timestamp": v.write_text(record.timestamp),
     }
-    for attr in ("reviewer", "justification", "raised_budget"):  # optional: added when known, cleared with ``-``
+    for attr in (
+        "reviewer",
+        "justification",
+        "raised_budget",
+    ):  # optional: added when known, cleared with ``-``
         value = getattr(record, attr)
         if value is not None or (attr,) in reader.lines:
             fields[attr] = v.write_text(value)

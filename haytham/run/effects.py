@@ -32,7 +32,9 @@ MAY_HAVE_RUN = "may have run"
 """How every view names an agent that started and never recorded an end."""
 
 
-def idempotency_key(project_id: str, session_id: str, phase: int, attempt: int, agent: str, try_number: int) -> str:
+def idempotency_key(
+    project_id: str, session_id: str, phase: int, attempt: int, agent: str, try_number: int
+) -> str:
     """``haytham-{sha256 of the six parts, 32 hex digits}``: stable and opaque.
 
     The parts are hashed (joined by NUL, which no name holds) rather than spelt out, so the key
@@ -57,7 +59,9 @@ def span_id(project_id: str, session_id: str, phase: int, attempt: int, agent: s
 
 def traceparent(project_id: str, session_id: str, phase: int, attempt: int, agent: str) -> str:
     """``00-{trace id}-{parent id}-01``: version 00, sampled (W3C Trace Context, level 1)."""
-    return f"00-{trace_id(project_id, session_id)}-{span_id(project_id, session_id, phase, attempt, agent)}-01"
+    return (
+        f"00-{trace_id(project_id, session_id)}-{span_id(project_id, session_id, phase, attempt, agent)}-01"
+    )
 
 
 def _nonzero(digits: str) -> str:

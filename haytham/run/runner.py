@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from haytham.errors import AgentImportError, HaythamError, InvalidArgumentError, WorkflowChangedError
 from haytham.format.layout import FEEDBACK_FILE
+from haytham.format.policy import Budget
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
 from haytham.records import AgentOutput, PhaseCheckpoint, UserFeedback
-from haytham.format.policy import Budget
 from haytham.run import budget, effects
 from haytham.store import lifecycle
 from haytham.store.advice import NextStep as NextStep  # the advice lives in the store (web shows it too)
@@ -59,7 +59,12 @@ class AgentContext:
         """A key for the APIs with side effects the agent calls, stable across resumes and
         machines and different for every try (``haytham.run.effects.idempotency_key``)."""
         return effects.idempotency_key(
-            self.project_id, self.session_id, self.phase.number, self.attempt, self.agent_name, self.try_number
+            self.project_id,
+            self.session_id,
+            self.phase.number,
+            self.attempt,
+            self.agent_name,
+            self.try_number,
         )
 
     @property
@@ -499,7 +504,9 @@ class PhaseRunner:
         risky = [name for name in uncertain if self._side_effects(name)]
         if risky:
             for name in risky:
-                self.manager.session(project_id, session_id).save_agent_output(phase.number, effects.placeholder(name))
+                self.manager.session(project_id, session_id).save_agent_output(
+                    phase.number, effects.placeholder(name)
+                )
             reasons = [effects.hold_reason(name) for name in risky]
             return self._hold(project_id, session_id, phase, checkpoint, reasons, ran, running=risky)
         if checkpoint is None or checkpoint.status == "pending":
