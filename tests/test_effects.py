@@ -491,3 +491,14 @@ def test_a_parallel_phase_holds_its_side_effect_agent_after_a_kill(
     notifies = [call for call in _calls(tmp_path) if call.startswith("2:notify")]
     assert notifies in (["2:notify:1"], ["2:notify:1", "2:notify:2"])
     assert manager.load_agent_output(P, S, 2, "notify").status == "completed"
+
+
+def test_a_release_killed_before_it_carried_the_outputs_finishes_them(crashed: Path) -> None:
+    manager = CheckpointManager(crashed / "projects")
+    _cli(crashed, "resume", P, S)
+    manager.correct_output(P, S, 2, "send", "sent by hand", approve=True)
+    manager.start_attempt(P, S, 2)  # what the release does first; killed before it carried
+    assert "completed" in _cli(crashed, "resume", P, S)
+    assert _calls(crashed) == ["1:draft:1", "2:notify:1", "2:send:1"]  # neither ran again
+    assert manager.load_agent_output(P, S, 2, "send").content == "sent by hand"
+    assert manager.load_agent_output(P, S, 2, "notify").content == "notified the team"

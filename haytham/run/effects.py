@@ -22,8 +22,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from haytham.format import AGENT_OUTPUT
 from haytham.records import AgentOutput, PhaseCheckpoint
 
 KEY_PREFIX = "haytham"
@@ -144,6 +146,11 @@ def carried(checkpoint: PhaseCheckpoint, outputs: Mapping[str, AgentOutput | Non
             continue
         kept.append(fields)
     return kept
+
+
+def archived_output(directory: Path, agent: str) -> AgentOutput | None:
+    """``agent``'s output in an attempt's folder (``Attempt.directory``), None without one."""
+    return AGENT_OUTPUT.load_optional(directory / f"{agent}.md")
 
 
 def _fields(output: AgentOutput) -> dict[str, Any]:

@@ -495,8 +495,10 @@ class PhaseRunner:
         spent (``haytham.run.budget``). A result when held; else the note for the agents
         without side effects that may have run and run again, or None."""
         if checkpoint is not None and checkpoint.held:  # the lifecycle let the run here: approved
-            self._release(project_id, session_id, phase, checkpoint)
+            self._release(project_id, session_id, phase)
             checkpoint = self._checkpoint(project_id, session_id, phase)
+        elif checkpoint is not None and checkpoint.status == "pending" and checkpoint.retry_count:
+            self._carry(project_id, session_id, phase)  # a release killed before it carried all
         started = effects.started_agents(checkpoint)
         uncertain = effects.may_have_run(
             checkpoint, {name: self._saved_output(project_id, session_id, phase, name) for name in started}
@@ -552,20 +554,35 @@ class PhaseRunner:
         )
         return self._await_review(project_id, session_id, phase, ran)
 
-    def _release(
-        self, project_id: str, session_id: str, phase: PhaseDefinition, checkpoint: PhaseCheckpoint
-    ) -> None:
+    def _release(self, project_id: str, session_id: str, phase: PhaseDefinition) -> None:
         """Act on a hold a person approved: keep the held attempt (with the review that
-        decided) under ``attempts/{n}/`` and open the next, carrying into it the completed
-        outputs and each held agent's output the person corrected (``effects.carried``)."""
-        outputs = {name: self._saved_output(project_id, session_id, phase, name) for name in phase.agents}
-        kept = effects.carried(checkpoint, outputs)
+        decided) under ``attempts/{n}/``, open the next and carry into it what the held one
+        keeps (``_carry``)."""
         self.manager.start_attempt(project_id, session_id, phase.number)
         if self.autocommit is not None:
             self.autocommit.attempt_archived(project_id, session_id, [phase.number])
+        self._carry(project_id, session_id, phase)
+
+    def _carry(self, project_id: str, session_id: str, phase: PhaseDefinition) -> None:
+        """Save in a phase's fresh attempt, after an approved hold, the outputs the held
+        attempt keeps (``effects.carried``: the completed ones and each held agent's output a
+        person corrected), read from ``attempts/{n}/``. Each is saved unless the attempt has
+        it completed already, so a resume killed between these saves finishes them, and a
+        held agent whose output a person wrote is never run in the meantime."""
+        attempts = self.manager.load_attempts(
+            project_id, session_id, phase.number, read_output=lambda _path: None
+        )
+        previous = attempts[-2] if len(attempts) >= 2 else None
+        if previous is None or previous.checkpoint is None or not previous.checkpoint.held:
+            return
+        if previous.feedback is None or not previous.feedback.approved:
+            return
+        outputs = {name: effects.archived_output(previous.directory, name) for name in phase.agents}
         handle = self.manager.session(project_id, session_id)
-        for fields in kept:
-            handle.save_agent_output(phase.number, fields)
+        for fields in effects.carried(previous.checkpoint, outputs):
+            saved = self._saved_output(project_id, session_id, phase, fields["agent_name"])
+            if saved is None or saved.status != "completed":
+                handle.save_agent_output(phase.number, fields)
 
     def _side_effects(self, agent: str) -> bool:
         """Whether the workflow marks ``agent`` ``side_effects: true``."""
