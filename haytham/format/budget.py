@@ -12,14 +12,15 @@ from __future__ import annotations
 import re
 
 from haytham.format import values as v
+from haytham.format.patterns import lazy
 from haytham.format.policy import Budget
 
-_PARTS = re.compile(
+_PARTS = lazy(
     r"(?P<tokens>[0-9](?:[0-9]|[,_](?=[0-9]{3}))*)\s*tokens?\b|\$\s*(?P<cost>[0-9]+(?:\.[0-9]+)?)",
     re.IGNORECASE,
 )
 _EXPECTED = "expected '400000 tokens', '$10.00' or both"
-_SEPARATORS = re.compile(r"[\s,;]*(?:and)?[\s,;]*", re.IGNORECASE)
+_SEPARATORS = lazy(r"[\s,;]*(?:and)?[\s,;]*", re.IGNORECASE)
 
 
 def read_budget(text: str) -> Budget | str:
