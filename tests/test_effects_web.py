@@ -24,3 +24,26 @@ def test_the_phase_page_shows_a_hold_and_links_an_agents_trace(tmp_path: Path) -
     assert (
         '<p class="trace" id="trace-2-competitor_analysis">Trace: <code>4bf92f3577b34da6</code></p>' in page
     )
+
+
+def test_the_inbox_lists_a_phase_held_for_its_budget_with_the_figures(tmp_path: Path) -> None:
+    from haytham import CheckpointManager
+    from haytham.format.policy import Budget
+    from haytham.format.workflow import PhaseDefinition, Workflow
+    from haytham.run.runner import AgentContext, AgentResult, PhaseRunner
+
+    phases = (
+        PhaseDefinition(1, "One", "phase_1_one", ("a",)),
+        PhaseDefinition(2, "Two", "phase_2_two", ("b",)),
+    )
+    workflow = Workflow("budgeted", phases, {"all": (1, 2)}, budget=Budget(cost=1.0))
+    manager = CheckpointManager(tmp_path)
+    manager.create_session("acme", "s-1", "ann", workflow, "all")
+
+    def agent(context: AgentContext) -> AgentResult:
+        return AgentResult("done", cost=1.25)
+
+    assert PhaseRunner(manager, workflow, {"a": agent, "b": agent}).run("acme", "s-1").phase == 2
+    with client_of(manager) as client:
+        inbox = client.get("/").text
+    assert "session budget: spent $1.2500 of $1.0000" in inbox, inbox
