@@ -213,6 +213,10 @@ class PhaseCheckpoint:
     output_tokens: int | None
     cost: float | None
     errors: tuple[str, ...] = ()
+    held: tuple[str, ...] = ()
+    """Why the runner stopped this phase for a person's decision before running it (or on):
+    a budget passed, an agent with side effects that may have run. Empty unless held; a
+    phase held and not decided is ``awaiting_review`` (``haytham.store.lifecycle``)."""
     required_context: str = "[]"
     """Kept as written; haytham itself always writes ``[]``."""
     user_parameters: str = "{}"
@@ -278,6 +282,9 @@ class AgentOutput:
     """Every try of the run that wrote this output (``## Tries``), when the agent runs under
     a retry policy or a timeout (``haytham.format.policy``); empty otherwise, and in every
     file written before tries were kept."""
+    trace_id: str | None = None
+    """The agent's own trace id (``AgentResult.trace_id``: its tracing tool's run or trace),
+    so a page can link to the trace; None when the agent gave none."""
 
 
 @dataclass(frozen=True)
@@ -297,6 +304,9 @@ class UserFeedback:
     ``haytham.format.reviewer``); None when the file names nobody (older files)."""
     justification: str | None = None
     """Why the reviewer decided as they did, one line; None when not given."""
+    raised_budget: str | None = None
+    """For the approval of a phase held for its budget: the budget the run may spend from
+    then on (``400000 tokens, $10.0000``; ``haytham.run.budget``); None otherwise."""
     notes: str = field(default="", compare=False, metadata={"derived": True})
     """What the reviewer wrote outside haytham's fields and comments: each of their own
     sections as ``### Title`` and its text, and text left in ``## Review Status`` (comments

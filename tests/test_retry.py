@@ -390,3 +390,22 @@ def test_a_phase_run_in_order_is_parked_by_the_agent_that_failed_not_by_those_af
     result = PhaseRunner(manager, flow, {"writer": failing(ValueError("no")), "checker": checker}).run(P, S)
     assert (result.status, result.phase) == ("awaiting_review", 1)
     assert checker.calls == []  # type: ignore[attr-defined]
+
+
+def test_each_try_has_its_own_try_number_and_idempotency_key(tmp_path: Path) -> None:
+    """A retry is a new request to the provider: the key an agent passes it differs per try,
+    and is the same on every machine for the same try."""
+    seen: list[tuple[int, str]] = []
+
+    def writer(context: AgentContext) -> str:
+        seen.append((context.try_number, context.idempotency_key))
+        if len(seen) < 3:
+            raise RateLimitError("1")
+        return "done"
+
+    run(tmp_path, workflow(tmp_path, NO_JITTER), writer, FakeClock())
+    assert [number for number, _ in seen] == [1, 2, 3]
+    assert len({key for _, key in seen}) == 3
+    flow = workflow(tmp_path, NO_JITTER)
+    again = AgentContext(P, S, flow.phase(1), "writer", 1, {}, None, try_number=2)
+    assert again.idempotency_key == seen[1][1]

@@ -203,4 +203,7 @@ def describe_feedback(feedback: UserFeedback, *, indent: str = "  ") -> str:
         lines.insert(1, f"Reviewer: {feedback.reviewer}")
     if feedback.justification is not None:
         lines.insert(1 + (feedback.reviewer is not None), f"Justification: {feedback.justification}")
+    if feedback.raised_budget is not None:
+        at = 1 + (feedback.reviewer is not None) + (feedback.justification is not None)
+        lines.insert(at, f"Raised budget: {feedback.raised_budget}")
     return "\n".join(indent + line if line else "" for line in lines)

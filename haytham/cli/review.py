@@ -319,6 +319,13 @@ def report(manager: CheckpointManager, project: str, session: str, edited: Edite
     help="Correct AGENT's output in $EDITOR (with --approve: and approve the phase).",
 )
 @click.option("--justification", help="Why you decide so (one line), recorded with the review.")
+@click.option(
+    "--raise-budget",
+    "raised_budget",
+    metavar="BUDGET",
+    help="With --approve of a phase held for its budget: what the run may spend from now on "
+    "('400000 tokens', '$10', or both), recorded as the review's Raised Budget.",
+)
 @reviewer_option
 @commit_options
 @base_dir_option
@@ -332,6 +339,7 @@ def feedback(
     changes: tuple[str, ...],
     edit_agent: str | None,
     justification: str | None,
+    raised_budget: str | None,
     reviewer: Reviewer | None,
     commit: bool,
     push: bool,
@@ -360,10 +368,13 @@ def feedback(
     review is its own commit, authored by you (git's user of this clone); with --push it is
     pushed at once (haytham sync). Every review saved records its time and its reviewer
     (--reviewer, else HAYTHAM_REVIEWER, haytham.yaml's review.reviewer, git's author) and
-    --justification when given.
+    --justification when given. A phase held for its budget is approved with the budget
+    raised by one more of the workflow's, or to --raise-budget.
     """
     if approve and reject:
         raise click.UsageError("give --approve or --reject, not both")
+    if raised_budget is not None and (not approve or edit_agent is not None):
+        raise click.UsageError("--raise-budget goes with --approve (and without --edit)")
     if not (approve or reject) and (comment is not None or changes or justification is not None):
         raise click.UsageError(
             "--comment, --change and --justification need --approve or --reject "
@@ -407,6 +418,7 @@ def feedback(
         expected_version=seen,
         reviewer=reviewer,
         justification=justification,
+        raised_budget=raised_budget,
     )
     understood = manager.load_feedback(project, session, phase)
     assert understood is not None

@@ -61,14 +61,15 @@ METADATA = SectionSpec(
         FieldSpec("duration", "Duration"),
         FieldSpec("status", "Status"),
         FieldSpec("corrected", "Corrected"),
+        FieldSpec("trace_id", "Trace ID"),
         FieldSpec("final_newlines", "Final Newlines"),
         FieldSpec("line_endings", "Line Endings"),
         VERSION_FIELD,
     ),
 )
 """``- Phase: {number} - {name}`` holds both phase_number and phase_name; Corrected (when a
-person corrected the content: ``correct_output``), Final Newlines and Line Endings are written
-only when needed."""
+person corrected the content: ``correct_output``), Trace ID (the agent's own trace id), Final
+Newlines and Line Endings are written only when needed."""
 EXECUTION_DETAILS = SectionSpec(
     "Execution Details",
     (
@@ -282,6 +283,7 @@ _CANONICAL_HEADER = lazy(
     rf"- Duration: (?:-|(?P<duration>{v.SECONDS}))\n"
     rf"- Status: (?P<status>{'|'.join(s for s in PHASE_STATUSES if s != 'failed')})\n"
     rf"(?:- Corrected: (?P<corrected>{v.TIMESTAMP})\n)?"
+    rf"(?:- Trace ID: (?P<trace_id>{v.PLAIN_TEXT})\n)?"
     r"(?:- Final Newlines: (?P<final_newlines>[1-9][0-9]{0,6})\n)?"
     r"(?:- Line Endings: (?P<crlf>crlf)\n)?"
     rf"- Format: {FORMAT_VERSION}\n"
@@ -376,6 +378,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             "duration": take(meta, "duration", v.read_seconds, required=False),
             "status": take(meta, "status", v.read_text, section=meta_section),
             "corrected": take(meta, "corrected", v.read_text, required=False),
+            "trace_id": take(meta, "trace_id", v.read_text, required=False),
         }
         final_newlines = take(meta, "final_newlines", v.read_int, default=None, required=False)
         if final_newlines is None:
@@ -456,6 +459,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             stack_trace=None,
             cost=None if cost is None else float(cost[1:]),
             corrected=found["corrected"],
+            trace_id=found["trace_id"],
         )
 
     def check_record(self, record: AgentOutput, path: Path | None = None) -> None:
@@ -486,6 +490,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             "duration": v.write_seconds(record.duration),
             "status": record.status,
             "corrected": record.corrected,
+            "trace_id": None if record.trace_id is None else v.write_text(record.trace_id),
             "final_newlines": str(final_newlines) if final_newlines else None,
             "line_endings": "crlf" if crlf else None,
         }

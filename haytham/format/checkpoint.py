@@ -78,7 +78,10 @@ NEXT_PHASE = SectionSpec(
 )
 ERRORS = SectionSpec("Errors", required=False, attr="errors")
 """Written only when there are errors, one list item each."""
-SECTIONS = (METADATA, AGENTS, INPUTS, BUILT_FROM, OUTPUTS, METRICS, NEXT_PHASE, ERRORS)
+HELD = SectionSpec("Held", required=False, attr="held")
+"""Written only while the runner holds the phase for a person's decision, one reason each
+(a budget passed, an agent with side effects that may have run)."""
+SECTIONS = (METADATA, AGENTS, INPUTS, BUILT_FROM, OUTPUTS, METRICS, NEXT_PHASE, ERRORS, HELD)
 
 
 _STATUS = "|".join(PHASE_STATUSES)
@@ -135,6 +138,7 @@ _CANONICAL = lazy(
     r"- Ready to Execute: (?:true|false)\n"
     rf"- Blocking Issues: (?:none|{_TEXT})\n"
     rf"(?:\n## Errors\n(?P<errors>(?:- {_TEXT}\n)+))?"
+    rf"(?:\n## Held\n(?P<held>(?:- {_TEXT}\n)+))?"
 )
 """A checkpoint exactly as ``render`` writes it, with values in their plainest spelling:
 what ``CheckpointFormat._canonical`` reads. Anything else goes to the general reader."""
@@ -234,21 +238,15 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
         data["next_phase"] = take(following, "next_phase", v.read_int, required=False)
         data["next_phase_name"] = take(following, "next_phase_name", _read_optional_name, required=False)
 
-        errors_section = reader.section(ERRORS)
-        errors: list[str] = []
-        if errors_section is not None:
-            reader.lines[("errors",)] = errors_section.line
-            for line in errors_section.body.split("\n"):
-                item = line.strip()
-                if item[:2] in ("- ", "* ", "+ "):
-                    errors.append(v.read_text(item[2:]) or "")
-        data["errors"] = errors
+        data["errors"] = _items(reader, ERRORS)
+        data["held"] = _items(reader, HELD)
         return data
 
     def _build(self, data: dict[str, Any]) -> PhaseCheckpoint:
         agents = tuple(AgentRun(**agent) for agent in data.pop("agents"))
         built_from = tuple((int(n), str(d)) for n, d in data.pop("built_from"))
-        return PhaseCheckpoint(agents=agents, errors=tuple(data.pop("errors")), built_from=built_from, **data)
+        errors, held = tuple(data.pop("errors")), tuple(data.pop("held"))
+        return PhaseCheckpoint(agents=agents, errors=errors, held=held, built_from=built_from, **data)
 
     def _canonical(self, text: str) -> PhaseCheckpoint | None:
         """The checkpoint of a text in exactly ``render``'s shape (``_CANONICAL``), else None;
@@ -279,7 +277,7 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
         duration, cost = found["duration"], found["cost"]
         total, given, made = found["total_tokens"], found["input_tokens"], found["output_tokens"]
         following = found["next_phase"]
-        errors = found["errors"]
+        errors, held = found["errors"], found["held"]
         return PhaseCheckpoint(
             phase_number=int(found["phase_number"]),
             phase_name=found["phase_name"],
@@ -298,6 +296,7 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
             output_tokens=None if made is None else int(made),
             cost=None if cost is None else float(cost[1:]),
             errors=() if errors is None else tuple(line[2:] for line in errors[:-1].split("\n")),
+            held=() if held is None else tuple(line[2:] for line in held[:-1].split("\n")),
             required_context=found["required_context"],
             user_parameters=found["user_parameters"],
             user_feedback_file=found["user_feedback_file"],
@@ -370,6 +369,8 @@ class CheckpointFormat(DocumentFormat[PhaseCheckpoint]):
         ]
         if record.errors:
             lines += ["", ERRORS.heading, *(f"- {v.write_text(e)}" for e in record.errors)]
+        if record.held:
+            lines += ["", HELD.heading, *(f"- {v.write_text(reason)}" for reason in record.held)]
         return "\n".join(lines) + "\n"
 
 
@@ -389,6 +390,19 @@ def _read_built_from(reader: Reader) -> list[list[Any]]:
         reader.lines[("built_from", len(found))] = field.line
         found.append([int(number), digest])
     return found
+
+
+def _items(reader: Reader, section_spec: SectionSpec) -> list[str]:
+    """The list items of an optional section (``## Errors``, ``## Held``), as text."""
+    section = reader.section(section_spec)
+    items: list[str] = []
+    if section is not None:
+        reader.lines[(section_spec.attr or section_spec.title,)] = section.line
+        for line in section.body.split("\n"):
+            item = line.strip()
+            if item[:2] in ("- ", "* ", "+ "):
+                items.append(v.read_text(item[2:]) or "")
+    return items
 
 
 def _read_optional_name(raw: str) -> str | None:

@@ -62,10 +62,13 @@ REVIEW_STATUS = SectionSpec(
         FieldSpec("timestamp", "Timestamp"),
         FieldSpec("reviewer", "Reviewer"),
         FieldSpec("justification", "Justification"),
+        FieldSpec("raised_budget", "Raised Budget"),
         VERSION_FIELD,
     ),
 )
-"""``Reviewer`` and ``Justification`` are optional: written when known, absent in older files."""
+"""``Reviewer``, ``Justification`` and ``Raised Budget`` (the budget an approval of a phase held
+for its budget allows the run from then on) are optional: written when known, absent in older
+files."""
 USER_COMMENTS = SectionSpec("User Comments", required=False, attr="comments")
 REQUESTED_CHANGES = SectionSpec("Requested Changes", required=False, attr="requested_changes")
 """One list item each: ``- Change {n}: {text}``."""
@@ -84,6 +87,7 @@ _CANONICAL = lazy(
     rf"- Timestamp: (?:-|(?P<timestamp>{v.TIMESTAMP}))\n"
     rf"(?:- Reviewer: (?P<reviewer>{v.PLAIN_TEXT})\n)?"
     rf"(?:- Justification: (?P<justification>{v.PLAIN_TEXT})\n)?"
+    rf"(?:- Raised Budget: (?P<raised_budget>{v.PLAIN_TEXT})\n)?"
     rf"- Format: {FORMAT_VERSION}\n"
     r"\n"
     r"## User Comments\n"
@@ -124,6 +128,7 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
             "timestamp": take(review, "timestamp", v.read_text, required=False),
             "reviewer": _read_reviewer(reader, review),
             "justification": take(review, "justification", v.read_text, required=False),
+            "raised_budget": take(review, "raised_budget", v.read_text, required=False),
             "comments": read_comments(found.comments),
             "requested_changes": read_changes(found.changes),
         }
@@ -168,6 +173,7 @@ class FeedbackFormat(DocumentFormat[UserFeedback]):
             retry_count=int(found["retry_count"]),
             reviewer=found["reviewer"],
             justification=found["justification"],
+            raised_budget=found["raised_budget"],
         )
 
     _last: tuple[UserFeedback, str] | None = None
@@ -216,6 +222,7 @@ def _written_fields(record: UserFeedback, section: SectionSpec) -> dict[str, str
         "timestamp": v.write_text(record.timestamp),
         "reviewer": None if record.reviewer is None else v.write_text(record.reviewer),
         "justification": None if record.justification is None else v.write_text(record.justification),
+        "raised_budget": None if record.raised_budget is None else v.write_text(record.raised_budget),
         "action": record.action,
         "retry_count": str(record.retry_count),
     }
@@ -586,7 +593,11 @@ def merge_feedback(text: str, record: UserFeedback) -> str:
         "approved": record.approved,
         "timestamp": v.write_text(record.timestamp),
     }
-    for attr in ("reviewer", "justification"):  # optional: added when known, cleared with ``-``
+    for attr in (
+        "reviewer",
+        "justification",
+        "raised_budget",
+    ):  # optional: added when known, cleared with ``-``
         value = getattr(record, attr)
         if value is not None or (attr,) in reader.lines:
             fields[attr] = v.write_text(value)

@@ -20,6 +20,7 @@ never hold up another agent of a parallel phase.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import random
 import threading
@@ -175,7 +176,7 @@ class TryLoop:
             number = len(self.tries) + 1
             started = format_timestamp(self.clock.now())
             try:
-                value = self._one(agent, context)
+                value = self._one(agent, _for_try(context, number))
             except Exception as error:
                 ended = format_timestamp(self.clock.now())
                 outcome = self._outcome(error)
@@ -247,3 +248,11 @@ def _is_async(agent: Callable[[Any], Any]) -> bool:
     """Whether ``agent`` is a coroutine function (any other agent runs in a thread under a
     timeout; an awaitable it returns is awaited there, within the same timeout)."""
     return inspect.iscoroutinefunction(agent)
+
+
+def _for_try(context: Any, number: int) -> Any:
+    """``context`` for try ``number``: its ``try_number``, and so its idempotency key, is that
+    try's (an ``AgentContext``); any other context object is passed as it is."""
+    if dataclasses.is_dataclass(context) and not isinstance(context, type) and hasattr(context, "try_number"):
+        return dataclasses.replace(context, try_number=number)
+    return context

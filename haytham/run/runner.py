@@ -14,16 +14,17 @@ import contextlib
 import dataclasses
 import importlib
 import time
-from collections.abc import Awaitable, Callable, Container, Mapping
+from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from haytham.errors import AgentImportError, HaythamError, InvalidArgumentError, WorkflowChangedError
 from haytham.format.layout import FEEDBACK_FILE
-from haytham.format.policy import AgentPolicy
+from haytham.format.policy import AgentPolicy, Budget
 from haytham.format.workflow import PhaseDefinition, Workflow, describe_changes, split_callable
 from haytham.records import AgentOutput, AgentTry, PhaseCheckpoint, UserFeedback
+from haytham.run import budget, effects
 from haytham.store import lifecycle
 from haytham.store.advice import NextStep as NextStep  # the advice lives in the store (web shows it too)
 from haytham.store.advice import next_step as next_step
@@ -51,6 +52,29 @@ class AgentContext:
     """The outputs of the earlier phases of the session, ``{phase: {agent: text}}``."""
     feedback: UserFeedback | None = None
     """The review that sent the phase back, when this attempt is a retry."""
+    try_number: int = 1
+    """1 for the first try of this agent in this attempt, 2 for its first retry, ..."""
+
+    @property
+    def idempotency_key(self) -> str:
+        """A key for the APIs with side effects the agent calls, stable across resumes and
+        machines and different for every try (``haytham.run.effects.idempotency_key``)."""
+        return effects.idempotency_key(
+            self.project_id,
+            self.session_id,
+            self.phase.number,
+            self.attempt,
+            self.agent_name,
+            self.try_number,
+        )
+
+    @property
+    def traceparent(self) -> str:
+        """The W3C ``traceparent`` of this agent's run: the session's trace, a span for phase,
+        attempt and agent (``haytham.run.effects.traceparent``)."""
+        return effects.traceparent(
+            self.project_id, self.session_id, self.phase.number, self.attempt, self.agent_name
+        )
 
     @property
     def comments(self) -> str:
@@ -77,6 +101,9 @@ class AgentResult:
     tools_used: tuple[str, ...] = ()
     duration: float | None = None
     """Seconds; measured by the runner when not given."""
+    trace_id: str | None = None
+    """The agent's own trace id (its tracing tool's), kept as the output's ``Trace ID`` so
+    the phase page can link to it; None: the output keeps none."""
 
 
 AgentReturn = str | AgentResult
@@ -246,9 +273,13 @@ class PhaseRunner:
                 if refused is not None:
                     return refused
                 checkpoint = self._checkpoint(project_id, session_id, phase)
+            held = self._hold_or_release(project_id, session_id, phase, checkpoint, view, ran)
+            if isinstance(held, RunResult):
+                return held
+            checkpoint = self._checkpoint(project_id, session_id, phase)
             attempts.add((phase.number, checkpoint.retry_count + 1 if checkpoint else 1))
             previous = self._outputs_before(project_id, session_id, phase, view)
-            failure = self._run_phase(project_id, session_id, phase, checkpoint, previous, ran)
+            failure = self._run_phase(project_id, session_id, phase, checkpoint, previous, ran, note=held)
             if failure is not None:
                 return failure
 
@@ -278,14 +309,22 @@ class PhaseRunner:
         checkpoint: PhaseCheckpoint | None,
         done_outputs: Mapping[int, Mapping[str, str]],
         ran: list[str],
+        *,
+        note: str | None = None,
     ) -> RunResult | None:
-        """Run the phase's missing or failed agents; return a failed result or None."""
+        """Run the phase's missing or failed agents; return a failed result or None.
+
+        Each agent is recorded as started (its checkpoint row ``in_progress``) before it is
+        called, and as completed by its output file (``haytham.run.effects``). ``note``: the
+        history reason of the first checkpoint (agents that may have run, run again)."""
         from concurrent.futures import ThreadPoolExecutor, as_completed
 
         retry_count = checkpoint.retry_count if checkpoint else 0
         feedback = self._feedback_of_previous_attempt(project_id, session_id, phase, retry_count)
         saved = {name: self._saved_output(project_id, session_id, phase, name) for name in phase.agents}
         finished = {name: out for name, out in saved.items() if out is not None and out.status == "completed"}
+        todo = [name for name in phase.agents if name not in finished]
+        parallel = phase.run_style == "parallel"
         self._save_checkpoint(
             project_id,
             session_id,
@@ -294,14 +333,18 @@ class PhaseRunner:
             finished,
             retry_count,
             started=checkpoint.started if checkpoint else None,
+            running=todo if parallel else todo[:1],
+            reason=note,
         )
-        todo = [name for name in phase.agents if name not in finished]
         errors: list[str] = []
         broke: list[str] = []  # the agents whose last try failed (not those never run after one)
-        parallel = phase.run_style == "parallel"
         with ThreadPoolExecutor(max_workers=len(todo) if parallel and todo else 1) as pool:
             futures: dict[Future[Called], str] = {}
-            for name in todo:
+            for index, name in enumerate(todo):
+                if index and not parallel:  # started, durably, before it is called
+                    self._save_checkpoint(
+                        project_id, session_id, phase, "in_progress", finished, retry_count, running=[name]
+                    )
                 context = AgentContext(
                     project_id, session_id, phase, name, retry_count + 1, done_outputs, feedback
                 )
@@ -424,6 +467,7 @@ class PhaseRunner:
             tools_used=list(result.tools_used),
             cost=result.cost,
             tries=tries,
+            trace_id=result.trace_id,
         )
         self._saved(phase, name)
         return self.manager.load_agent_output(project_id, session_id, phase.number, name)
@@ -444,10 +488,18 @@ class PhaseRunner:
         started: str | None = None,
         errors: list[str] | None = None,
         failed: list[str] | None = None,
+        running: Sequence[str] = (),
+        held: Sequence[str] = (),
+        reason: str | None = None,
     ) -> None:
+        """``running``: agents recorded as started (row ``in_progress``); ``held``: why the
+        phase waits for a person (``## Held``); ``reason``: the history entry's."""
         agents: list[dict[str, Any]] = []
         for name in phase.agents:
             output = finished.get(name)
+            if output is None and name in running:
+                agents.append({"agent_name": name, "status": "in_progress"})
+                continue
             if output is None and name in (failed or []):  # its time counts for the phase's run
                 tried = self._saved_output(project_id, session_id, phase, name)
                 agents.append(
@@ -477,7 +529,122 @@ class PhaseRunner:
             retry_count=retry_count,
             execution_mode=phase.run_style,
             errors=errors,
+            held=held,
+            reason=reason,
         )
+
+    # ------------------------------------------------------------------ holds
+
+    def _hold_or_release(
+        self,
+        project_id: str,
+        session_id: str,
+        phase: PhaseDefinition,
+        checkpoint: PhaseCheckpoint | None,
+        view: lifecycle.SessionView,
+        ran: list[str],
+    ) -> RunResult | str | None:
+        """Before the phase runs: act on an approved hold, then hold the phase for a person
+        when an agent with side effects may have run (``haytham.run.effects``) or a budget is
+        spent (``haytham.run.budget``). A result when held; else the note for the agents
+        without side effects that may have run and run again, or None."""
+        if checkpoint is not None and checkpoint.held:  # the lifecycle let the run here: approved
+            self._release(project_id, session_id, phase)
+            checkpoint = self._checkpoint(project_id, session_id, phase)
+        elif checkpoint is not None and checkpoint.status == "pending" and checkpoint.retry_count:
+            self._carry(project_id, session_id, phase)  # a release killed before it carried all
+        started = effects.started_agents(checkpoint)
+        uncertain = effects.may_have_run(
+            checkpoint, {name: self._saved_output(project_id, session_id, phase, name) for name in started}
+        )
+        risky = [name for name in uncertain if self._side_effects(name)]
+        if risky:
+            for name in risky:
+                self.manager.session(project_id, session_id).save_agent_output(
+                    phase.number, effects.placeholder(name)
+                )
+            reasons = [effects.hold_reason(name) for name in risky]
+            return self._hold(project_id, session_id, phase, checkpoint, reasons, ran, running=risky)
+        if checkpoint is None or checkpoint.status == "pending":
+            session_budget, phase_budget = self._budgets(phase)
+            reasons = budget.holds(
+                self.manager,
+                project_id,
+                session_id,
+                phase.number,
+                [found.number for found in view.phases],
+                session_budget,
+                phase_budget,
+            )
+            if reasons:
+                return self._hold(project_id, session_id, phase, checkpoint, reasons, ran)
+        return effects.rerun_note(uncertain) if uncertain else None
+
+    def _hold(
+        self,
+        project_id: str,
+        session_id: str,
+        phase: PhaseDefinition,
+        checkpoint: PhaseCheckpoint | None,
+        reasons: Sequence[str],
+        ran: list[str],
+        *,
+        running: Sequence[str] = (),
+    ) -> RunResult:
+        """Save the phase held for ``reasons`` (its completed outputs as they are) and await review."""
+        saved = {name: self._saved_output(project_id, session_id, phase, name) for name in phase.agents}
+        finished = {name: out for name, out in saved.items() if out is not None and out.status == "completed"}
+        self._save_checkpoint(
+            project_id,
+            session_id,
+            phase,
+            checkpoint.status if checkpoint else "pending",
+            finished,
+            checkpoint.retry_count if checkpoint else 0,
+            started=checkpoint.started if checkpoint else None,
+            running=running,
+            held=reasons,
+            reason="held: " + "; ".join(reasons),
+        )
+        return self._await_review(project_id, session_id, phase, ran)
+
+    def _release(self, project_id: str, session_id: str, phase: PhaseDefinition) -> None:
+        """Act on a hold a person approved: keep the held attempt (with the review that
+        decided) under ``attempts/{n}/``, open the next and carry into it what the held one
+        keeps (``_carry``)."""
+        self.manager.start_attempt(project_id, session_id, phase.number)
+        if self.autocommit is not None:
+            self.autocommit.attempt_archived(project_id, session_id, [phase.number])
+        self._carry(project_id, session_id, phase)
+
+    def _carry(self, project_id: str, session_id: str, phase: PhaseDefinition) -> None:
+        """Save in a phase's fresh attempt, after an approved hold, the outputs the held
+        attempt keeps (``effects.carried``: the completed ones and each held agent's output a
+        person corrected), read from ``attempts/{n}/``. Each is saved unless the attempt has
+        it completed already, so a resume killed between these saves finishes them, and a
+        held agent whose output a person wrote is never run in the meantime."""
+        attempts = self.manager.load_attempts(
+            project_id, session_id, phase.number, read_output=lambda _path: None
+        )
+        previous = attempts[-2] if len(attempts) >= 2 else None
+        if previous is None or previous.checkpoint is None or not previous.checkpoint.held:
+            return
+        if previous.feedback is None or not previous.feedback.approved:
+            return
+        outputs = {name: effects.archived_output(previous.directory, name) for name in phase.agents}
+        handle = self.manager.session(project_id, session_id)
+        for fields in effects.carried(previous.checkpoint, outputs):
+            saved = self._saved_output(project_id, session_id, phase, fields["agent_name"])
+            if saved is None or saved.status != "completed":
+                handle.save_agent_output(phase.number, fields)
+
+    def _side_effects(self, agent: str) -> bool:
+        """Whether the workflow marks ``agent`` ``side_effects: true``."""
+        return self.workflow.policy_of(agent).side_effects
+
+    def _budgets(self, phase: PhaseDefinition) -> tuple[Budget | None, Budget | None]:
+        """The workflow's budget for the session and the phase's own."""
+        return self.workflow.budget, phase.budget
 
     # ------------------------------------------------------------------ review
 

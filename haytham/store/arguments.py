@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from haytham.errors import InvalidArgumentError
+from haytham.format.budget import read_budget, write_budget
+from haytham.format.policy import Budget
 from haytham.format.reviewer import Reviewer, parse_reviewer
 from haytham.records import APPROVAL_ACTIONS, FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES, AgentRun, AgentTry
 from haytham.store.clock import format_timestamp, parse_timestamp
@@ -147,6 +149,7 @@ class CheckpointArgs:
     execution_mode: str
     errors: tuple[str, ...]
     built_from: tuple[tuple[int, str], ...] | None
+    held: tuple[str, ...] = ()
 
 
 def checkpoint_args(
@@ -161,6 +164,7 @@ def checkpoint_args(
     name: str | None,
     reason: str | None,
     built_from: Mapping[int, str] | None,
+    held: Sequence[str] | None = None,
 ) -> CheckpointArgs:
     for key, label in (("name", name), ("reason", reason)):
         if label is not None and not isinstance(label, str):
@@ -183,6 +187,7 @@ def checkpoint_args(
         execution_mode,
         tuple(check_text_list("errors", errors or ())),
         check_built_from(built_from),
+        tuple(check_text_list("held", held or ())),
     )
 
 
@@ -200,6 +205,7 @@ def output_fields(
     stack_trace: str | None = None,
     cost: float | None = None,
     tries: Sequence[AgentTry] = (),
+    trace_id: str | None = None,
 ) -> dict[str, Any]:
     """``save_agent_output``'s arguments, checked: the fields of its ``AgentOutput`` but the
     phase and the time (the tries' values are checked by the schema when written)."""
@@ -215,6 +221,7 @@ def output_fields(
         ("error_type", error_type),
         ("error_message", error_message),
         ("stack_trace", stack_trace),
+        ("trace_id", trace_id),
     ):
         if value is not None and not isinstance(value, str):
             raise InvalidArgumentError(f"{key} must be a string or None, got {value!r}", field=key)
@@ -234,6 +241,7 @@ def output_fields(
         "stack_trace": stack_trace,
         "cost": round_or_none(check_amount("cost", cost), 4),
         "tries": _tries(tries),
+        "trace_id": trace_id,
     }
 
 
@@ -262,12 +270,14 @@ def feedback_fields(
     *,
     reviewer: object = None,
     justification: str | None = None,
+    raised_budget: str | None = None,
 ) -> dict[str, Any]:
     """``save_user_feedback``'s arguments, checked: the fields of its ``UserFeedback`` but the
     phase and the time. No ``action`` is the one the review implies: ``pending`` before a
     review, ``approved`` for an approval, ``retry`` for a review that does not approve.
     ``reviewer`` (a ``Reviewer`` or its text) is written as ``Name <email>``; a blank
-    ``justification`` is none."""
+    ``justification`` is none. ``raised_budget`` must read as a budget
+    (``haytham.format.budget.read_budget``) and comes only with an approval."""
     if action is None:
         action = "approved" if approved is True else "retry" if reviewed is True else "pending"
     check_choice("action", action, FEEDBACK_ACTIONS)
@@ -290,6 +300,12 @@ def feedback_fields(
         raise InvalidArgumentError(
             f"justification must be a string, got {justification!r}", field="justification"
         )
+    if raised_budget is not None:
+        if approved is not True:
+            raise InvalidArgumentError(
+                "raised_budget is recorded with an approval only (approved=True)", field="raised_budget"
+            )
+        raised_budget = check_budget("raised_budget", raised_budget)
     who = parse_reviewer(reviewer) if isinstance(reviewer, str) else reviewer
     return {
         "reviewed": reviewed,
@@ -300,7 +316,17 @@ def feedback_fields(
         "retry_count": retry_count,
         "reviewer": None if who is None else str(who),
         "justification": justification.strip() or None if justification is not None else None,
+        "raised_budget": raised_budget,
     }
+
+
+def check_budget(key: str, value: object) -> str:
+    """A budget's text (``400,000 tokens, $10``) checked and in its one spelling
+    (``format.budget.write_budget``)."""
+    read = read_budget(value) if isinstance(value, str) else f"{value!r} is not text"
+    if not isinstance(read, Budget):
+        raise InvalidArgumentError(f"{key}: {read}", field=key)
+    return write_budget(read)
 
 
 def check_built_from(value: Mapping[int, str] | None) -> tuple[tuple[int, str], ...] | None:

@@ -40,6 +40,7 @@ from haytham.store import lease as _lease
 from haytham.store import progress as _progress
 from haytham.store.arguments import (
     agent_row,
+    check_budget,
     check_choice,
     check_count,
     check_flag,
@@ -470,6 +471,7 @@ class SessionHandle:
         name: str | None = None,
         reason: str | None = None,
         built_from: Mapping[int, str] | None = None,
+        held: Sequence[str] | None = None,
     ) -> Path:
         """``CheckpointManager.save_checkpoint``: the phase's checkpoint, its history entry and
         the manifest, in one change."""
@@ -485,6 +487,7 @@ class SessionHandle:
             name,
             reason,
             built_from,
+            held,
         )
         with self.transact() as tx:
             path, events = saving.save_checkpoint(tx, phase_num, checked, name, reason)
@@ -667,6 +670,7 @@ class SessionHandle:
         approved: bool | None = None,
         action: str | None = None,
         retry_count: int | None = None,
+        raised_budget: str | None = None,
     ) -> UserFeedback:
         """``CheckpointManager.update_feedback``: only the given fields of the review change."""
         updates: dict[str, bool | int | str] = {}
@@ -679,6 +683,8 @@ class SessionHandle:
         if retry_count is not None:
             check_count("retry_count", retry_count)
             updates["retry_count"] = retry_count
+        if raised_budget is not None:
+            updates["raised_budget"] = check_budget("raised_budget", raised_budget)
         self.open().phase(phase_num)
         with self.transact() as tx:
             return saving.update_feedback(tx, phase_num, updates)

@@ -142,6 +142,15 @@ TRANSITIONS: tuple[Transition, ...] = (
         "an agent's tries ran out under on_exhausted: await_review; its error is saved and a person "
         "decides: send it back, approve a hand-written output, or skip it",
     ),
+    _move(
+        "hold",
+        "pending in_progress failed",
+        "awaiting_review",
+        "runner",
+        "the runner stops the phase for a person's decision before it runs it (again): the "
+        "budget is spent, or an agent with side effects may have run (the checkpoint's Held); "
+        "an approval lets it run, sending it back runs a new attempt, a skip moves on",
+    ),
     _move("retry", "failed", "in_progress", "runner", "a resume runs the failed agents again"),
     _move(
         "skip",
@@ -253,6 +262,8 @@ class PhaseFacts:
     """Why the review file cannot be read, when it cannot."""
     waiting_since: str | None = None
     """When the phase began to wait for its review (the checkpoint's Completed)."""
+    held: tuple[str, ...] = ()
+    """Why the runner holds the phase for a person's decision (the checkpoint's Held)."""
 
 
 @dataclass(frozen=True)
@@ -274,6 +285,9 @@ class PhaseView:
     stale_files: tuple[str, ...] = ()
     """For a stale phase: the edited output files of the phases in ``stale_because``, when
     the change was an edit (empty for a re-run or an attempt a merge brought)."""
+    held: tuple[str, ...] = ()
+    """For a phase the runner holds for a person's decision (``hold``): why, in words
+    (``budget: spent 182,000 of 200,000 tokens``); empty otherwise."""
 
     @property
     def done(self) -> bool:
@@ -293,6 +307,7 @@ class PhaseView:
             reasons.append(reason)
         elif self.problem:
             reasons.append(self.problem)
+        reasons.extend(self.held)
         if self.edited:
             reasons.append(f"{EDITED}: {', '.join(self.edited)}")
         return f"{words} ({'; '.join(reasons)})" if reasons else words
@@ -338,6 +353,13 @@ def phase_state(facts: PhaseFacts, by_number: Mapping[int, PhaseFacts]) -> Phase
     def view(state: PhaseState, **extra: object) -> PhaseView:
         return PhaseView(facts.number, facts.name, state, facts.attempt, edited=edited, **extra)  # type: ignore[arg-type]
 
+    if facts.held and status in (None, "pending", "in_progress", "failed"):
+        if facts.verdict == "sent_back":
+            return view("sent_back")
+        if facts.verdict == "skipped":
+            return view("skipped")
+        if facts.verdict != "approved":  # the runner acts on an approval: the phase runs
+            return view("awaiting_review", held=facts.held, waiting_since=facts.waiting_since)
     if status is None or status == "pending":
         return view("pending")
     if status == "in_progress":

@@ -96,6 +96,7 @@ class CheckpointManager(Store):
         name: str | None = None,
         reason: str | None = None,
         built_from: Mapping[int, str] | None = None,
+        held: Sequence[str] | None = None,
     ) -> Path:
         """Write the phase's checkpoint.md, add it to the history, update the manifest.
 
@@ -112,7 +113,9 @@ class CheckpointManager(Store):
         the time the phase ran (``durations.checkpoint_seconds``: the span of ``started``
         and ``completed`` when both are given, else the agents' times, never the time the
         phase waited for a review or a retry). Saving exactly what is already there
-        changes no byte. ``name`` and ``reason`` label the history entry.
+        changes no byte. ``name`` and ``reason`` label the history entry. ``held``: why the
+        runner holds the phase for a person's decision (its ``## Held``; the phase then awaits
+        review until a review decides).
         """
         return self.session(project_id, session_id).save_checkpoint(
             phase_num,
@@ -127,6 +130,7 @@ class CheckpointManager(Store):
             name=name,
             reason=reason,
             built_from=built_from,
+            held=held,
         )
 
     def keep_edited_outputs(self, project_id: str, session_id: str, phase_num: int) -> bool:
@@ -192,9 +196,11 @@ class CheckpointManager(Store):
         cost: float | None = None,
         *,
         tries: Sequence[AgentTry] = (),
+        trace_id: str | None = None,
     ) -> Path:
         """Write ``{agent_name}.md`` with the output exactly as given; ``tries``: every try
-        of the run that made it (``## Tries``, written only when there are some)."""
+        of the run that made it (``## Tries``, written only when there are some);
+        ``trace_id``: the agent's own trace id, kept as its ``Trace ID``."""
         fields = output_fields(
             agent_name,
             output_content,
@@ -209,6 +215,7 @@ class CheckpointManager(Store):
             stack_trace,
             cost,
             tries,
+            trace_id,
         )
         return self.session(project_id, session_id).save_agent_output(phase_num, fields)
 
@@ -227,11 +234,14 @@ class CheckpointManager(Store):
         expected_version: str | Shown | None = None,
         reviewer: Reviewer | str | None = None,
         justification: str | None = None,
+        raised_budget: str | None = None,
     ) -> Path:
         """Write the phase's user_feedback.md (the file people also edit by hand).
 
         ``reviewer`` (who decided: a ``Reviewer`` or ``Name <email>``) and ``justification``
-        (why, one line) are recorded in the Review Status section when given.
+        (why, one line) are recorded in the Review Status section when given, and so is
+        ``raised_budget`` (``400000 tokens, $10.00``), with an approval of a phase held for
+        its budget: what the run may spend from then on.
 
         ``action`` records what is done about the review; by default the one it implies:
         ``pending`` before a review, ``approved`` for an approval, ``retry`` for a review that
@@ -257,6 +267,7 @@ class CheckpointManager(Store):
             retry_count,
             reviewer=reviewer,
             justification=justification,
+            raised_budget=raised_budget,
         )
         return self.session(project_id, session_id).save_user_feedback(
             phase_num, fields, expected_version=expected_version
@@ -409,8 +420,10 @@ class CheckpointManager(Store):
         approved: bool | None = None,
         action: str | None = None,
         retry_count: int | None = None,
+        raised_budget: str | None = None,
     ) -> UserFeedback:
-        """Change only the given fields of a (possibly hand-edited) user_feedback.md.
+        """Change only the given fields of a (possibly hand-edited) user_feedback.md
+        (``raised_budget``: as ``save_user_feedback`` records it).
 
         Every other byte a person wrote (comments, changes, extra sections, their spelling of
         labels and line endings) is kept. A file that does not parse is left alone and its
@@ -418,7 +431,12 @@ class CheckpointManager(Store):
         ``save_user_feedback``).
         """
         return self.session(project_id, session_id).update_feedback(
-            phase_num, reviewed=reviewed, approved=approved, action=action, retry_count=retry_count
+            phase_num,
+            reviewed=reviewed,
+            approved=approved,
+            action=action,
+            retry_count=retry_count,
+            raised_budget=raised_budget,
         )
 
     def history(

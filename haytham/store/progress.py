@@ -349,6 +349,7 @@ def phase_facts(
                 verdict=verdict,
                 problem=problem,
                 waiting_since=saved.completed if saved else None,
+                held=saved.held if saved else (),
             )
         )
     return facts

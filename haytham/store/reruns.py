@@ -86,6 +86,7 @@ def stage_attempts(
             output_tokens=None,
             cost=None,
             errors=(),
+            held=(),  # the decision that released a hold stays with the attempt it decided
             outputs_digest=None,
             built_from=built_from(tx.store, session, phase, {**checkpoints, **planned}),
         )

@@ -363,6 +363,7 @@ def correct_output(
         "retry_count": review.retry_count if review is not None else previous.retry_count,
         "reviewer": reviewer if reviewer is not None else review.reviewer if review is not None else None,
         "justification": review.justification if review is not None else None,
+        "raised_budget": review.raised_budget if review is not None else None,
     }
     tx.check_review(phase, review_of(phase, fields), {phase.number: checkpoint})
     _, found = feedback_change(tx, directory, phase, fields)
@@ -465,6 +466,7 @@ def checkpoint_record(
         output_tokens=_sum(_int_or_none(a.get("output_tokens")) for a in checked.agents),
         cost=round_or_none(_sum(run.cost for run in runs), 4),
         errors=checked.errors,
+        held=checked.held,
         outputs_digest=digest,
         built_from=sources,
     )

@@ -439,6 +439,7 @@ class LegacyTree:
                 "retry_count": retry_count,
                 "reviewer": None,  # the first implementation named no reviewer
                 "justification": None,
+                "raised_budget": None,
             },
         )
 
@@ -1206,6 +1207,7 @@ def case_hand_written(t: LegacyTree) -> None:
             "retry_count": 1,
             "reviewer": None,
             "justification": None,
+            "raised_budget": None,
         },
     )
 
