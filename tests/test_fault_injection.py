@@ -17,7 +17,8 @@ each file holding writes no fsync or sync made durable is emptied before recover
 under another boot id); an operation that finishes must leave no such file behind.
 
 The default suite kills four representative operations at every point (and cuts the power
-under two); ``-m slow`` does both to all of them. ``KILL_POINTS`` records the counts the last run saw (quoted in the report).
+under two); ``-m slow`` does both to all of them. ``KILL_POINTS`` records the counts the
+last run saw (quoted in the report).
 """
 
 from __future__ import annotations
@@ -266,6 +267,8 @@ def test_a_power_loss_at_every_point_leaves_the_operation_done_or_not_done(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("operation", [name for name in fault_ops.OPERATIONS if name not in POWER])
-def test_a_power_loss_at_every_point_of_every_operation(operation: str, tmp_path: Path, worker: Worker) -> None:
+def test_a_power_loss_at_every_point_of_every_operation(
+    operation: str, tmp_path: Path, worker: Worker
+) -> None:
     outcome = kill_everywhere(operation, tmp_path, worker, power=True)
     assert outcome.not_done > 0 and outcome.done > 0

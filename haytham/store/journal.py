@@ -175,11 +175,16 @@ def redo_available() -> bool:
 
 def sync_filesystem(folder: Path) -> None:
     """Make every write to the file system holding ``folder`` durable: one ``syncfs`` call,
-    the batched flush of a redo record's files (a write-ahead log's checkpoint)."""
+    the batched flush of a redo record's files (a write-ahead log's checkpoint). Where there
+    is no ``syncfs`` (a redo record recovered on another platform), ``os.sync``."""
+    syncfs = _syncfs_function()
+    if syncfs is None:
+        os.sync()
+        return
     with _naming(folder):
         fd = os.open(folder, os.O_RDONLY)
         try:
-            if _syncfs_function()(fd) != 0:
+            if syncfs(fd) != 0:
                 import ctypes
 
                 code = ctypes.get_errno()
@@ -519,8 +524,11 @@ def decode(data: bytes) -> tuple[str, list[Step], str | None] | None:
         for step in steps:
             if (step.content is not None) != (redo and step.kind == "replace"):
                 return None
-            if step.content is not None and digest(base64.b64decode(step.content, validate=True)) != step.after:
-                return None
+            if (
+                step.content is not None
+                and digest(base64.b64decode(step.content, validate=True)) != step.after
+            ):
+                return None  # a record whose content is not what it says it is: not haytham's
     except (ValueError, TypeError, KeyError, UnicodeDecodeError):
         return None
     for step in steps:
@@ -617,7 +625,9 @@ def _roll_forward(folder: Path, found: Pending) -> list[Conflict]:
 _REDO_KINDS = ("replace", "remove", "mkdir")
 
 
-def _redo(folder: Path, steps: list[Step], contents: dict[str, bytes] | None, *, check: bool | None) -> list[Conflict]:
+def _redo(
+    folder: Path, steps: list[Step], contents: dict[str, bytes] | None, *, check: bool | None
+) -> list[Conflict]:
     """Apply a redo record's steps in order, each file written to a hidden temporary file in
     ``folder`` (where the next writer finds what a kill left) and renamed into place, with no
     fsync: the caller syncs the file system before it removes the record.
