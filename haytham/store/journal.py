@@ -17,6 +17,14 @@ Nothing a reader looks at changes while it is being built:
 3. The steps are applied in order, every touched folder is fsynced once, and the record is
    removed.
 
+A redo change (``Change(..., redo=True)``: a session's changes, ``store/transaction.py``)
+stages nothing: its record holds every new content and is the one fsync before the commit
+point; the files are then written and renamed in with no fsync each, one ``syncfs``
+(``sync_filesystem``) makes them all durable, and only then is the record removed, so a
+power loss that empties a file renamed in leaves the record that rewrites it. The record
+keeps the boot id it was written under: recovery under another boot rewrites every file not
+holding its new content (docs/architecture.md, "Multi-file changes").
+
 ``recover(folder)`` rolls an interrupted operation forward and removes what an operation
 that never committed staged: the next writer runs it under the folder's lock before it
 changes anything, and so does ``doctor --fix``. It is idempotent
