@@ -103,10 +103,11 @@ def redo_change(folder: Path) -> journal.Change:
     return change
 
 
-def test_a_redo_change_writes_nothing_before_its_record(folder: Path) -> None:
-    """The record holds the new contents: planning stages no file, the commit applies all."""
+def test_a_redo_change_keeps_every_content_in_its_record(folder: Path) -> None:
+    """The files are staged (unsynced: a full disk fails before the commit point), and the
+    record holds their contents too; the commit renames them in and leaves nothing hidden."""
     change = redo_change(folder)
-    assert sorted(p.name for p in folder.iterdir()) == ["a.md", "b.md", "gone.md"]
+    assert len(journal.leftovers(folder)) == 3 and not (folder / JOURNAL_FILE).exists()
     found = journal.decode(journal.encode(change.operation, change.steps, "boot"))
     assert found is not None and found[2] == "boot"
     assert [s.kind for s in found[1]] == ["replace", "replace", "mkdir", "replace", "remove"]
@@ -139,8 +140,8 @@ def test_redo_recovery_after_a_power_loss_rewrites_every_file_from_the_record(fo
     until the flush, rewrites every file not holding its new content. Recovery is idempotent."""
     change = redo_change(folder)
     staged_but_not_applied(change, boot="the boot before the power loss")
-    for name in ("a.md", "b.md"):
-        (folder / name).write_bytes(b"")  # renamed in, its data lost
+    for path in [folder / "a.md", folder / "b.md", *journal.leftovers(folder)]:
+        path.write_bytes(b"")  # renamed in or staged, its data lost
     assert journal.recover(folder) == []
     assert [(folder / n).read_text() for n in ("a.md", "b.md", "new/c.md")] == [
         "new a\n",

@@ -18,8 +18,9 @@ Nothing a reader looks at changes while it is being built:
    removed.
 
 A redo change (``Change(..., redo=True)``: a session's changes, ``store/transaction.py``)
-stages nothing: its record holds every new content and is the one fsync before the commit
-point; the files are then written and renamed in with no fsync each, one ``syncfs``
+stages its files without an fsync (a full disk still fails before the commit point); its
+record holds every new content too and is the one fsync before the commit point; the files
+are then renamed in, one ``syncfs``
 (``sync_filesystem``) makes them all durable, and only then is the record removed, so a
 power loss that empties a file renamed in leaves the record that rewrites it. The record
 keeps the boot id it was written under: recovery under another boot rewrites every file not
@@ -265,20 +266,19 @@ class Change:
     touches must lie inside it. The caller holds the lock of ``folder``.
 
     ``redo`` (a change of files and folders only: ``write``, ``remove``, new folders; used
-    where ``redo_available()``): nothing is staged while planning; the record holds every new
-    content and is the one fsync before the commit point; the files are then written and
-    renamed into place without an fsync each, one ``sync_filesystem`` makes them durable,
-    and only then is the record removed. Recovery rewrites from the record every file that
-    does not hold its new content (under another boot, whatever it holds: a power loss may
-    have left it empty), so an operation whose record survives is redone whole.
+    where ``redo_available()``): each file is staged with no fsync (so a full disk still
+    fails before the commit point); the record holds every new content too and is the one
+    fsync before the commit point; the files are then renamed into place, one
+    ``sync_filesystem`` makes them durable, and only then is the record removed. Recovery
+    rewrites from the record every file that does not hold its new content (under another
+    boot, whatever it holds: a power loss may have left it empty), so an operation whose
+    record survives is redone whole.
     """
 
     def __init__(self, folder: Path, operation: str, *, redo: bool = False) -> None:
         self.folder = folder
         self.operation = operation
         self.redo = redo
-        self._contents: dict[str, bytes] = {}
-        """A redo change's new contents, by the step's target."""
         self.steps: list[Step] = []
         self._staged: list[Path] = []
         self._prefix = os.fspath(folder).rstrip(os.sep) + os.sep
@@ -369,21 +369,17 @@ class Change:
         self._stage_folder(path.parent)  # plans the mkdir steps of folders that do not exist yet
         before = file_digest(path) if current is UNREAD else ABSENT if current is None else digest(current)
         self._touched.add(path.parent)
-        if self.redo:  # the record holds the content: nothing is written before the commit
-            relative = self._relative(path)
-            self._contents[relative] = content
-            encoded = base64.b64encode(content).decode("ascii")
-            self.steps.append(Step("replace", relative, None, before, digest(content), mtime_ns, encoded))
-            return
         folder = self.folder  # every file is staged here, where the next writer looks first
         staged = folder / _hidden_name(path.name, TMP_SUFFIX)
         self._staged.append(staged)
-        with _naming(path):
-            _write_synced(staged, content)
+        with _naming(path):  # a full disk fails here, before the commit point, in both designs
+            _write_synced(staged, content, sync=not self.redo)
         self._sync_before.add(folder)
         self._touched.update({folder, path.parent})
+        encoded = base64.b64encode(content).decode("ascii") if self.redo else None
+        relative = self._relative(path)
         self.steps.append(
-            Step("replace", self._relative(path), self._relative(staged), before, digest(content), mtime_ns)
+            Step("replace", relative, self._relative(staged), before, digest(content), mtime_ns, encoded)
         )
 
     def remove(self, path: Path) -> None:
@@ -466,10 +462,11 @@ class Change:
         # Committed: from here on a failure leaves the record for recovery to finish.
         self.committed = True
         if self.redo:
+            self.conflicts = _apply(self.folder, self.steps, check=False)  # renames, no fsync
             with _naming(self.folder):
-                self.conflicts = _redo(self.folder, self.steps, self._contents, check=None)
                 sync_filesystem(self.folder)  # the files are durable: the record may go
                 os.unlink(record)
+            self._staged.clear()
             return self.conflicts
         try:
             self.conflicts = _apply(self.folder, self.steps, check=False)
@@ -616,7 +613,7 @@ def _roll_forward(folder: Path, found: Pending) -> list[Conflict]:
     conflicts: list[Conflict] = []
     with _naming(found.record, "remove"):
         if found.operation is not None and found.boot is not None:
-            conflicts = _redo(folder, found.steps, None, check=found.boot == boot_id())
+            conflicts = _redo(folder, found.steps, check=found.boot == boot_id())
             sync_filesystem(folder)
         elif found.operation is not None:
             conflicts = _apply(folder, found.steps, check=True)
@@ -633,17 +630,15 @@ def _roll_forward(folder: Path, found: Pending) -> list[Conflict]:
 _REDO_KINDS = ("replace", "remove", "mkdir")
 
 
-def _redo(
-    folder: Path, steps: list[Step], contents: dict[str, bytes] | None, *, check: bool | None
-) -> list[Conflict]:
-    """Apply a redo record's steps in order, each file written to a hidden temporary file in
-    ``folder`` (where the next writer finds what a kill left) and renamed into place, with no
-    fsync: the caller syncs the file system before it removes the record.
+def _redo(folder: Path, steps: list[Step], *, check: bool) -> list[Conflict]:
+    """Recovery of a redo record: its steps in order, each file written from the record to a
+    hidden temporary file in ``folder`` and renamed into place, with no fsync (the caller
+    syncs the file system before it removes the record). The files the change staged are not
+    used: unsynced, a power loss may have emptied them; ``recover`` removes them after.
 
-    ``check`` None: the commit itself (``contents`` holds the new bytes). True: recovery in
-    the boot that wrote the record (a process was killed, the page cache kept every write):
-    a file holding its new content is done, one holding its old content is written, any
-    other was changed by a person since and is left as it is (a ``Conflict``). False:
+    ``check`` True: recovery in the boot that wrote the record (a process was killed, the
+    page cache kept every write): a file holding its new content is done, one holding its old
+    content is written, any other was changed by a person since and is left as it is (a ``Conflict``). False:
     recovery under another boot: a write not yet synced may have been lost or left the file
     empty, and the record is only removed after the sync, so every file not holding its new
     content is written again."""
@@ -652,19 +647,18 @@ def _redo(
         target = folder / step.path
         with _naming(target, _ACTIONS[step.kind]):
             if step.kind != "replace":
-                conflict = _apply_step(step, target, None, check is True)
+                conflict = _apply_step(step, target, None, check)
                 if conflict is not None:
                     conflicts.append(conflict)
                 continue
-            if check is not None:
-                now = file_digest(target)
-                if now == step.after:
-                    continue
-                if check and now != step.before:
-                    conflicts.append(Conflict(target, "changed by hand since; kept as it is, not replaced"))
-                    continue
+            now = file_digest(target)
+            if now == step.after:
+                continue
+            if check and now != step.before:
+                conflicts.append(Conflict(target, "changed by hand since; kept as it is, not replaced"))
+                continue
             assert step.content is not None
-            data = base64.b64decode(step.content) if contents is None else contents[step.path]
+            data = base64.b64decode(step.content)
             staged = folder / _hidden_name(target.name, TMP_SUFFIX)
             _write_synced(staged, data, sync=False)
             os.replace(staged, target)
