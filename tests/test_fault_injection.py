@@ -12,8 +12,13 @@ until a run finishes without reaching N: every kill point, not a sample. After e
   replaced or trash folder), changes no visible byte, and finds nothing the uninterrupted
   trees do not have; every session validates; no history entry is lost.
 
-The default suite kills four representative operations at every point; ``-m slow`` kills
-all of them. ``KILL_POINTS`` records the counts the last run saw (quoted in the report).
+The same runs again with a simulated power loss at every point (``fault_worker.PowerLoss``:
+each file holding writes no fsync or sync made durable is emptied before recovery, which runs
+under another boot id); an operation that finishes must leave no such file behind.
+
+The default suite kills four representative operations at every point (and cuts the power
+under two); ``-m slow`` does both to all of them. ``KILL_POINTS`` records the counts the
+last run saw (quoted in the report).
 """
 
 from __future__ import annotations
@@ -61,6 +66,8 @@ class Outcome:
     kill_points: int = 0
     not_done: int = 0
     done: int = 0
+    emptied: int = 0
+    """Files a simulated power loss emptied, over every kill point."""
 
 
 class Worker:
@@ -69,9 +76,9 @@ class Worker:
             [sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
 
-    def run(self, root: Path, operation: str, kill_at: int) -> dict[str, object]:
+    def run(self, root: Path, operation: str, kill_at: int, power: bool = False) -> dict[str, object]:
         assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(f"{root} {operation} {kill_at}\n")
+        self.process.stdin.write(f"{root} {operation} {kill_at}{' power' if power else ''}\n")
         self.process.stdin.flush()
         line = self.process.stdout.readline()
         assert line, "the fault worker died"
@@ -160,7 +167,7 @@ def entries(base: Path) -> set[tuple[str, str]]:
     }
 
 
-def kill_everywhere(operation: str, tmp_path: Path, worker: Worker) -> Outcome:
+def kill_everywhere(operation: str, tmp_path: Path, worker: Worker, power: bool = False) -> Outcome:
     setup, run = fault_ops.OPERATIONS[operation]
     template = tmp_path / "template"
     setup(template)
@@ -182,13 +189,16 @@ def kill_everywhere(operation: str, tmp_path: Path, worker: Worker) -> Outcome:
     while True:
         shutil.rmtree(root, ignore_errors=True)
         shutil.copytree(template, root, symlinks=True)
-        answer = worker.run(root, operation, kill_at)
+        answer = worker.run(root, operation, kill_at, power)
         if answer["outcome"] == "done":
             assert answer["changes"] == kill_at - 1
             assert visible(fault_ops.base(root)) == after
+            if power:  # what returned is durable: a power loss now would lose nothing
+                assert answer["undurable"] == [], f"{operation} returned with {answer['undurable']}"
             break
         assert answer["outcome"] == "killed", f"{operation} at {kill_at}: {answer}"
-        where = f"{operation} killed before change {kill_at}"
+        where = f"{operation} {'lost power' if power else 'killed'} before change {kill_at}"
+        outcome.emptied += len(answer.get("emptied", []))  # type: ignore[arg-type]
         if kill_at % 2 == 0:
             next_writer(root)
             staged = [t for t in traces(fault_ops.base(root)) if t.name.endswith(STAGED)]
@@ -210,11 +220,11 @@ def kill_everywhere(operation: str, tmp_path: Path, worker: Worker) -> Outcome:
         outcome.done += state == after
         outcome.not_done += state == before
         kill_at += 1
-    KILL_POINTS[operation] = outcome
+    KILL_POINTS[operation + (" (power loss)" if power else "")] = outcome
     report = os.environ.get("HAYTHAM_KILL_POINTS")
     if report:  # benchmarks and the closing note quote these counts
         with open(report, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"operation": operation, **outcome.__dict__}) + "\n")
+            out.write(json.dumps({"operation": operation, "power_loss": power, **outcome.__dict__}) + "\n")
     return outcome
 
 
@@ -240,4 +250,25 @@ def test_every_kill_point_leaves_the_operation_done_or_not_done(
 def test_every_kill_point_of_every_operation(operation: str, tmp_path: Path, worker: Worker) -> None:
     outcome = kill_everywhere(operation, tmp_path, worker)
     assert outcome.kill_points > 0
+    assert outcome.not_done > 0 and outcome.done > 0
+
+
+POWER = ("save_phase", "save_checkpoint")
+
+
+@pytest.mark.parametrize("operation", POWER)
+def test_a_power_loss_at_every_point_leaves_the_operation_done_or_not_done(
+    operation: str, tmp_path: Path, worker: Worker
+) -> None:
+    outcome = kill_everywhere(operation, tmp_path, worker, power=True)
+    assert outcome.not_done > 0 and outcome.done > 0
+    assert outcome.emptied > 0  # the power loss did lose writes, and recovery redid them
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("operation", [name for name in fault_ops.OPERATIONS if name not in POWER])
+def test_a_power_loss_at_every_point_of_every_operation(
+    operation: str, tmp_path: Path, worker: Worker
+) -> None:
+    outcome = kill_everywhere(operation, tmp_path, worker, power=True)
     assert outcome.not_done > 0 and outcome.done > 0

@@ -3,6 +3,8 @@ interrupted operation can leave. The exhaustive kill tests are in test_fault_inj
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -20,10 +22,12 @@ from haytham.store.doctor import check_folders
 P, S = "acme", "s-1"
 
 
-def staged_but_not_applied(change: journal.Change) -> None:
+def staged_but_not_applied(change: journal.Change, boot: str | None = None) -> None:
     """Write the change's record as its commit does, and stop there: a kill right after the
-    commit point."""
-    (change.folder / JOURNAL_FILE).write_bytes(journal.encode(change.operation, change.steps))
+    commit point (``boot``: a redo change's, the boot it was written under)."""
+    if change.redo and boot is None:
+        boot = journal.boot_id()
+    (change.folder / JOURNAL_FILE).write_bytes(journal.encode(change.operation, change.steps, boot))
 
 
 @pytest.fixture
@@ -88,6 +92,76 @@ def test_recovery_never_overwrites_or_removes_a_file_a_person_edited_since(folde
     assert (folder / "gone.md").read_text() == "a person's edit too\n"
     assert (folder / "b.md").read_text() == "new b\n"  # the rest of the operation is done
     assert journal.leftovers(folder) == []
+
+
+def redo_change(folder: Path) -> journal.Change:
+    change = journal.Change(folder, "test", redo=True)
+    change.write(folder / "a.md", "new a\n")
+    change.write(folder / "b.md", "new b\n")
+    change.write(folder / "new" / "c.md", "new c\n")
+    change.remove(folder / "gone.md")
+    return change
+
+
+def test_a_redo_change_keeps_every_content_in_its_record(folder: Path) -> None:
+    """The files are staged (unsynced: a full disk fails before the commit point), and the
+    record holds their contents too; the commit renames them in and leaves nothing hidden."""
+    change = redo_change(folder)
+    assert len(journal.leftovers(folder)) == 3 and not (folder / JOURNAL_FILE).exists()
+    found = journal.decode(journal.encode(change.operation, change.steps, "boot"))
+    assert found is not None and found[2] == "boot"
+    assert [s.kind for s in found[1]] == ["replace", "replace", "mkdir", "replace", "remove"]
+    change.commit()
+    assert [(folder / n).read_text() for n in ("a.md", "b.md", "new/c.md")] == [
+        "new a\n",
+        "new b\n",
+        "new c\n",
+    ]
+    assert sorted(p.name for p in folder.iterdir()) == ["a.md", "b.md", "new"]
+
+
+def test_redo_recovery_in_the_same_boot_keeps_a_persons_edit(folder: Path) -> None:
+    """A process was killed after the commit point: the page cache kept every write, so a
+    file holding neither its old nor its new content was edited by a person since."""
+    change = redo_change(folder)
+    staged_but_not_applied(change)
+    (folder / "a.md").write_text("a person's edit\n")
+    conflicts = journal.recover(folder)
+    assert [c.path.name for c in conflicts] == ["a.md"]
+    assert (folder / "a.md").read_text() == "a person's edit\n"
+    assert (folder / "b.md").read_text() == "new b\n"
+    assert (folder / "new" / "c.md").read_text() == "new c\n"
+    assert not (folder / "gone.md").exists()
+    assert journal.pending(folder) is None and journal.leftovers(folder) == []
+
+
+def test_redo_recovery_after_a_power_loss_rewrites_every_file_from_the_record(folder: Path) -> None:
+    """Under another boot a file renamed in but never flushed may be empty: the record, kept
+    until the flush, rewrites every file not holding its new content. Recovery is idempotent."""
+    change = redo_change(folder)
+    staged_but_not_applied(change, boot="the boot before the power loss")
+    for path in [folder / "a.md", folder / "b.md", *journal.leftovers(folder)]:
+        path.write_bytes(b"")  # renamed in or staged, its data lost
+    assert journal.recover(folder) == []
+    assert [(folder / n).read_text() for n in ("a.md", "b.md", "new/c.md")] == [
+        "new a\n",
+        "new b\n",
+        "new c\n",
+    ]
+    assert not (folder / "gone.md").exists()
+    assert journal.pending(folder) is None and journal.leftovers(folder) == []
+    assert journal.recover(folder) == []
+
+
+def test_a_redo_record_whose_content_is_not_its_hash_is_not_followed(folder: Path) -> None:
+    change = redo_change(folder)
+    steps = [
+        dataclasses.replace(s, content=base64.b64encode(b"other\n").decode()) if s.path == "a.md" else s
+        for s in change.steps
+    ]
+    assert journal.decode(journal.encode("test", steps, journal.boot_id())) is None
+    with pytest.raises(ValueError, match="writes and removes files only"):
+        change.rename(folder / "new", folder / "renamed")
 
 
 def test_a_record_cut_short_means_the_operation_never_happened(folder: Path) -> None:

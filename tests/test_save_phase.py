@@ -15,6 +15,7 @@ from workcount import WorkCounters
 
 from haytham import CheckpointManager
 from haytham.errors import InvalidArgumentError
+from haytham.store import journal
 from haytham.store.events import Event
 
 P, S = "acme", "s-1"
@@ -81,7 +82,11 @@ def test_save_phase_writes_the_bytes_and_events_of_the_calls_one_by_one(tmp_path
     assert one.validate_session(P, S) == []
 
 
-def test_save_phase_is_one_journal_record_with_fewer_fsyncs(tmp_path: Path, counters: WorkCounters) -> None:
+@pytest.mark.parametrize("redo", [True, False], ids=["redo-record", "staged-files"])
+def test_save_phase_is_one_journal_record_with_fewer_fsyncs(
+    tmp_path: Path, counters: WorkCounters, redo: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journal, "REDO_LOG", redo)
     calls, one = manager(tmp_path / "calls"), manager(tmp_path / "batch")
     for m, save in ((calls, per_call), (one, batch)):
         save(m, 1)  # the history folder exists from here on
@@ -91,9 +96,15 @@ def test_save_phase_is_one_journal_record_with_fewer_fsyncs(tmp_path: Path, coun
             call_fsyncs = counters.fsyncs
             continue
         assert counters.records == 1
-        # 8 staged files (3 outputs, checkpoint, 2 history entries, feedback, manifest),
-        # the record, and each touched folder once: the phase, history/ and the session
-        assert counters.fsyncs == 8 + 1 + 3
+        if redo:
+            assert journal.redo_available()  # Linux: syncfs and a boot id
+            # the record, holding the 8 files' contents (3 outputs, checkpoint, 2 history
+            # entries, feedback, manifest), fsynced; then one syncfs once they are renamed
+            assert counters.fsyncs == 1 + 1
+        else:
+            # 8 staged files, the record, and each touched folder once: the phase,
+            # history/ and the session
+            assert counters.fsyncs == 8 + 1 + 3
         assert counters.fsyncs < call_fsyncs
 
 

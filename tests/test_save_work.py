@@ -164,10 +164,10 @@ def test_the_journal_records_the_before_image_of_the_bytes_read(manager: Checkpo
     records: list[bytes] = []
     original = journal._write_synced
 
-    def keep_record(path: Path, data: bytes) -> None:
+    def keep_record(path: Path, data: bytes, **options: bool) -> None:
         if path.name == ".haytham-journal":
             records.append(data)
-        original(path, data)
+        original(path, data, **options)
 
     journal._write_synced = keep_record  # type: ignore[assignment]
     try:
@@ -246,10 +246,10 @@ def test_a_save_over_a_hand_edited_file_writes_what_render_over_the_file_gives(
     records: list[bytes] = []
     original = journal._write_synced
 
-    def keep_record(target: Path, data: bytes) -> None:
+    def keep_record(target: Path, data: bytes, **options: bool) -> None:
         if target.name == ".haytham-journal":
             records.append(data)
-        original(target, data)
+        original(target, data, **options)
 
     journal._write_synced = keep_record  # type: ignore[assignment]
     try:

@@ -13,7 +13,8 @@ whole test under its ``tmp_path``. Three ways of observing are used:
   ``os.listdir`` events) for files opened and folders listed. A hook cannot be removed, so
   one is installed when this module is imported and does nothing unless a ``counting``
   block is running; it sees only paths inside that block's ``root``.
-- Counting wrappers that call the real ``os.stat``, ``os.lstat`` and ``os.fsync``, set on
+- Counting wrappers that call the real ``os.stat``, ``os.lstat``, ``os.fsync`` (and
+  ``os.fdatasync``, ``journal.sync_filesystem``), set on
   the ``os`` module for the block (``pytest.MonkeyPatch``): haytham calls them as
   ``os.stat(...)`` (or ``stat_of = os.stat`` inside the function), and so do ``pathlib``
   and ``os.path``, so every stat of a path is seen.
@@ -96,7 +97,8 @@ class WorkCounters:
     calls of ``progress._output_text`` (``progress.outputs_of``; a digest remembered by the
     files' identity reads none)."""
     fsyncs: int = 0
-    """``os.fsync`` calls, of any file or folder."""
+    """Durability calls: ``os.fsync`` and ``os.fdatasync`` of any file or folder, and
+    ``journal.sync_filesystem`` (one ``syncfs``, a redo record's batched flush)."""
     records: int = 0
     """Journal records written: ``open`` audit events that create a file named
     ``JOURNAL_FILE`` inside the root (``journal.Operation.commit`` writes one for an
@@ -341,6 +343,8 @@ def counting(root: Path, *, lines: bool = False) -> Iterator[WorkCounters]:
         patch.setattr(os, "stat", _counting_stat(os.stat))
         patch.setattr(os, "lstat", _counting_stat(os.lstat))
         patch.setattr(os, "fsync", _counting_fsync(os.fsync))
+        patch.setattr(os, "fdatasync", _counting_fsync(os.fdatasync))
+        patch.setattr(_journal, "sync_filesystem", _counting_fsync(_journal.sync_filesystem))
         reader = _document.DocumentFormat._read_with
         patch.setattr(_document.DocumentFormat, "_read_with", _count("parsed")(reader))
         for kind in _kinds():

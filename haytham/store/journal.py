@@ -17,6 +17,15 @@ Nothing a reader looks at changes while it is being built:
 3. The steps are applied in order, every touched folder is fsynced once, and the record is
    removed.
 
+A redo change (``Change(..., redo=True)``: a session's changes, ``store/transaction.py``)
+stages its files without an fsync (a full disk still fails before the commit point); its
+record holds every new content too and is the one fsync before the commit point; the files
+are then renamed in, one ``syncfs``
+(``sync_filesystem``) makes them all durable, and only then is the record removed, so a
+power loss that empties a file renamed in leaves the record that rewrites it. The record
+keeps the boot id it was written under: recovery under another boot rewrites every file not
+holding its new content (docs/architecture.md, "Multi-file changes").
+
 ``recover(folder)`` rolls an interrupted operation forward and removes what an operation
 that never committed staged: the next writer runs it under the folder's lock before it
 changes anything, and so does ``doctor --fix``. It is idempotent
@@ -37,6 +46,7 @@ no record: the rename itself is the commit point.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import enum
 import errno
@@ -61,6 +71,12 @@ before the commit point. On Linux's journaling file systems (ext4, xfs, btrfs) t
 a newly created file also makes its name durable, so this is off: an operation costs one
 fsync per staged file, one for the record and one per touched folder. Set it for a file
 system without that guarantee."""
+REDO_LOG = True
+"""Whether a session's changes keep the new contents in the record (a redo log) instead of
+staging each file fsynced: the record is then the only fsynced write before the commit
+point, the files are written and renamed without an fsync each, and one ``syncfs`` of the
+file system makes them durable before the record is removed (see ``Change``). Off, or where
+the platform has no ``syncfs`` or boot id, every file is staged and fsynced as before."""
 StepKind = Literal["replace", "remove", "mkdir", "move", "rename", "rmtree"]
 ABSENT = "absent"
 
@@ -94,6 +110,8 @@ class Step:
     """sha256 of the new content (``replace``)."""
     mtime_ns: int | None = None
     """A modification time to keep (``replace`` of a migrated file)."""
+    content: str | None = None
+    """The new content, base64 (``replace`` of a redo record): recovery rewrites it."""
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -124,6 +142,66 @@ def fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
+_BOOT: list[str] = []
+"""This boot's id, read once (``boot_id``)."""
+
+
+def boot_id() -> str | None:
+    """The id of the running boot (Linux), None where there is none. A redo record keeps it:
+    recovery under another boot knows a power loss (or a reboot) may have dropped the writes
+    the record's operation made without an fsync, so it rewrites every file from the record."""
+    if not _BOOT:
+        try:
+            with open("/proc/sys/kernel/random/boot_id", "rb") as handle:
+                _BOOT.append(handle.read().decode("ascii").strip())
+        except (OSError, UnicodeDecodeError):
+            _BOOT.append("")
+    return _BOOT[0] or None
+
+
+_SYNCFS: list[Any] = []
+
+
+def _syncfs_function() -> Any:
+    """libc's ``syncfs`` (Linux), None elsewhere; looked up once, ctypes imported only then."""
+    if not _SYNCFS:
+        function = None
+        try:
+            import ctypes
+
+            function = ctypes.CDLL(None, use_errno=True).syncfs
+            function.argtypes = [ctypes.c_int]
+        except (OSError, AttributeError, ImportError):
+            function = None
+        _SYNCFS.append(function)
+    return _SYNCFS[0]
+
+
+def redo_available() -> bool:
+    """Whether this platform can keep a redo record: it has ``syncfs`` and a boot id."""
+    return REDO_LOG and boot_id() is not None and _syncfs_function() is not None
+
+
+def sync_filesystem(folder: Path) -> None:
+    """Make every write to the file system holding ``folder`` durable: one ``syncfs`` call,
+    the batched flush of a redo record's files (a write-ahead log's checkpoint). Where there
+    is no ``syncfs`` (a redo record recovered on another platform), ``os.sync``."""
+    syncfs = _syncfs_function()
+    if syncfs is None:
+        os.sync()
+        return
+    with _naming(folder):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            if syncfs(fd) != 0:
+                import ctypes
+
+                code = ctypes.get_errno()
+                raise OSError(code, os.strerror(code), os.fspath(folder))
+        finally:
+            os.close(fd)
+
+
 def write_new(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Create the file ``path`` (it must not exist) holding ``data`` (bytes, or chunks written
     as they come: an import streams a large file), fsynced; an OSError becomes a StorageError
@@ -142,15 +220,17 @@ def make_folder(path: Path) -> None:
             os.mkdir(path)
 
 
-def _write_synced(path: Path, data: bytes | Iterable[bytes]) -> None:
-    """Create ``path`` (it must not exist) holding ``data``, fsynced."""
+def _write_synced(path: Path, data: bytes | Iterable[bytes], *, sync: bool = True) -> None:
+    """Create ``path`` (it must not exist) holding ``data``, fsynced unless ``sync`` is off
+    (a redo record's file: the record holds its content until ``sync_filesystem``)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         for chunk in (data,) if isinstance(data, bytes) else data:
             view = memoryview(chunk)
             while view:
                 view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -184,11 +264,21 @@ class Change:
     Use it as a context manager: on a normal exit it commits, on an exception it removes
     what it staged (the store is as it was). ``folder`` holds the record; every path a step
     touches must lie inside it. The caller holds the lock of ``folder``.
+
+    ``redo`` (a change of files and folders only: ``write``, ``remove``, new folders; used
+    where ``redo_available()``): each file is staged with no fsync (so a full disk still
+    fails before the commit point); the record holds every new content too and is the one
+    fsync before the commit point; the files are then renamed into place, one
+    ``sync_filesystem`` makes them durable, and only then is the record removed. Recovery
+    rewrites from the record every file that does not hold its new content (under another
+    boot, whatever it holds: a power loss may have left it empty), so an operation whose
+    record survives is redone whole.
     """
 
-    def __init__(self, folder: Path, operation: str) -> None:
+    def __init__(self, folder: Path, operation: str, *, redo: bool = False) -> None:
         self.folder = folder
         self.operation = operation
+        self.redo = redo
         self.steps: list[Step] = []
         self._staged: list[Path] = []
         self._prefix = os.fspath(folder).rstrip(os.sep) + os.sep
@@ -277,22 +367,19 @@ class Change:
             raise storage_error(error, path, "write")
         self._claim(path)
         self._stage_folder(path.parent)  # plans the mkdir steps of folders that do not exist yet
+        before = file_digest(path) if current is UNREAD else ABSENT if current is None else digest(current)
+        self._touched.add(path.parent)
         folder = self.folder  # every file is staged here, where the next writer looks first
         staged = folder / _hidden_name(path.name, TMP_SUFFIX)
         self._staged.append(staged)
-        with _naming(path):
-            _write_synced(staged, content)
+        with _naming(path):  # a full disk fails here, before the commit point, in both designs
+            _write_synced(staged, content, sync=not self.redo)
         self._sync_before.add(folder)
         self._touched.update({folder, path.parent})
+        encoded = base64.b64encode(content).decode("ascii") if self.redo else None
+        relative = self._relative(path)
         self.steps.append(
-            Step(
-                "replace",
-                self._relative(path),
-                self._relative(staged),
-                file_digest(path) if current is UNREAD else ABSENT if current is None else digest(current),
-                digest(content),
-                mtime_ns,
-            )
+            Step("replace", relative, self._relative(staged), before, digest(content), mtime_ns, encoded)
         )
 
     def remove(self, path: Path) -> None:
@@ -307,6 +394,7 @@ class Change:
 
     def move_into_place(self, staged: Path, target: Path) -> None:
         """Move the complete, fsynced folder ``staged`` to ``target`` (which must not exist)."""
+        self._no_redo()
         _check(staged, self.folder)
         _check(target, self.folder)
         self._claim(target)
@@ -315,6 +403,7 @@ class Change:
 
     def rename(self, source: Path, target: Path) -> None:
         """Rename the folder ``source`` to ``target``."""
+        self._no_redo()
         _check(source, self.folder)
         _check(target, self.folder)
         self._claim(target)
@@ -323,9 +412,14 @@ class Change:
 
     def remove_tree(self, path: Path) -> None:
         """Remove the folder ``path`` and everything in it (a folder haytham owns)."""
+        self._no_redo()
         _check(path, self.folder)
         self._touched.add(path.parent)
         self.steps.append(Step("rmtree", self._relative(path)))
+
+    def _no_redo(self) -> None:
+        if self.redo:  # recovery redoes a record's steps all over: only idempotent ones
+            raise ValueError(f"a redo change of {self.folder} writes and removes files only")
 
     # ----------------------------------------------------------- committing
 
@@ -352,7 +446,7 @@ class Change:
                     with _naming(folder):
                         fsync_dir(folder)
             if not single:
-                data = encode(self.operation, self.steps)
+                data = encode(self.operation, self.steps, boot_id() if self.redo else None)
                 with _naming(record):
                     if os.path.lexists(record):  # an earlier operation's, already recovered
                         os.unlink(record)
@@ -367,6 +461,13 @@ class Change:
             raise
         # Committed: from here on a failure leaves the record for recovery to finish.
         self.committed = True
+        if self.redo:
+            self.conflicts = _apply(self.folder, self.steps, check=False)  # renames, no fsync
+            with _naming(self.folder):
+                sync_filesystem(self.folder)  # the files are durable: the record may go
+                os.unlink(record)
+            self._staged.clear()
+            return self.conflicts
         try:
             self.conflicts = _apply(self.folder, self.steps, check=False)
         except BaseException:
@@ -396,32 +497,50 @@ def _remove_any(path: Path) -> None:
 # ------------------------------------------------------------------ the record
 
 
-def encode(operation: str, steps: list[Step]) -> bytes:
-    body = {"operation": operation, "steps": [s.to_json() for s in steps]}
+def encode(operation: str, steps: list[Step], boot: str | None = None) -> bytes:
+    """The record of ``steps``; ``boot``: the boot id a redo record is written under."""
+    body: dict[str, Any] = {"operation": operation, "steps": [s.to_json() for s in steps]}
+    if boot is not None:
+        body["boot"] = boot
     text = json.dumps(body, sort_keys=True, ensure_ascii=True)
     # One line, not indented: json's C encoder writes it (indenting takes its pure-Python one).
     head = json.dumps({"check": digest(text.encode("ascii")), "haytham_journal": JOURNAL_VERSION})
     return (head[:-1] + ", " + text[1:] + "\n").encode("ascii")
 
 
-def decode(data: bytes) -> tuple[str, list[Step]] | None:
-    """The operation and steps of a record, or None for a record cut short or not haytham's."""
+def decode(data: bytes) -> tuple[str, list[Step], str | None] | None:
+    """The operation, steps and (a redo record's) boot id of a record, or None for a record
+    cut short or not haytham's."""
     try:
         loaded = json.loads(data.decode("ascii"))
         if not isinstance(loaded, dict) or loaded.get("haytham_journal") != JOURNAL_VERSION:
             return None
         body = {"operation": loaded["operation"], "steps": loaded["steps"]}
+        if "boot" in loaded:
+            body["boot"] = loaded["boot"]
         text = json.dumps(body, sort_keys=True, ensure_ascii=True)
         if digest(text.encode("ascii")) != loaded.get("check"):
             return None
         steps = [Step(**step) for step in body["steps"]]
+        boot = body.get("boot")
+        redo = boot is not None
+        if redo and (not isinstance(boot, str) or any(s.kind not in _REDO_KINDS for s in steps)):
+            return None
+        for step in steps:
+            if (step.content is not None) != (redo and step.kind == "replace"):
+                return None
+            if (
+                step.content is not None
+                and digest(base64.b64decode(step.content, validate=True)) != step.after
+            ):
+                return None  # a record whose content is not what it says it is: not haytham's
     except (ValueError, TypeError, KeyError, UnicodeDecodeError):
         return None
     for step in steps:
         for relative in (step.path, step.staged):
             if relative is not None and not _safe_relative(relative):
                 return None
-    return str(body["operation"]), steps
+    return str(body["operation"]), steps, boot
 
 
 def _safe_relative(relative: object) -> bool:
@@ -442,6 +561,8 @@ class Pending:
     operation: str | None
     """None when the record is cut short (written before the commit point completed)."""
     steps: list[Step] = field(default_factory=list)
+    boot: str | None = None
+    """The boot a redo record was written under (None: a record of staged files)."""
 
 
 def pending(folder: Path) -> Pending | None:
@@ -460,7 +581,7 @@ def pending(folder: Path) -> Pending | None:
     found = decode(data)
     if found is None:
         return Pending(record, None)
-    return Pending(record, found[0], found[1])
+    return Pending(record, found[0], found[1], found[2])
 
 
 def recover(folder: Path, names: set[str] | None = None) -> list[Conflict]:
@@ -491,7 +612,10 @@ def _roll_forward(folder: Path, found: Pending) -> list[Conflict]:
                 _check(folder / relative, folder)
     conflicts: list[Conflict] = []
     with _naming(found.record, "remove"):
-        if found.operation is not None:
+        if found.operation is not None and found.boot is not None:
+            conflicts = _redo(folder, found.steps, check=found.boot == boot_id())
+            sync_filesystem(folder)
+        elif found.operation is not None:
             conflicts = _apply(folder, found.steps, check=True)
             touched = {(folder / s.path).parent for s in found.steps}
             touched |= {(folder / s.staged).parent for s in found.steps if s.staged}
@@ -500,6 +624,46 @@ def _roll_forward(folder: Path, found: Pending) -> list[Conflict]:
                     fsync_dir(directory)
         found.record.unlink(missing_ok=True)
         fsync_dir(folder)
+    return conflicts
+
+
+_REDO_KINDS = ("replace", "remove", "mkdir")
+
+
+def _redo(folder: Path, steps: list[Step], *, check: bool) -> list[Conflict]:
+    """Recovery of a redo record: its steps in order, each file written from the record to a
+    hidden temporary file in ``folder`` and renamed into place, with no fsync (the caller
+    syncs the file system before it removes the record). The files the change staged are not
+    used: unsynced, a power loss may have emptied them; ``recover`` removes them after.
+
+    ``check`` True: recovery in the boot that wrote the record (a process was killed, the
+    page cache kept every write): a file holding its new content is done, one holding its old
+    content is written, any other was changed by a person since and is left as it is (a ``Conflict``). False:
+    recovery under another boot: a write not yet synced may have been lost or left the file
+    empty, and the record is only removed after the sync, so every file not holding its new
+    content is written again."""
+    conflicts: list[Conflict] = []
+    for step in steps:
+        target = folder / step.path
+        with _naming(target, _ACTIONS[step.kind]):
+            if step.kind != "replace":
+                conflict = _apply_step(step, target, None, check)
+                if conflict is not None:
+                    conflicts.append(conflict)
+                continue
+            now = file_digest(target)
+            if now == step.after:
+                continue
+            if check and now != step.before:
+                conflicts.append(Conflict(target, "changed by hand since; kept as it is, not replaced"))
+                continue
+            assert step.content is not None
+            data = base64.b64decode(step.content)
+            staged = folder / _hidden_name(target.name, TMP_SUFFIX)
+            _write_synced(staged, data, sync=False)
+            os.replace(staged, target)
+            if step.mtime_ns is not None:
+                os.utime(target, ns=(step.mtime_ns, step.mtime_ns))
     return conflicts
 
 

@@ -56,7 +56,7 @@ class Transaction:
 
     def change(self, name: str) -> journal.Change:
         """A journaled change of the session's folder (committed when its block ends)."""
-        return journal.Change(self.session.directory, name)
+        return journal.Change(self.session.directory, name, redo=journal.redo_available())
 
     def checkpoints(self) -> dict[int, PhaseCheckpoint]:
         """The session's checkpoints as the files say under the lock (each file read once)."""
