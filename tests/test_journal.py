@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import os
 import shutil
 from pathlib import Path
 
@@ -367,3 +368,31 @@ def test_haytham_doctor_without_a_session_covers_the_project_and_the_base(tmp_pa
     assert not trash.exists() and not staging.exists()
     code, output = doctor()
     assert code == 0 and f"OK: {base} is consistent" in output
+
+
+def test_a_change_past_the_redo_limit_keeps_no_content_in_its_record(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large output is not copied into the record: past ``REDO_MAX_BYTES`` the change goes
+    on with staged, fsynced files, and its record is one of those (no contents, no boot)."""
+    monkeypatch.setattr(journal, "REDO_MAX_BYTES", 10)
+    fsynced: list[str] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        fsynced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    change = journal.Change(folder, "test", redo=True)
+    change.write(folder / "a.md", "new a\n")
+    assert change.redo and change.steps[-1].content is not None and fsynced == []
+    change.write(folder / "b.md", "a longer new b\n")
+    assert not change.redo
+    assert [s.content for s in change.steps] == [None, None]
+    assert len(fsynced) == 2  # the file staged before the limit, then the one past it
+    record = journal.decode(journal.encode(change.operation, change.steps))
+    assert record is not None and record[2] is None
+    change.commit()
+    assert [(folder / n).read_text() for n in ("a.md", "b.md")] == ["new a\n", "a longer new b\n"]
+    assert journal.leftovers(folder) == [] and not (folder / JOURNAL_FILE).exists()

@@ -54,7 +54,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -77,6 +77,10 @@ staging each file fsynced: the record is then the only fsynced write before the 
 point, the files are written and renamed without an fsync each, and one ``syncfs`` of the
 file system makes them durable before the record is removed (see ``Change``). Off, or where
 the platform has no ``syncfs`` or boot id, every file is staged and fsynced as before."""
+REDO_MAX_BYTES = 4 << 20
+"""The most new content a redo record holds. A change that writes more (a large agent output)
+leaves the redo design as it grows: its staged files are fsynced and its record holds no
+content, so a 256 MB output costs no base64 copy of itself in memory or on disk."""
 StepKind = Literal["replace", "remove", "mkdir", "move", "rename", "rmtree"]
 ABSENT = "absent"
 
@@ -281,6 +285,8 @@ class Change:
         self.redo = redo
         self.steps: list[Step] = []
         self._staged: list[Path] = []
+        self._content_bytes = 0
+        """How much new content the change's writes hold (``REDO_MAX_BYTES``)."""
         self._prefix = os.fspath(folder).rstrip(os.sep) + os.sep
         self._folders: set[Path] = set()
         """Target folders found to exist while planning (each is asked once)."""
@@ -369,6 +375,9 @@ class Change:
         self._stage_folder(path.parent)  # plans the mkdir steps of folders that do not exist yet
         before = file_digest(path) if current is UNREAD else ABSENT if current is None else digest(current)
         self._touched.add(path.parent)
+        self._content_bytes += len(content)
+        if self.redo and self._content_bytes > REDO_MAX_BYTES:
+            self._leave_redo()
         folder = self.folder  # every file is staged here, where the next writer looks first
         staged = folder / _hidden_name(path.name, TMP_SUFFIX)
         self._staged.append(staged)
@@ -416,6 +425,19 @@ class Change:
         _check(path, self.folder)
         self._touched.add(path.parent)
         self.steps.append(Step("rmtree", self._relative(path)))
+
+    def _leave_redo(self) -> None:
+        """Go on as a change of staged, fsynced files: fsync what is staged so far and drop
+        the contents from the steps (a change past ``REDO_MAX_BYTES``)."""
+        self.redo = False
+        for staged in self._staged:
+            with _naming(staged):
+                fd = os.open(staged, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        self.steps = [replace(step, content=None) for step in self.steps]
 
     def _no_redo(self) -> None:
         if self.redo:  # recovery redoes a record's steps all over: only idempotent ones
