@@ -30,6 +30,7 @@ from haytham.format.agent_output import MAX_OUTPUT_BYTES, load_start
 from haytham.format.guard import chunks
 from haytham.format.layout import ATTEMPTS_DIR, FEEDBACK_FILE, SESSIONS_DIR
 from haytham.format.reviewer import Reviewer, is_assigned, parse_reviewer
+from haytham.otel import OtelConfig
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import durations, fs, lifecycle
 from haytham.store.advice import Advice, advise
@@ -536,6 +537,9 @@ class PhasePage:
     corrections: dict[str, list[DiffLine]] = field(default_factory=dict)
     """For each agent whose output a reviewer corrected in this attempt, the diff from the
     agent's own output to the output now (``SessionHandle.corrections``)."""
+    trace_links: dict[str, str] = field(default_factory=dict)
+    """Each current output's link to its span in the tracing tool, by agent, when haytham.yaml
+    has ``otel.trace_url`` (``OtelConfig.agent_trace_url``); empty without one."""
 
     @property
     def correctable(self) -> bool:
@@ -595,8 +599,10 @@ def phase_page(
     *,
     state: SessionView | None = None,
     checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
+    otel: OtelConfig | None = None,
 ) -> PhasePage:
-    """The phase page: outputs, their metadata, the review, earlier attempts with diffs.
+    """The phase page: outputs, their metadata, the review, earlier attempts with diffs, and
+    with ``otel`` (haytham.yaml's ``otel.trace_url``) each output's link to its trace.
 
     A file that does not read (a review file, an agent output) locks nobody out: what reads is
     shown, and its mistake is in ``problems``.
@@ -686,7 +692,21 @@ def phase_page(
         directory,
         problems,
         corrections,
+        _trace_links(otel, project, session, phase, attempts[-1] if attempts else None),
     )
+
+
+def _trace_links(
+    otel: OtelConfig | None, project: str, session: str, phase: int, attempt: Attempt | None
+) -> dict[str, str]:
+    """The current attempt's outputs' links to their spans (``haytham.otel``), by agent."""
+    if otel is None or attempt is None:
+        return {}
+    links = {
+        agent: otel.agent_trace_url(project, session, phase, attempt.number, agent)
+        for agent in attempt.outputs
+    }
+    return {agent: url for agent, url in links.items() if url is not None}
 
 
 # ------------------------------------------------------------------- raw output
