@@ -58,6 +58,18 @@ phase again with the comments and changes, or stop (no retries are left)."""
 ProjectStatus = Literal["active", "completed", "archived"]
 """Status of a project (``status`` in project.yaml)."""
 HistoryKind = Literal["checkpoint", "review"]
+
+TryOutcome = Literal[
+    "completed", "rate_limit", "server_error", "timeout", "connection", "transient", "permanent"
+]
+"""How one try of an agent ended (``AgentTry.outcome``): completed, or the kind of failure:
+transient ones (a rate limit, a 408 or 5xx answer, a timeout, a dropped connection, or
+one a ``retry_on`` predicate called transient) are tried again while the policy allows;
+a permanent one never is (``haytham.run.retry`` classifies them)."""
+
+OnExhausted = Literal["fail", "await_review"]
+"""What happens when an agent's tries run out (``on_exhausted:`` of workflow.yaml): the phase
+fails, or it stops awaiting a person's review with the error shown."""
 """What a history entry records: a checkpoint save or a saved review."""
 
 PHASE_STATUSES: tuple[PhaseStatus, ...] = get_args(PhaseStatus)
@@ -67,6 +79,8 @@ RUN_STYLES: tuple[RunStyle, ...] = get_args(RunStyle)
 FEEDBACK_ACTIONS: tuple[FeedbackAction, ...] = get_args(FeedbackAction)
 PROJECT_STATUSES: tuple[ProjectStatus, ...] = get_args(ProjectStatus)
 HISTORY_KINDS: tuple[HistoryKind, ...] = get_args(HistoryKind)
+ON_EXHAUSTED: tuple[OnExhausted, ...] = get_args(OnExhausted)
+TRY_OUTCOMES: tuple[TryOutcome, ...] = get_args(TryOutcome)
 ENUMERATIONS: Mapping[str, tuple[str, ...]] = {
     "PhaseStatus": PHASE_STATUSES,
     "SessionStatus": SESSION_STATUSES,
@@ -75,6 +89,8 @@ ENUMERATIONS: Mapping[str, tuple[str, ...]] = {
     "FeedbackAction": FEEDBACK_ACTIONS,
     "ProjectStatus": PROJECT_STATUSES,
     "HistoryKind": HISTORY_KINDS,
+    "OnExhausted": ON_EXHAUSTED,
+    "TryOutcome": TRY_OUTCOMES,
 }
 """Every enumeration by the name of its Literal; a schema's ``$defs`` entry of that name
 gets these values as its ``enum`` (``haytham.format.schema``)."""
@@ -210,6 +226,30 @@ class PhaseCheckpoint:
 
 
 @dataclass(frozen=True)
+class AgentTry:
+    """One try of an agent (``## Tries`` of its output file): when it ran, how it ended,
+    and how long the runner waited before the next try."""
+
+    number: int
+    """1 for the first try of this run of the agent."""
+    started: str
+    """ISO 8601 UTC."""
+    ended: str | None
+    """ISO 8601 UTC; None when the try never ended (its process was killed)."""
+    outcome: TryOutcome
+    wait: float | None = None
+    """Seconds waited after this try before the next one; None after the last."""
+    error_type: str | None = None
+    """The exception's class name, for a try that failed."""
+    error_message: str | None = None
+
+    @property
+    def transient(self) -> bool:
+        """Whether the try failed in a way that is tried again."""
+        return self.outcome not in ("completed", "permanent")
+
+
+@dataclass(frozen=True)
 class AgentOutput:
     """``phase_{n}_{slug}/{agent_name}.md``: what one agent produced, verbatim."""
 
@@ -234,6 +274,10 @@ class AgentOutput:
     """When a person last corrected the content (``correct_output``), ISO 8601 UTC; None for
     the agent's own text. The other fields (model, tokens, cost, duration) stay those of the
     agent's run: the person's correction spent none."""
+    tries: tuple[AgentTry, ...] = ()
+    """Every try of the run that wrote this output (``## Tries``), when the agent runs under
+    a retry policy or a timeout (``haytham.format.policy``); empty otherwise, and in every
+    file written before tries were kept."""
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,7 @@ def test_base_dir_is_relative_to_the_files_folder_not_the_current_directory(
         ),
         ("retention:\n  only_finished: maybe\n", 2, "retention.only_finished", "'maybe' is not a boolean"),
         ("cleanup_on_start: 1\n", 1, "cleanup_on_start", "1 is not a boolean"),
-        ("storage: projects\n", 1, "storage", "'projects' is not a object"),
+        ("storage: projects\n", 1, "storage", "'projects' is not a mapping"),
         ("storage:\n  base_dir: ''\n", 2, "storage.base_dir", "''"),
         ("retention:\n  max_age_days: .inf\n", 2, "retention.max_age_days", "not a finite number of days"),
         ("retention:\n  max_age_days: 1\n  max_age_days: 2\n", 3, "retention.max_age_days", "given twice"),

@@ -30,6 +30,7 @@ from haytham.format.markdown import first_fence, iter_fences, normalise_label, p
 from haytham.format.patterns import lazy
 from haytham.format.reader import Reader
 from haytham.format.sections import VERSION_FIELD, FieldSpec, SectionSpec, labels_of, write_fields
+from haytham.format.tries import TRIES, as_tries, read_tries, write_tries
 from haytham.records import PHASE_STATUSES, AgentOutput
 
 TITLE = "Agent Output: "
@@ -91,7 +92,7 @@ ERROR_DETAILS = SectionSpec(
 """Written for a failed agent or any error value, before ``## Output``."""
 OUTPUT = SectionSpec("Output", attr="content")
 """The output verbatim, to the end of the file: found by ``split_output``, not the parser."""
-SECTIONS = (METADATA, EXECUTION_DETAILS, ERROR_DETAILS, OUTPUT)
+SECTIONS = (METADATA, EXECUTION_DETAILS, TRIES, ERROR_DETAILS, OUTPUT)
 
 
 def _heading_line(section: SectionSpec) -> str:
@@ -408,6 +409,7 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
         data["output_tokens"] = take(details, "output_tokens", v.read_int, required=False)
         data["tools_used"] = take(details, "tools_used", _read_tools, default=[], required=False)
         data["cost"] = take(details, "cost", v.read_cost, required=False)
+        data["tries"] = read_tries(reader)
         data.update(_error_details(reader))
 
         output = reader.output if isinstance(reader, _OutputReader) else _Output(reader.text)
@@ -471,7 +473,9 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             )
 
     def _build(self, data: dict[str, Any]) -> AgentOutput:
-        return AgentOutput(**{**data, "tools_used": tuple(data["tools_used"])})
+        return AgentOutput(
+            **{**data, "tools_used": tuple(data["tools_used"]), "tries": as_tries(data["tries"])}
+        )
 
     def render(self, record: AgentOutput) -> str:
         body, final_newlines, crlf = encode_content(record.content)
@@ -499,6 +503,8 @@ class AgentOutputFormat(DocumentFormat[AgentOutput]):
             "",
             *write_fields(EXECUTION_DETAILS, details),
         ]
+        if record.tries:
+            lines += ["", *write_tries(record.tries)]
         errors = (record.error_type, record.error_message, record.stack_trace)
         if record.status == "failed" or any(e is not None for e in errors):
             trace = record.stack_trace

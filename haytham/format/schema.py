@@ -134,7 +134,12 @@ def describe(error: ValidationError) -> str:
         return f"{value!r} is not one of {', '.join(map(str, expected))}"
     if keyword == "type":
         kinds = expected if isinstance(expected, list) else [expected]
-        names = {"integer": "a whole number", "number": "a number", "boolean": "a boolean"}
+        names = {
+            "integer": "a whole number",
+            "number": "a number",
+            "boolean": "a boolean",
+            "object": "a mapping",
+        }
         wanted = " or ".join(names.get(k, f"a {k}") for k in kinds if k != "null")
         if "boolean" in kinds:
             wanted += " (expected true/false, yes/no)"
@@ -143,6 +148,8 @@ def describe(error: ValidationError) -> str:
         return f"{value!r} is not an ISO 8601 UTC timestamp (expected like 2024-11-24T10:00:00Z)"
     if keyword == "minimum":
         return f"{value!r} is below the minimum {expected}"
+    if keyword == "minProperties":
+        return f"{value!r} is empty (write at least one key, or leave it out)"
     if keyword == "maximum":
         return f"{value!r} is more than a file may hold (at most {expected:,.0f})"
     return str(error.message)

@@ -3,7 +3,10 @@
 The store knows phases only through a ``Workflow``; the seven phases of ``idea_validation``
 live here and nowhere else. A workflow may also say which Python callable plays each agent
 (``callables``, the ``agents:`` mapping of workflow.yaml, ``NAME: module:function``); they are
-only names here, imported when a run needs them (``haytham.run.runner.resolve_agents``).
+only names here, imported when a run needs them (``haytham.run.runner.resolve_agents``). An
+entry of ``agents:`` may instead be a mapping of its callable (``call:``) and the agent's
+own policy keys, over the workflow's ``defaults:``; ``budget:`` sits at the top and on any
+phase (the policy types live in ``haytham.format.policy``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 from haytham.errors import DocumentError, InvalidArgumentError, UnknownPhaseError
 from haytham.format.layout import FORMAT_VERSION, PHASE_DIR_PREFIX
 from haytham.format.patterns import lazy
+from haytham.format.policy import AgentPolicy, Budget, PolicyKeys, resolve_policy
 from haytham.format.reader import decode
 from haytham.format.reviewer import parse_reviewer
 from haytham.format.schema import describe, schema_errors
@@ -53,6 +57,9 @@ class PhaseDefinition:
 
     Not part of the fingerprint: who reviews a phase shapes none of its files, so assigning
     or reassigning reviewers never makes a session "changed"."""
+    budget: Budget | None = None
+    """What the phase may spend (``budget:`` on the phase); None: no limit of its own.
+    Not part of the fingerprint, like every policy (``haytham.format.policy``)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,21 @@ class Workflow:
 
     Not part of the fingerprint: which code plays an agent is how a session is run, not
     what its files hold, so binding or rebinding agents never makes a session "changed"."""
+    defaults: PolicyKeys = field(default_factory=PolicyKeys)
+    """The policy keys of ``defaults:``: every agent's, unless it sets a key itself."""
+    agent_policies: Mapping[str, PolicyKeys] = field(default_factory=dict)
+    """Agent name -> the policy keys of its ``agents:`` mapping (only agents written so)."""
+    budget: Budget | None = None
+    """What the whole session may spend (``budget:`` at the top); None: no limit.
+
+    The policies and budgets are not part of the fingerprint: they decide how an agent is
+    run (how often it is tried, how long it may take, when a run stops for a person), not
+    what the session's files are, so tuning them keeps existing sessions runnable."""
+
+    def policy_of(self, agent: str) -> AgentPolicy:
+        """The policy ``agent`` runs under: its own keys over ``defaults:`` over the
+        built-in policy (one try, no timeout, ``on_exhausted: fail``)."""
+        return resolve_policy(self.defaults, self.agent_policies.get(agent, PolicyKeys()))
 
     @cached_property
     def _by_number(self) -> dict[int, PhaseDefinition]:
@@ -115,9 +137,9 @@ class Workflow:
     def fingerprint(self) -> str:
         """A short hash of the definition: it changes whenever a phase, agent or mode does.
 
-        ``callables`` and each phase's ``reviewers`` are left out: they decide which code runs
-        an agent and who reviews, not the shape of the session's files, so adding or changing
-        them keeps existing sessions runnable.
+        ``callables``, each phase's ``reviewers``, the policies and the budgets are left out:
+        they decide which code runs an agent, who reviews and how a run goes, not the shape
+        of the session's files, so adding or changing them keeps existing sessions runnable.
         """
         data = {
             "name": self.name,
@@ -142,9 +164,9 @@ class Workflow:
 
 
 def _shape(phase: PhaseDefinition) -> dict[str, Any]:
-    """What of a phase the fingerprint covers: every field but ``reviewers``."""
+    """What of a phase the fingerprint covers: every field but ``reviewers`` and ``budget``."""
     shape = asdict(phase)
-    del shape["reviewers"]
+    del shape["reviewers"], shape["budget"]
     return shape
 
 
@@ -216,14 +238,41 @@ def dump_workflow(workflow: Workflow) -> str:
             item["review"] = True
         if phase.reviewers:
             item["reviewers"] = list(phase.reviewers)
+        if phase.budget is not None:
+            item["budget"] = phase.budget.as_data()
         data["phases"].append(item)
     import yaml  # only when a workflow is written
 
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
-    if workflow.callables:  # one agent a line, however long the mapping
-        agents = {"agents": dict(workflow.callables)}
-        text += yaml.safe_dump(agents, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    agents = _agents_data(workflow)
+    if agents:  # one agent a line, however long the mapping
+        text += yaml.safe_dump(
+            {"agents": agents}, sort_keys=False, allow_unicode=True, default_flow_style=False
+        )
+    policies: dict[str, Any] = {}
+    if workflow.defaults:
+        policies["defaults"] = workflow.defaults.as_data()
+    if workflow.budget is not None:
+        policies["budget"] = workflow.budget.as_data()
+    if policies:
+        text += yaml.safe_dump(policies, sort_keys=False, allow_unicode=True, default_flow_style=None)
     return text
+
+
+def _agents_data(workflow: Workflow) -> dict[str, Any]:
+    """The ``agents:`` mapping: ``NAME: module:function``, or a mapping when the agent has
+    policy keys of its own (its ``call:`` first, when it has one)."""
+    agents: dict[str, Any] = {}
+    names = list(workflow.callables) + [n for n in workflow.agent_policies if n not in workflow.callables]
+    for name in names:
+        own = workflow.agent_policies.get(name, PolicyKeys())
+        spec = workflow.callables.get(name)
+        if not own:
+            if spec is not None:
+                agents[name] = spec
+            continue
+        agents[name] = ({"call": spec} if spec is not None else {}) | own.as_data()
+    return agents
 
 
 def load_workflow(path: str | Path, data: bytes | None = None) -> Workflow:
@@ -270,14 +319,27 @@ def _workflow_from(data: dict[str, Any], path: Path, node: Any) -> Workflow:
                 run_style=item.get("run_style", "parallel" if len(item["agents"]) > 1 else "single"),
                 review=item.get("review", False),
                 reviewers=tuple(item.get("reviewers", ())),
+                budget=Budget.from_data(item.get("budget")),
             )
         )
+    agents: dict[str, Any] = data.get("agents", {})
     workflow = Workflow(
         data["name"],
         tuple(phases),
         {k: tuple(v) for k, v in data["modes"].items()},
         data.get("max_retries", 3),
-        dict(data.get("agents", {})),
+        {
+            name: spec if isinstance(spec, str) else spec["call"]
+            for name, spec in agents.items()
+            if isinstance(spec, str) or "call" in spec
+        },
+        PolicyKeys.from_data(data.get("defaults", {})),
+        {
+            name: own
+            for name, spec in agents.items()
+            if isinstance(spec, dict) and (own := PolicyKeys.from_data(spec))
+        },
+        Budget.from_data(data.get("budget")),
     )
     _check_consistent(workflow, path, node)
     return workflow
@@ -513,7 +575,7 @@ def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
                     field=f"phases.{index}.reviewers",
                 ) from None
     names = [a for p in workflow.phases for a in p.agents]
-    for name, spec in workflow.callables.items():
+    for name in dict.fromkeys([*workflow.callables, *workflow.agent_policies]):
         if name not in names:
             raise DocumentError(
                 f"agents names {name!r}, which no phase runs (agents are {', '.join(dict.fromkeys(names))})",
@@ -521,13 +583,38 @@ def _check_consistent(workflow: Workflow, path: Path, node: Any) -> None:
                 line=_line(node, ["agents", name]),
                 field=f"agents.{name}",
             )
-        if not CALLABLE_SYNTAX.fullmatch(spec):
+        spec = workflow.callables.get(name)
+        if spec is not None and not CALLABLE_SYNTAX.fullmatch(spec):
+            keys = ["agents", name] if name not in workflow.agent_policies else ["agents", name, "call"]
             raise DocumentError(
                 f"{spec!r} is not module:function (e.g. my_agents:{name})",
                 path=path,
-                line=_line(node, ["agents", name]),
-                field=f"agents.{name}",
+                line=_line(node, keys),
+                field=".".join(keys),
             )
+    places = [(["defaults"], workflow.defaults)]
+    places += [(["agents", name], own) for name, own in workflow.agent_policies.items()]
+    for where, written in places:
+        _check_policy(written, where, path, node)
+
+
+def _check_policy(keys: PolicyKeys, where: list[str], path: Path, node: Any) -> None:
+    """What the schema cannot say about one place's policy keys, located like its errors."""
+    if keys.retry_on is not None and not CALLABLE_SYNTAX.fullmatch(keys.retry_on):
+        raise DocumentError(
+            f"{keys.retry_on!r} is not module:function (e.g. my_agents:is_transient)",
+            path=path,
+            line=_line(node, [*where, "retry_on"]),
+            field=".".join([*where, "retry_on"]),
+        )
+    first, cap = keys.retry.get("initial_interval"), keys.retry.get("max_interval")
+    if first is not None and cap is not None and first > cap:
+        raise DocumentError(
+            f"initial_interval {first} is longer than max_interval {cap}",
+            path=path,
+            line=_line(node, [*where, "retry", "initial_interval"]),
+            field=".".join([*where, "retry", "initial_interval"]),
+        )
 
 
 def _slug(name: str) -> str:

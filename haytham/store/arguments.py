@@ -12,7 +12,7 @@ from typing import Any
 
 from haytham.errors import InvalidArgumentError
 from haytham.format.reviewer import Reviewer, parse_reviewer
-from haytham.records import APPROVAL_ACTIONS, FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES, AgentRun
+from haytham.records import APPROVAL_ACTIONS, FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES, AgentRun, AgentTry
 from haytham.store.clock import format_timestamp, parse_timestamp
 from haytham.store.names import check_agent_name, check_name
 
@@ -199,9 +199,10 @@ def output_fields(
     error_message: str | None = None,
     stack_trace: str | None = None,
     cost: float | None = None,
+    tries: Sequence[AgentTry] = (),
 ) -> dict[str, Any]:
     """``save_agent_output``'s arguments, checked: the fields of its ``AgentOutput`` but the
-    phase and the time."""
+    phase and the time (the tries' values are checked by the schema when written)."""
     check_agent_name(agent_name)
     check_choice("status", status, PHASE_STATUSES)
     if not isinstance(output_content, str):
@@ -232,7 +233,14 @@ def output_fields(
         "error_message": error_message,
         "stack_trace": stack_trace,
         "cost": round_or_none(check_amount("cost", cost), 4),
+        "tries": _tries(tries),
     }
+
+
+def _tries(tries: Sequence[AgentTry]) -> tuple[AgentTry, ...]:
+    if not all(isinstance(found, AgentTry) for found in tries):
+        raise InvalidArgumentError("tries must be AgentTry records", field="tries")
+    return tuple(tries)
 
 
 def agent_row(fields: Mapping[str, Any]) -> dict[str, Any]:

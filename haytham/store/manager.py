@@ -28,6 +28,7 @@ from haytham.format.reviewer import Reviewer
 from haytham.format.workflow import Workflow
 from haytham.records import (
     AgentOutput,
+    AgentTry,
     Attempt,
     HistoryEntry,
     LeaseHolder,
@@ -189,8 +190,11 @@ class CheckpointManager(Store):
         error_message: str | None = None,
         stack_trace: str | None = None,
         cost: float | None = None,
+        *,
+        tries: Sequence[AgentTry] = (),
     ) -> Path:
-        """Write ``{agent_name}.md`` with the output exactly as given."""
+        """Write ``{agent_name}.md`` with the output exactly as given; ``tries``: every try
+        of the run that made it (``## Tries``, written only when there are some)."""
         fields = output_fields(
             agent_name,
             output_content,
@@ -204,6 +208,7 @@ class CheckpointManager(Store):
             error_message,
             stack_trace,
             cost,
+            tries,
         )
         return self.session(project_id, session_id).save_agent_output(phase_num, fields)
 
