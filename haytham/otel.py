@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from haytham.errors import CollectorError, InvalidArgumentError, MissingExtraError
 from haytham.format import AGENT_OUTPUT
-from haytham.records import AgentOutput, Attempt, UserFeedback
+from haytham.records import AgentOutput, AgentTry, Attempt, UserFeedback
 from haytham.store import lifecycle
 from haytham.store.clock import parse_timestamp
 from haytham.store.manager import CheckpointManager
@@ -165,21 +165,6 @@ class TracePlan:
         return f"{self.trace_id:032x}"
 
 
-@dataclass(frozen=True)
-class AgentTry:
-    """One try of an agent as the runner recorded it (issue 27's tries section)."""
-
-    number: int
-    start: str | None
-    end: str | None
-    error_type: str | None
-    error_message: str | None
-    wait: float | None
-    """Seconds waited before the next try; None after the last."""
-    outcome: str | None = None
-    """How the try ended (``completed``, ``rate_limited``, ``timeout``, ...), as recorded."""
-
-
 def _hex_id(seed: str, digits: int) -> str:
     """The first ``digits`` hex digits of SHA-256 of ``seed``, never all zeros (W3C forbids it)."""
     found = hashlib.sha256(seed.encode("utf-8")).hexdigest()[:digits]
@@ -230,25 +215,9 @@ def _clamp(start: int | None, end: int | None, parent: tuple[int, int]) -> tuple
 
 
 def agent_tries(output: AgentOutput) -> tuple[AgentTry, ...]:
-    """The tries the runner recorded in an output file (issue 27), oldest first; none when
-    the file has no tries section (or this version of haytham does not read one yet).
-
-    The one adapter from the output record's tries to the trace's events."""
-    recorded = getattr(output, "tries", None) or ()
-    tries: list[AgentTry] = []
-    for index, item in enumerate(recorded, start=1):
-        tries.append(
-            AgentTry(
-                number=int(getattr(item, "number", index)),
-                start=getattr(item, "started", None) or getattr(item, "start", None),
-                end=getattr(item, "ended", None) or getattr(item, "end", None),
-                error_type=getattr(item, "error_type", None),
-                error_message=getattr(item, "error_message", None),
-                wait=getattr(item, "wait", None),
-                outcome=getattr(item, "outcome", None),
-            )
-        )
-    return tuple(tries)
+    """The tries the runner recorded in an output file (``## Tries``, issue 27), oldest first;
+    none for a file without the section. The one place the trace reads them from."""
+    return output.tries
 
 
 def agent_trace_link(output: AgentOutput) -> tuple[int, int] | None:
@@ -289,20 +258,24 @@ def _review_event(feedback: UserFeedback, time_ns: int) -> SpanEvent:
     return SpanEvent("gen_ai.evaluation.result", time_ns, attributes)
 
 
-def _try_event(attempt_try: AgentTry, fallback_ns: int) -> SpanEvent:
-    attributes: dict[str, AttributeValue] = {"haytham.try.number": attempt_try.number}
-    if attempt_try.outcome:
-        attributes["haytham.try.outcome"] = attempt_try.outcome
+def _try_event(attempt_try: AgentTry, span: tuple[int, int]) -> SpanEvent:
+    """A try as an event at its end (its start for one that never ended; within ``span``, the
+    agent's): its number, how it ended, the error and the wait before the next try."""
+    attributes: dict[str, AttributeValue] = {
+        "haytham.try.number": attempt_try.number,
+        "haytham.try.outcome": attempt_try.outcome,
+        "haytham.try.started": attempt_try.started,
+    }
+    if attempt_try.ended:
+        attributes["haytham.try.ended"] = attempt_try.ended
     if attempt_try.error_type:
         attributes["error.type"] = attempt_try.error_type
     if attempt_try.error_message:
         attributes["haytham.try.error_message"] = attempt_try.error_message
     if attempt_try.wait is not None:
         attributes["haytham.try.wait_seconds"] = float(attempt_try.wait)
-    if attempt_try.start:
-        attributes["haytham.try.started"] = attempt_try.start
-    time_ns = _ns(attempt_try.end) or _ns(attempt_try.start) or fallback_ns
-    return SpanEvent("haytham.agent.try", time_ns, attributes)
+    moment = _ns(attempt_try.ended) or _ns(attempt_try.started)
+    return SpanEvent("haytham.agent.try", _clamp(moment, moment, span)[0], attributes)
 
 
 def _output_message(content: str) -> str:
@@ -320,8 +293,12 @@ def _agent_span(
     content: bool,
 ) -> SpanPlan:
     project_id, session_id, phase, attempt = where
+    tries = agent_tries(output)
     end = _ns(output.executed)
     start = None if end is None or output.duration is None else end - int(output.duration * 1e9)
+    first_try = _ns(tries[0].started) if tries else None
+    if first_try is not None:  # the run began with its first try, waits included
+        start = first_try if start is None else min(start, first_try)
     start_ns, end_ns = _clamp(start, end, (parent.start_ns, parent.end_ns))
     attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "invoke_agent",
@@ -350,7 +327,6 @@ def _agent_span(
         attributes["haytham.agent.trace_id"] = own_trace
     if content:
         attributes["gen_ai.output.messages"] = _output_message(output.content)
-    tries = agent_tries(output)
     if tries:
         attributes["haytham.agent.tries"] = len(tries)
     link = agent_trace_link(output)
@@ -362,7 +338,7 @@ def _agent_span(
         start_ns=start_ns,
         end_ns=end_ns,
         attributes=attributes,
-        events=tuple(_try_event(t, end_ns) for t in tries),
+        events=tuple(_try_event(t, (start_ns, end_ns)) for t in tries),
         links=() if link is None else (link,),
         error=(output.error_message or output.error_type or "failed") if failed else None,
     )

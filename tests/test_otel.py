@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -41,8 +42,9 @@ from haytham.otel import (
     trace_id_for,
     traceparent_for,
 )
-from haytham.records import AgentOutput
+from haytham.records import AgentOutput, AgentTry
 from haytham.run.demo import run_demo
+from haytham.store.clock import format_timestamp, parse_timestamp
 
 P, S = "demo", "idea-001"
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +54,25 @@ def sent_back_session(base: Path) -> CheckpointManager:
     """The demo session, its phase 1 sent back once with comments, then approved, to the end."""
     manager = CheckpointManager(base)
     assert run_demo(manager, S, review="reject").status == "completed"
+    return manager
+
+
+def retried_session(base: Path, session: str = "retried") -> CheckpointManager:
+    """A session whose phase 1 agent succeeded on its second try after a rate limit, on record
+    as the runner writes it (``## Tries``, issue 27), its times those of the files."""
+    manager = CheckpointManager(base)
+    manager.create_session(P, session, "ada", execution_mode="mvp")
+    now = datetime.now(timezone.utc)
+
+    def at(seconds: float) -> str:
+        return format_timestamp(now + timedelta(seconds=seconds))
+
+    tries = [
+        AgentTry(1, at(-2.5), at(-2.4), "rate_limit", 2.0, "RateLimitError", "429 Too Many Requests"),
+        AgentTry(2, at(-0.4), at(-0.1), "completed"),
+    ]
+    manager.save_agent_output(P, session, 1, "concept_expansion", "# Concept\n", duration=0.2, tries=tries)
+    manager.save_checkpoint(P, session, 1, "completed", [{"agent_name": "concept_expansion"}])
     return manager
 
 
@@ -171,8 +192,6 @@ def test_every_child_lies_within_its_parent_and_times_are_the_files(tmp_path: Pa
     # the demo's agents say they took 1.0 s, longer than their phase: clamped to the phase
     manifest = manager.session(P, S).manifest()
     root = next(s for s in spans if s.parent is None)
-    from haytham.store.clock import parse_timestamp
-
     assert root.start_time == int(parse_timestamp(manifest.created).timestamp() * 1_000_000) * 1000
     checkpoint = manager.session(P, S).checkpoint(2)
     phase = next(s for s in spans if s.name == "phase 2 Market Research #1")
@@ -224,6 +243,42 @@ def test_a_failed_agent_and_an_unreviewed_phase(tmp_path: Path) -> None:
     assert phase.status.status_code is StatusCode.ERROR and phase.status.description == "429 from the API"
     assert phase.events == ()
     assert (spans["invoke_workflow idea_validation"].attributes or {})["user.id"] == "ada"
+
+
+def test_each_try_is_an_event_of_its_agent(tmp_path: Path) -> None:
+    manager = retried_session(tmp_path, S)
+    spans = by_name(exported(manager))
+    agent = spans["invoke_agent concept_expansion"]
+    output = manager.session(P, S).agent_output(1, "concept_expansion")
+    assert (agent.attributes or {})["haytham.agent.tries"] == 2
+    assert [(e.name, dict(e.attributes or {})) for e in agent.events] == [
+        (
+            "haytham.agent.try",
+            {
+                "haytham.try.number": 1,
+                "haytham.try.outcome": "rate_limit",
+                "haytham.try.started": output.tries[0].started,
+                "haytham.try.ended": output.tries[0].ended,
+                "error.type": "RateLimitError",
+                "haytham.try.error_message": "429 Too Many Requests",
+                "haytham.try.wait_seconds": 2.0,
+            },
+        ),
+        (
+            "haytham.agent.try",
+            {
+                "haytham.try.number": 2,
+                "haytham.try.outcome": "completed",
+                "haytham.try.started": output.tries[1].started,
+                "haytham.try.ended": output.tries[1].ended,
+            },
+        ),
+    ]
+    # the span starts with the first try, not with the last try's duration; events within it
+    phase = spans["phase 1 Concept Expansion #1"]
+    first_try = int(parse_timestamp(output.tries[0].started).timestamp() * 1_000_000) * 1000
+    assert cast(int, agent.start_time) == max(first_try, cast(int, phase.start_time))
+    assert all(cast(int, agent.start_time) <= e.timestamp <= cast(int, agent.end_time) for e in agent.events)
 
 
 def test_an_agents_own_trace_id_becomes_a_link() -> None:
@@ -399,7 +454,7 @@ def test_endpoint_and_headers_from_the_environment_and_the_options() -> None:
 
 
 def test_the_phase_page_links_each_output_to_its_trace(tmp_path: Path) -> None:
-    from tests.web_demo import client_of
+    from web_demo import client_of
 
     manager = sent_back_session(tmp_path)
     otel = OtelConfig(trace_url="http://127.0.0.1:6006/redirects/spans/{span_id}")

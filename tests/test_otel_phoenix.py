@@ -5,10 +5,11 @@ Phoenix (``arize-phoenix`` from PyPI, the ``phoenix`` extra) lives in a venv of 
 .ci/run runs it): it is heavy and brings pins and a pytest plugin the test venv must not get.
 The server runs from it as a subprocess on a loopback port, its database in a tmp
 ``PHOENIX_WORKING_DIR``. The test exports the demo session and a session whose phase 1 was
-sent back, through the command line in a process of its own, reads the spans back with
+sent back and a session whose agent succeeded on its second try after a rate limit (issue 27's
+``## Tries``), each through the command line in a process of its own, reads the spans back with
 Phoenix's own client (``phoenix.client.Client``, run in that venv), and checks every span
 against the plan haytham made: name, ids, parent, times, attributes, events and status. A second
-export of both, then a third session as a marker (Phoenix ingests in order), must add no
+export of each, then one more session as a marker (Phoenix ingests in order), must add no
 span. Last, Chromium (Debian's, through Selenium) opens the trace in Phoenix's UI and takes a
 screenshot; with ``HAYTHAM_SCREENSHOTS=DIR`` it is copied to ``DIR/otel-phoenix-trace.png``
 (docs/otel.md's image: ``HAYTHAM_SCREENSHOTS=docs/images python3 dev.py test -m slow -n 0
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_otel import retried_session
 
 from haytham import CheckpointManager
 from haytham.otel import TracePlan, plan_trace
@@ -173,10 +175,12 @@ def check_against_plan(plan: TracePlan, spans: list[dict[str, Any]]) -> None:
         parent = None if span.parent_id is None else f"{span.parent_id:016x}"
         assert found["parent_id"] == parent, span.name
         assert (found["start_time"], found["end_time"]) == (_micros(span.start_ns), _micros(span.end_ns))
+        planned = dict(span.attributes)
+        assert found["span_kind"] == planned.pop("openinference.span.kind")  # Phoenix's own field
         attributes = found["attributes"]
-        assert {k: attributes.get(k) for k in span.attributes} == {
-            k: _plain(v) for k, v in span.attributes.items()
-        }, span.name
+        assert {k: attributes.get(k) for k in planned} == {k: _plain(v) for k, v in planned.items()}, (
+            span.name
+        )
         events = [(e["name"], e["attributes"]) for e in found["events"]]
         assert events == [(e.name, {k: _plain(v) for k, v in e.attributes.items()}) for e in span.events], (
             span.name
@@ -189,9 +193,10 @@ def test_phoenix_shows_the_sessions_as_planned_once_however_often_sent(phoenix: 
     manager = CheckpointManager(base)
     assert run_demo(manager, "idea-001").status == "completed"
     assert run_demo(manager, "idea-002", review="reject").status == "completed"
+    retried_session(base, "retried")
     assert run_demo(manager, "marker").status == "completed"
     endpoint = f"{phoenix}/v1/traces"
-    plans = [plan_trace(manager, P, session) for session in ("idea-001", "idea-002")]
+    plans = [plan_trace(manager, P, session) for session in ("idea-001", "idea-002", "retried")]
     for plan in plans:
         said = f"as trace {plan.trace_id_hex} ({len(plan.spans)} spans)"
         assert (
@@ -206,6 +211,8 @@ def test_phoenix_shows_the_sessions_as_planned_once_however_often_sent(phoenix: 
     sent_back = next(s for s in first if s["name"] == "phase 1 Concept Expansion #1" and s["events"])
     assert sent_back["events"][0]["attributes"]["gen_ai.evaluation.score.label"] == "changes_requested"
     assert sent_back["attributes"]["haytham.phase.state"] == "sent_back"
+    retried = next(s for s in first if s["context"]["trace_id"] == plans[2].trace_id_hex and s["events"])
+    assert [e["attributes"]["haytham.try.outcome"] for e in retried["events"]] == ["rate_limit", "completed"]
 
     # again: the same ids; once the marker session sent after them is in, nothing was added
     for plan in plans:
@@ -249,9 +256,23 @@ def screenshot_trace(phoenix: str, plan: TracePlan, tmp_path: Path) -> None:
             text = d.find_element(By.TAG_NAME, "body").text
             return "invoke_workflow idea_validation" in text and "invoke_agent synthesizer" in text
 
+        def body(d: Any) -> str:
+            return str(d.find_element(By.TAG_NAME, "body").text)
+
         WebDriverWait(driver, 60, poll_frequency=0.5).until(shown)
         for span in plan.spans[1:]:  # the tree lists every span of the trace
-            assert span.name in driver.find_element(By.TAG_NAME, "body").text, span.name
+            assert span.name in body(driver), span.name
+        # the attempt sent back, its Events tab, its review opened: the reviewer's words
+        driver.find_element(By.XPATH, "//*[normalize-space(text())='phase 1 Concept Expansion #1']").click()
+        WebDriverWait(driver, 30, poll_frequency=0.5).until(
+            lambda d: d.find_elements(By.XPATH, "//*[@role='tab'][starts-with(normalize-space(.), 'Events')]")
+        )
+        driver.find_element(By.XPATH, "//*[@role='tab'][starts-with(normalize-space(.), 'Events')]").click()
+        WebDriverWait(driver, 30, poll_frequency=0.5).until(lambda d: "gen_ai.evaluation.result" in body(d))
+        driver.find_element(By.XPATH, "//*[normalize-space(text())='gen_ai.evaluation.result']").click()
+        WebDriverWait(driver, 30, poll_frequency=0.5).until(
+            lambda d: "changes_requested" in body(d) and "Name the paying customer" in body(d)
+        )
         path = tmp_path / "otel-phoenix-trace.png"
         assert driver.save_screenshot(str(path)), path
     finally:
