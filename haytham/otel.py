@@ -28,6 +28,7 @@ parent's so a child never outlives its parent.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.metadata
 import json
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from haytham.errors import CollectorError, InvalidArgumentError, MissingExtraError
 from haytham.format import AGENT_OUTPUT
+from haytham.format.guard import read_file
 from haytham.records import AgentOutput, AgentTry, Attempt, UserFeedback
 from haytham.store import lifecycle
 from haytham.store.clock import parse_timestamp
@@ -287,11 +289,11 @@ def _output_message(content: str) -> str:
 def _agent_span(
     where: tuple[str, str, int, int],
     output: AgentOutput,
-    path: Path,
-    relative: str,
+    file: tuple[str, str],
     parent: SpanPlan,
     content: bool,
 ) -> SpanPlan:
+    """An agent output's span; ``file``: the output file's path in the session and its SHA-256."""
     project_id, session_id, phase, attempt = where
     tries = agent_tries(output)
     end = _ns(output.executed)
@@ -305,8 +307,8 @@ def _agent_span(
         "gen_ai.agent.name": output.agent_name,
         "openinference.span.kind": "AGENT",
         "haytham.agent.status": output.status,
-        "haytham.output.path": relative,
-        "haytham.output.sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "haytham.output.path": file[0],
+        "haytham.output.sha256": file[1],
     }
     if output.model:
         attributes["gen_ai.request.model"] = output.model
@@ -387,13 +389,15 @@ def plan_trace(
     spans: list[SpanPlan] = []
     inputs = outputs = 0
     for phase in session.phases:
-        records: dict[Path, AgentOutput] = {}
+        records: dict[Path, tuple[AgentOutput, str]] = {}
 
-        def read_output(path: Path, records: dict[Path, AgentOutput] = records) -> str | None:
-            record = AGENT_OUTPUT.load_optional(path) if path.is_file() else None
-            if record is None:
+        def read_output(path: Path, records: dict[Path, tuple[AgentOutput, str]] = records) -> str | None:
+            """Each output file read once, through the guarded read: its record and digest."""
+            try:
+                data = read_file(path, AGENT_OUTPUT.max_bytes)
+            except FileNotFoundError:  # removed by a writer since it was listed
                 return None
-            records[path] = record
+            records[path] = (AGENT_OUTPUT.load_data(data, path), hashlib.sha256(data).hexdigest())
             return ""
 
         if not (session.directory / phase.directory).is_dir():
@@ -409,19 +413,19 @@ def plan_trace(
             spans.append(phase_span)
             for agent in attempt.outputs:
                 path = attempt.directory / f"{agent}.md"
-                record = records.get(path)
-                if record is None:
+                if path not in records:
                     continue
+                record, digest = records[path]
                 relative = path.relative_to(session.directory).as_posix()
                 where = (project_id, session_id, phase.number, attempt.number)
-                spans.append(_agent_span(where, record, path, relative, phase_span, content))
+                spans.append(_agent_span(where, record, (relative, digest), phase_span, content))
                 inputs += record.input_tokens or 0
                 outputs += record.output_tokens or 0
     root_attributes = dict(root.attributes)
     root_attributes["gen_ai.usage.input_tokens"] = inputs
     root_attributes["gen_ai.usage.output_tokens"] = outputs
     root_attributes["gen_ai.usage.cost"] = float(manifest.metrics.total_cost)
-    root = SpanPlan(**{**root.__dict__, "attributes": root_attributes})
+    root = dataclasses.replace(root, attributes=root_attributes)
     return TracePlan(project_id, session_id, trace_id, (root, *spans))
 
 

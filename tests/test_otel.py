@@ -414,6 +414,11 @@ def test_a_session_that_does_not_read_sends_nothing(tmp_path: Path, collector: C
     checkpoint.write_text(checkpoint.read_text().replace("- Status: completed", "- Status: wobbly"))
     with pytest.raises(DocumentError, match=r"checkpoint\.md:\d+"):
         export_trace(manager, P, S, endpoint=collector.url)
+    checkpoint.write_text(checkpoint.read_text().replace("- Status: wobbly", "- Status: completed"))
+    output = manager.session_dir(P, S) / "phase_1_concept" / "attempts" / "1" / "concept_expansion.md"
+    output.write_text(output.read_text().replace("- Input Tokens: 400", "- Input Tokens: many"))
+    with pytest.raises(DocumentError, match=r"attempts/1/concept_expansion\.md:\d+"):
+        export_trace(manager, P, S, endpoint=collector.url)
     assert collector.requests == []
 
 
