@@ -502,3 +502,24 @@ def test_the_documented_examples_run(
     assert otel.agent_trace_url(P, S, 1, 1, "a") == (
         f"http://localhost:6006/redirects/spans/{span_id_for(P, S, 1, 1, 'a'):016x}"
     )
+
+
+def test_without_the_extra_the_command_says_what_to_install(tmp_path: Path) -> None:
+    """A Python where the SDK cannot be imported (as without ``haytham[otel]``): one line
+    naming the extra, exit code 1, nothing sent."""
+    sent_back_session(tmp_path / "projects")
+    probe = (
+        "import sys\n"
+        "sys.modules['opentelemetry.sdk'] = None  # what an interpreter without the extra finds\n"
+        "from haytham.cli.main import main\n"
+        "sys.argv = ['haytham', 'export', 'demo', 'idea-001', '--otel', '--endpoint', 'http://127.0.0.1:9/v1/traces']\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        "Error: exporting to OpenTelemetry needs the otel extra, which is not installed "
+        "(no module 'opentelemetry.sdk'): pip install 'haytham[otel]'\n"
+    )
