@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""Set-up-free entry points: ``python3 dev.py demo|test|lint|schemas``.
+"""Set-up-free entry points: ``python3 dev.py demo|test|lint|schemas|phoenix``.
 
 Each command makes ``.venv`` beside this file on first use and installs haytham into it
 (with the test and lint tools for ``test`` and ``lint``), so a machine with only Python 3
 and pip needs nothing else, and no system packages are touched. ``test`` passes its arguments
 to pytest and runs the suite on every core; ``-n 0`` runs it in one process, ``-m slow`` runs
-the slow tier (which the default run leaves out).
+the slow tier (which the default run leaves out). ``phoenix`` makes ``.venv-phoenix``, a
+venv of its own with an Arize Phoenix server and client (the ``phoenix`` extra: heavy, with
+pins and a pytest plugin of its own, so kept out of ``.venv``) for the slow tier's check of
+``haytham export --otel`` against a real Phoenix (tests/test_otel_phoenix.py); only this
+install needs the network.
 """
 
 from __future__ import annotations
@@ -22,16 +26,21 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 
 
-def _install(extra: str) -> None:
-    if not PYTHON.exists():
-        venv.EnvBuilder(with_pip=True).create(VENV)
-    marker = VENV / f".installed-{extra or 'runtime'}"
+PHOENIX_VENV = ROOT / ".venv-phoenix"
+"""The venv of the Phoenix server and client the slow tier exports to (``dev.py phoenix``)."""
+
+
+def _install(extra: str, where: Path = VENV) -> None:
+    python = where / PYTHON.relative_to(VENV)
+    if not python.exists():
+        venv.EnvBuilder(with_pip=True).create(where)
+    marker = where / f".installed-{extra or 'runtime'}"
     stamp = str((ROOT / "pyproject.toml").stat().st_mtime_ns)
     if marker.exists() and marker.read_text() == stamp:
         return
     target = f".[{extra}]" if extra else "."
     subprocess.run(
-        [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target],
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target],
         cwd=ROOT,
         check=True,
     )
@@ -78,10 +87,13 @@ def main(argv: list[str]) -> int:
             or _run("-m", "ruff", "format", "--check", "haytham", "tests", "examples", "benchmarks", "dev.py")
             or _run("-m", "mypy", "haytham")
         )
+    if command == "phoenix":
+        _install("phoenix", PHOENIX_VENV)
+        return 0
     if command == "schemas":
         _install("")
         return _run("-c", SCHEMAS)
-    print("usage: python3 dev.py demo|test|lint|schemas [args...]", file=sys.stderr)
+    print("usage: python3 dev.py demo|test|lint|schemas|phoenix [args...]", file=sys.stderr)
     return 2
 
 

@@ -5,7 +5,8 @@ is the core; ``ProjectManager`` builds projects on it), the runner and what agen
 return, workflow definitions, every record a public method returns, and every error.
 Features live in their own modules: ``haytham.compare.compare``, ``haytham.transfer``
 (``export_session``, ``import_session``), ``haytham.retention.cleanup``,
-``haytham.analytics`` and ``haytham.config``.
+``haytham.analytics``, ``haytham.config`` and ``haytham.otel`` (``export_trace``: a
+session as an OpenTelemetry trace, with the otel extra).
 """
 
 import typing as _typing
@@ -15,6 +16,7 @@ if _typing.TYPE_CHECKING:
     from haytham.errors import (
         AgentImportError,
         AlreadyExistsError,
+        CollectorError,
         DocumentError,
         DriverNotConfigured,
         GitError,
@@ -22,6 +24,7 @@ if _typing.TYPE_CHECKING:
         InvalidArgumentError,
         Issue,
         LockTimeout,
+        MissingExtraError,
         MoveRefusedError,
         NotFoundError,
         PathError,
@@ -72,6 +75,8 @@ _HOMES: dict[str, str] = {
     "AgentDiff": "haytham.compare",
     "Comparison": "haytham.compare",
     "AgentImportError": "haytham.errors",
+    "CollectorError": "haytham.errors",
+    "MissingExtraError": "haytham.errors",
     "DriverNotConfigured": "haytham.errors",
     "PushRejected": "haytham.errors",
     "RemoteRefused": "haytham.errors",
@@ -161,6 +166,7 @@ __all__ = [
     "AlreadyExistsError",
     "Attempt",
     "CheckpointManager",
+    "CollectorError",
     "Comparison",
     "CurrentPhase",
     "DocumentError",
@@ -173,6 +179,7 @@ __all__ = [
     "InvalidArgumentError",
     "Issue",
     "LockTimeout",
+    "MissingExtraError",
     "MoveRefusedError",
     "NotFoundError",
     "PathError",

@@ -25,11 +25,17 @@ Every key does something: ``storage.base_dir`` is where ``manager()`` keeps sess
       command: ./tell-the-team      # gets each event as JSON on its standard input
       url: http://127.0.0.1:9000/haytham   # and/or: each event POSTed as JSON
       timeout: 5
+    otel:
+      endpoint: http://localhost:6006/v1/traces   # haytham export --otel sends here
+      headers: {authorization: Bearer my-key}     # sent with every export
+      trace_url: http://localhost:6006/redirects/spans/{span_id}   # haytham serve links each output
 
 ``review.reviewer`` is who reviews from this clone when neither ``--reviewer`` nor
 ``HAYTHAM_REVIEWER`` says (``haytham.format.reviewer``). ``notify`` is told when a phase
 starts awaiting its review and when a review decides it (``haytham.notify``, docs/notify.md);
-``open_store`` attaches it to the manager it returns.
+``open_store`` attaches it to the manager it returns. ``otel`` is where ``haytham export
+--otel`` sends a session's trace and the link ``haytham serve`` shows beside each agent output
+(``haytham.otel.OtelConfig``, docs/otel.md).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from haytham.format.reviewer import Reviewer, parse_reviewer
 from haytham.format.schema import describe, schema_errors
 from haytham.format.yamlfile import line_of, parse_yaml, read_yaml
 from haytham.notify import DEFAULT_TIMEOUT, Notifier, NotifyConfig
+from haytham.otel import OtelConfig
 from haytham.retention import RetentionPolicy, cleanup
 from haytham.store.clock import Clock
 from haytham.store.events import logger
@@ -69,6 +76,8 @@ class HaythamConfig:
     """``review.reviewer``: who reviews from this clone, when nothing more specific says."""
     notify: NotifyConfig | None = None
     """``notify``: the hook told of reviews awaited and decided; None without one."""
+    otel: OtelConfig | None = None
+    """``otel``: where trace exports go and the pages' trace links; None without it."""
     path: Path | None = None
     """The file these settings came from; None for the defaults."""
 
@@ -102,6 +111,7 @@ def load_config(path: str | os.PathLike[str]) -> HaythamConfig:
     retention = data.get("retention") or {}
     reviewer = (data.get("review") or {}).get("reviewer")
     notify = data.get("notify")
+    otel = data.get("otel")
     try:
         policy = RetentionPolicy(**retention)
     except InvalidArgumentError as error:  # what the schema cannot say, such as .inf days
@@ -113,6 +123,7 @@ def load_config(path: str | os.PathLike[str]) -> HaythamConfig:
         cleanup_on_start=data.get("cleanup_on_start", False),
         reviewer=None if reviewer is None else _reviewer(reviewer, node, path),
         notify=None if not notify else _notify(notify, node, path),
+        otel=None if not otel else _otel(otel, node, path),
         path=path,
     )
 
@@ -167,6 +178,15 @@ def _notify(data: dict[str, Any], node: yaml.Node, path: Path) -> NotifyConfig:
         return NotifyConfig(data.get("command"), data.get("url"), float(data.get("timeout", DEFAULT_TIMEOUT)))
     except InvalidArgumentError as error:
         keys = ["notify", error.field] if error.field else ["notify"]
+        raise DocumentError(str(error), path=path, line=line_of(node, keys), field=".".join(keys)) from None
+
+
+def _otel(data: dict[str, Any], node: yaml.Node, path: Path) -> OtelConfig:
+    """``otel`` as an OtelConfig; a DocumentError at the line of a trace_url that cannot be filled."""
+    try:
+        return OtelConfig(data.get("endpoint"), dict(data.get("headers") or {}), data.get("trace_url"))
+    except InvalidArgumentError as error:
+        keys = ["otel", error.field] if error.field else ["otel"]
         raise DocumentError(str(error), path=path, line=line_of(node, keys), field=".".join(keys)) from None
 
 

@@ -358,3 +358,13 @@ class Issue:
             where = f"{where}:{self.line}"
         parts = [p for p in (where, self.field, self.message) if p]
         return ": ".join(parts)
+
+
+class MissingExtraError(HaythamError):
+    """A feature needs an optional extra that is not installed; the message says which and how
+    to install it (``pip install 'haytham[otel]'``)."""
+
+
+class CollectorError(HaythamError, ConnectionError):
+    """An OpenTelemetry collector could not be reached or refused an export (``haytham.otel``);
+    the message names the endpoint and, for a refusal, the HTTP status and the collector's words."""

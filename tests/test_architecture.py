@@ -24,7 +24,17 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "haytham"
 
-FEATURES = ("compare", "transfer", "retention", "analytics", "projects", "config", "migrate", "notify")
+FEATURES = (
+    "compare",
+    "transfer",
+    "retention",
+    "analytics",
+    "projects",
+    "config",
+    "migrate",
+    "notify",
+    "otel",
+)
 """The feature modules: haytham/<name>.py, built on the store's public API."""
 
 BELOW_FEATURES = {"base", "format", "store"}

@@ -100,7 +100,8 @@ def test_base_dir_is_relative_to_the_files_folder_not_the_current_directory(
             "cleanup: true\n",
             1,
             "cleanup",
-            "unknown key 'cleanup' (expected one of cleanup_on_start, notify, retention, review, storage)",
+            "unknown key 'cleanup' (expected one of cleanup_on_start, notify, otel, retention, review, "
+            "storage)",
         ),
         ("storage:\n  path: x\n", 2, "storage.path", "unknown key 'path' (expected one of base_dir)"),
         ("retention:\n  max_age_days: soon\n", 2, "retention.max_age_days", "'soon' is not a number"),

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # rich is imported by the functions that draw, so a command t
     from rich.text import Text
 
     from haytham.notify import NotifyConfig
+    from haytham.otel import OtelConfig
     from haytham.store.manager import CheckpointManager
 
 CONFIG_FILE = layout.CONFIG_FILE
@@ -280,6 +281,18 @@ def notify_config() -> NotifyConfig | None:
         return find_config().notify
     except HaythamError as error:
         click.echo(f"warning: {error}; the notify hook is off", err=True)
+        return None
+
+
+def otel_config() -> OtelConfig | None:
+    """``otel`` of ./haytham.yaml (trace exports and the pages' trace links), or None; a
+    haytham.yaml that cannot be read is a warning here, and the pages have no trace links."""
+    from haytham.config import find_config
+
+    try:
+        return find_config().otel
+    except HaythamError as error:
+        click.echo(f"warning: {error}; the trace links are off", err=True)
         return None
 
 

@@ -1,7 +1,8 @@
 """The command line's time-travel and transfer commands: history, diff, fork, export, import.
 
 Each command parses its arguments, calls the library (``haytham.compare`` for diff,
-``haytham.transfer`` for export and import) and prints; read commands take ``--json``.
+``haytham.transfer`` for export and import, ``haytham.otel`` for ``export --otel``) and
+prints; read commands take ``--json``.
 ``haytham.cli.main`` registers ``COMMANDS`` in its group.
 """
 
@@ -327,14 +328,56 @@ def fork_command(
     metavar="FILE",
     help="Write FILE: .json for the JSON document, .tar.gz or .tgz for an archive (default: JSON on stdout).",
 )
+@click.option(
+    "--otel",
+    is_flag=True,
+    help="Send the session as an OpenTelemetry trace over OTLP/HTTP instead (needs haytham[otel]).",
+)
+@click.option(
+    "--endpoint",
+    metavar="URL",
+    help="With --otel: the OTLP/HTTP traces URL (default: haytham.yaml's otel.endpoint, "
+    "else OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else http://localhost:4318/v1/traces).",
+)
+@click.option(
+    "--headers",
+    "headers",
+    multiple=True,
+    metavar="K=V",
+    help="With --otel: an HTTP header to send (an API key); repeat for more.",
+)
+@click.option(
+    "--content",
+    is_flag=True,
+    help="With --otel: put each agent output's text in its span (default: its path and digest).",
+)
 @base_dir_option
-def export_command(project: str, session: str, output: Path | None, base_dir: Path) -> None:
+def export_command(
+    project: str,
+    session: str,
+    output: Path | None,
+    otel: bool,
+    endpoint: str | None,
+    headers: tuple[str, ...],
+    content: bool,
+    base_dir: Path,
+) -> None:
     """Export a session: every file of it, as one JSON document or a .tar.gz archive.
 
     Lock and temporary files are left out; haytham import reads either form back, byte
-    for byte.
+    for byte. With --otel the session is sent to an OpenTelemetry collector (Phoenix,
+    Langfuse, ...) as one trace: phases, agents, tokens, costs and reviews (docs/otel.md);
+    sending it again sends the same ids, which the collector de-duplicates.
     """
     manager = CheckpointManager(base_dir)
+    if otel:
+        if output is not None:
+            raise click.UsageError("--otel sends the session to a collector; it takes no --output")
+        _export_otel(manager, project, session, endpoint, headers, content)
+        return
+    for given, name in ((endpoint, "--endpoint"), (headers, "--headers"), (content, "--content")):
+        if given:
+            raise click.UsageError(f"{name} is an option of --otel")
     if output is None:
         click.echo(transfer.dump_export(transfer.export_session(manager, project, session)), nl=False)
         return
@@ -344,6 +387,32 @@ def export_command(project: str, session: str, output: Path | None, base_dir: Pa
         )
     transfer.export_session(manager, project, session, output)
     click.echo(f"Exported {project}/{session} to {output}")
+
+
+def _export_otel(
+    manager: CheckpointManager,
+    project: str,
+    session: str,
+    endpoint: str | None,
+    headers: tuple[str, ...],
+    content: bool,
+) -> None:
+    """``export --otel``: haytham.yaml's ``otel`` settings under the options, then the library."""
+    from haytham import otel as _otel
+    from haytham.config import find_config
+
+    configured = find_config().otel or _otel.OtelConfig()
+    sent = _otel.export_trace(
+        manager,
+        project,
+        session,
+        endpoint=endpoint or configured.endpoint or _otel.default_endpoint(),
+        headers={**configured.headers, **_otel.parse_headers(headers)},
+        content=content,
+    )
+    click.echo(
+        f"Exported {project}/{session} to {sent.endpoint} as trace {sent.trace_id} ({sent.spans} spans)"
+    )
 
 
 @command("import")

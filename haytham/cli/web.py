@@ -19,7 +19,7 @@ from types import ModuleType
 
 import click
 
-from haytham.cli.common import base_dir_option, command, notify_config, reviewer_option
+from haytham.cli.common import base_dir_option, command, notify_config, otel_config, reviewer_option
 from haytham.errors import Issue
 from haytham.format.reviewer import Reviewer
 from haytham.store import fs
@@ -83,7 +83,8 @@ def serve(host: str, port: int, open_browser: bool, reviewer: Reviewer | None, b
     newest waiting first (?order=oldest: the longest wait first). A review saved on a page records its time,
     --reviewer (else HAYTHAM_REVIEWER, haytham.yaml's review.reviewer, git's author) and the
     optional justification typed into the form; the notify hook of haytham.yaml is told of
-    it. Needs the web extra: pip install 'haytham[web]'.
+    it. With otel.trace_url in haytham.yaml each agent output links to its trace (docs/otel.md).
+    Needs the web extra: pip install 'haytham[web]'.
     """
     app_module = _web("app")
     security = _web("security")
@@ -98,7 +99,9 @@ def serve(host: str, port: int, open_browser: bool, reviewer: Reviewer | None, b
         guard = security.Guard(token=token, hosts=("*",))
         url = f"http://{_netloc(host, port)}/?token={token}"
         click.echo(f"Listening on {host}, not only this machine: every request needs the token below.")
-    app = app_module.create_app(str(base_dir), guard=guard, reviewer=reviewer, notify=notify_config())
+    app = app_module.create_app(
+        str(base_dir), guard=guard, reviewer=reviewer, notify=notify_config(), otel=otel_config()
+    )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False))
     click.echo(f"Serving the sessions under {base_dir} at {url}  (Ctrl-C to stop)")
     sys.stdout.flush()

@@ -26,6 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from haytham.format import AGENT_OUTPUT
+from haytham.format.trace_context import _nonzero as _nonzero
+from haytham.format.trace_context import span_id as span_id
+from haytham.format.trace_context import trace_id as trace_id
+from haytham.format.trace_context import traceparent as traceparent
 from haytham.records import AgentOutput, PhaseCheckpoint
 
 KEY_PREFIX = "haytham"
@@ -46,29 +50,6 @@ def idempotency_key(
     parts = (project_id, session_id, str(phase), str(attempt), agent, str(try_number))
     digest = hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
     return f"{KEY_PREFIX}-{digest[:32]}"
-
-
-def trace_id(project_id: str, session_id: str) -> str:
-    """The session's W3C trace id: 32 lowercase hex digits, never all zeros."""
-    return _nonzero(hashlib.sha256(f"trace\0{project_id}\0{session_id}".encode()).hexdigest()[:32])
-
-
-def span_id(project_id: str, session_id: str, phase: int, attempt: int, agent: str) -> str:
-    """One agent run's W3C parent id: 16 lowercase hex digits, never all zeros."""
-    seed = f"span\0{project_id}\0{session_id}\0{phase}\0{attempt}\0{agent}"
-    return _nonzero(hashlib.sha256(seed.encode("utf-8")).hexdigest()[:16])
-
-
-def traceparent(project_id: str, session_id: str, phase: int, attempt: int, agent: str) -> str:
-    """``00-{trace id}-{parent id}-01``: version 00, sampled (W3C Trace Context, level 1)."""
-    return (
-        f"00-{trace_id(project_id, session_id)}-{span_id(project_id, session_id, phase, attempt, agent)}-01"
-    )
-
-
-def _nonzero(digits: str) -> str:
-    """The W3C spec makes an all-zero id invalid; a hash gives one once in 2**64 at worst."""
-    return digits if digits.strip("0") else digits[:-1] + "1"
 
 
 def started_agents(checkpoint: PhaseCheckpoint | None) -> tuple[str, ...]:

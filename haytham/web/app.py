@@ -45,6 +45,7 @@ from haytham.errors import (
 from haytham.format.patterns import lazy
 from haytham.format.reviewer import Reviewer
 from haytham.notify import Notifier, NotifyConfig
+from haytham.otel import OtelConfig
 from haytham.store.manager import CheckpointManager
 from haytham.web import actions, pages
 from haytham.web.report import report_html
@@ -75,11 +76,13 @@ def create_app(
     guard: Guard | None = None,
     reviewer: Reviewer | None = None,
     notify: NotifyConfig | None = None,
+    otel: OtelConfig | None = None,
 ) -> Starlette:
     """The application serving the sessions under ``base_dir`` (loopback hosts, no token by default).
 
     ``reviewer`` is who reviews from this server (the inbox's "mine"); ``notify`` the hook told
-    of the reviews its pages save (``haytham.notify``)."""
+    of the reviews its pages save (``haytham.notify``); ``otel`` (haytham.yaml's ``otel``) makes
+    each agent output on a phase page link to its span when it has a ``trace_url``."""
     guard = guard or Guard()
     mimetypes.init()  # the system's MIME table read now, not on the event loop by the first static file
     manager = CheckpointManager(base_dir)
@@ -153,7 +156,7 @@ def create_app(
     def phase(request: Request, **extra: Any) -> Response:
         project, session_id = _names(request)
         number = request.path_params["phase"]
-        page = pages.phase_page(manager, project, session_id, number)
+        page = pages.phase_page(manager, project, session_id, number, otel=otel)
         version = pages.session_version(manager, project, session_id)
         context: dict[str, Any] = {"conflict": None, "draft": None, "messages": _messages(request)}
         context.update(extra)

@@ -31,6 +31,7 @@ from haytham.format.guard import chunks
 from haytham.format.layout import ATTEMPTS_DIR, FEEDBACK_FILE, SESSIONS_DIR
 from haytham.format.reviewer import Reviewer, is_assigned, parse_reviewer
 from haytham.format.tries import describe_tries
+from haytham.otel import OtelConfig
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import durations, fs, lifecycle
 from haytham.store.advice import Advice, advise
@@ -540,6 +541,9 @@ class PhasePage:
     tries: dict[str, str] = field(default_factory=dict)
     """For each agent whose output keeps its tries, them in words (``describe_tries``:
     ``succeeded on try 3 of 5 after 2 rate limits (waited 41 s)``)."""
+    trace_links: dict[str, str] = field(default_factory=dict)
+    """Each current output's link to its span in the tracing tool, by agent, when haytham.yaml
+    has ``otel.trace_url`` (``OtelConfig.agent_trace_url``); empty without one."""
 
     @property
     def correctable(self) -> bool:
@@ -599,8 +603,10 @@ def phase_page(
     *,
     state: SessionView | None = None,
     checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
+    otel: OtelConfig | None = None,
 ) -> PhasePage:
-    """The phase page: outputs, their metadata, the review, earlier attempts with diffs.
+    """The phase page: outputs, their metadata, the review, earlier attempts with diffs, and
+    with ``otel`` (haytham.yaml's ``otel.trace_url``) each output's link to its trace.
 
     A file that does not read (a review file, an agent output) locks nobody out: what reads is
     shown, and its mistake is in ``problems``.
@@ -697,7 +703,21 @@ def phase_page(
         problems,
         corrections,
         tries,
+        _trace_links(otel, project, session, phase, attempts[-1] if attempts else None),
     )
+
+
+def _trace_links(
+    otel: OtelConfig | None, project: str, session: str, phase: int, attempt: Attempt | None
+) -> dict[str, str]:
+    """The current attempt's outputs' links to their spans (``haytham.otel``), by agent."""
+    if otel is None or attempt is None:
+        return {}
+    links = {
+        agent: otel.agent_trace_url(project, session, phase, attempt.number, agent)
+        for agent in attempt.outputs
+    }
+    return {agent: url for agent, url in links.items() if url is not None}
 
 
 # ------------------------------------------------------------------- raw output
