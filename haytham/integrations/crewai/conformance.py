@@ -259,7 +259,14 @@ def _saver(factory: Factory, flow_id: str, saved: Any) -> None:
 
 
 def _spawn() -> Any:
-    return multiprocessing.get_context("spawn")
+    """Where the kit starts its processes: a fork server that imported this kit (and so
+    CrewAI) once, so each process starts in a moment; a fresh interpreter where there is
+    no fork server (Windows)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    return context
 
 
 def test_concurrent_writers_in_two_processes(make_flow_persistence: Factory) -> None:
