@@ -35,9 +35,6 @@ from haytham.store.names import check_name, check_user_id
 if TYPE_CHECKING:
     from crewai.flow.async_feedback.types import PendingFeedbackContext
 
-_REVIEWED = ("approved", "sent_back", "rejected")
-
-
 class HaythamFlowPersistence(FlowPersistence):
     """A ``FlowPersistence`` whose flow runs are haytham sessions of ``project``.
 
@@ -96,16 +93,16 @@ class HaythamFlowPersistence(FlowPersistence):
             first, _ = files.with_method(files.empty_workflow(), method_name, review)
             with contextlib.suppress(SessionExistsError):
                 session.create(self.user_id, first, files.MODE, exist_ok=True)
+        if session.workflow().name != files.WORKFLOW_NAME:
+            raise SessionExistsError(
+                f"session {self.project}/{session.session_id} has workflow {session.workflow().name!r}, "
+                f"not {files.WORKFLOW_NAME!r}: it is not a CrewAI flow run's, and was left untouched",
+                path=directory,
+            )
         flow_dir = directory / CREWAI_DIR
         fs.make_dirs(flow_dir)
         with fs.locked(flow_dir, self.lock_timeout, f"the CrewAI flow run {flow_uuid}"):
             workflow = session.workflow()
-            if workflow.name != files.WORKFLOW_NAME:
-                raise SessionExistsError(
-                    f"session {self.project}/{session.session_id} has workflow {workflow.name!r}, not "
-                    f"{files.WORKFLOW_NAME!r}: it is not a CrewAI flow run's, and was left untouched",
-                    path=directory,
-                )
             changed, number = files.with_method(workflow, method_name, review)
             if changed != workflow:
                 session.change_workflow(changed)
@@ -116,6 +113,18 @@ class HaythamFlowPersistence(FlowPersistence):
             return files.FlowPointers.parse(read_file(self._flow_dir(flow_uuid) / files.FLOW_FILE).decode("utf-8"))
         except FileNotFoundError:
             return files.FlowPointers()
+
+    def _output(self, flow_uuid: str, number: int, agent: str) -> str:
+        """The newest ``agent`` output of the phase: the current attempt's, else (a writer
+        killed between opening a new attempt and saving it) the last kept attempt's."""
+        session = self.session(flow_uuid)
+        try:
+            return session.agent_output(number, agent).content
+        except NotFoundError:
+            for attempt in reversed(session.attempts(number)):
+                if agent in attempt.outputs:
+                    return attempt.outputs[agent]
+            raise
 
     def _write_pointers(self, flow_uuid: str, pointers: files.FlowPointers) -> None:
         fs.atomic_write(self._flow_dir(flow_uuid) / files.FLOW_FILE, pointers.render())
@@ -142,8 +151,8 @@ class HaythamFlowPersistence(FlowPersistence):
                 unchanged = False
             if unchanged:
                 return  # saved again as it is (a resumed method): its review stays as it was
-        if phase_state in _REVIEWED or (request is not None and phase_state not in ("pending", "in_progress")):
-            session.start_attempt(number)
+        if phase_state not in ("pending", "in_progress"):
+            session.start_attempt(number)  # the earlier save stays, as attempts/{n}/, to diff
         session.save_phase(
             number,
             outputs,
@@ -167,8 +176,7 @@ class HaythamFlowPersistence(FlowPersistence):
         pointers = self._pointers(flow_uuid)
         if pointers.latest is None:
             return None
-        content = self.session(flow_uuid).agent_output(pointers.latest, files.STATE_AGENT).content
-        return files.parse_state(content)
+        return files.parse_state(self._output(flow_uuid, pointers.latest, files.STATE_AGENT))
 
     def save_pending_feedback(
         self, flow_uuid: str, context: PendingFeedbackContext, state_data: dict[str, Any] | BaseModel
@@ -189,9 +197,8 @@ class HaythamFlowPersistence(FlowPersistence):
         pointers = self._pointers(flow_uuid)
         if pointers.pending is None:
             return None
-        session = self.session(flow_uuid)
-        state = files.parse_state(session.agent_output(pointers.pending, files.STATE_AGENT).content)
-        request = session.agent_output(pointers.pending, files.FEEDBACK_AGENT).content
+        state = files.parse_state(self._output(flow_uuid, pointers.pending, files.STATE_AGENT))
+        request = self._output(flow_uuid, pointers.pending, files.FEEDBACK_AGENT)
         return state, PendingFeedbackContext.from_dict(files.parse_feedback_context(request))
 
     def clear_pending_feedback(self, flow_uuid: str) -> None:
