@@ -141,15 +141,30 @@ def main(argv: list[str]) -> int:
     run_and_kill(base_dir, flow_id)
     print(f"killed in the middle of 'review'; the saved state has: {sorted(store.load_state(flow_id) or {})}")
 
-    paused = ReleaseNotes(suppress_flow_events=True).kickoff(inputs={"id": flow_id})  # reloads the state; review pauses
+    paused = ReleaseNotes(suppress_flow_events=True).kickoff(
+        inputs={"id": flow_id}
+    )  # reloads the state; review pauses
     assert isinstance(paused, HumanFeedbackPending), paused
     session = store.session_id(flow_id)
     print(f"paused for review: {store.manager.state(PROJECT, session).state}")
     print(haytham("list", "--awaiting-review", "--base-dir", base_dir))
 
     number = store.pending_phase(flow_id)
-    print(haytham("feedback", PROJECT, session, str(number), "--approve", "--comment", "Approved: ship it.",
-                  "--reviewer", "Ada <ada@example.com>", "--base-dir", base_dir))
+    print(
+        haytham(
+            "feedback",
+            PROJECT,
+            session,
+            str(number),
+            "--approve",
+            "--comment",
+            "Approved: ship it.",
+            "--reviewer",
+            "Ada <ada@example.com>",
+            "--base-dir",
+            base_dir,
+        )
+    )
     result = resume_from_review(ReleaseNotes, store, flow_id, suppress_flow_events=True)
     print(f"finished: {store.manager.state(PROJECT, session).state}\n")
     print(result)

@@ -18,9 +18,8 @@ from decimal import Decimal
 from pathlib import Path, PurePath
 from typing import Any
 
-import pytest
-
 import crewai_env
+import pytest
 
 try:
     from crewai.flow.async_feedback.types import HumanFeedbackPending, PendingFeedbackContext
@@ -110,9 +109,26 @@ def test_a_real_flow_pauses_for_review_and_completes_after_haytham_feedback(tmp_
     assert resume_from_review(flow_class, store, flow_id) is None
 
     answered = subprocess.run(
-        [sys.executable, "-m", "haytham", "feedback", P, flow_id, "2", "--approve",
-         "--comment", "approved, nice", "--reviewer", "Ada <ada@example.com>", "--base-dir", str(base)],
-        capture_output=True, text=True, env={**os.environ}, check=False,
+        [
+            sys.executable,
+            "-m",
+            "haytham",
+            "feedback",
+            P,
+            flow_id,
+            "2",
+            "--approve",
+            "--comment",
+            "approved, nice",
+            "--reviewer",
+            "Ada <ada@example.com>",
+            "--base-dir",
+            str(base),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+        check=False,
     )
     assert answered.returncode == 0, answered.stderr
     answer = review_answer(store, flow_id)
@@ -135,7 +151,12 @@ def test_a_send_back_naming_an_outcome_routes_there(tmp_path: Path) -> None:
     context = PendingFeedbackContext(flow_id, "x.Flow", "review", "draft", "Ok?", emit=["approved", "revise"])
     store.save_pending_feedback(flow_id, context, {"id": flow_id})
     store.manager.save_user_feedback(
-        P, flow_id, 1, reviewed=True, approved=False, comments="`revise`: shorter please",
+        P,
+        flow_id,
+        1,
+        reviewed=True,
+        approved=False,
+        comments="`revise`: shorter please",
         requested_changes=["cut the intro"],
     )
     answer = review_answer(store, flow_id)
@@ -189,7 +210,8 @@ def test_a_diff_of_two_saves_shows_only_what_changed(tmp_path: Path) -> None:
     diff = run_json(tmp_path, "diff", f"{P}/{flow_id}:1#1", f"{P}/{flow_id}:1#2")
     [state] = [a for a in diff["agents"] if a["agent"] == "state"]
     changed = [
-        line for line in state["diff"].splitlines()
+        line
+        for line in state["diff"].splitlines()
         if line[:1] in "+-" and not line.startswith(("+++", "---"))
     ]
     assert changed == ['-  "count": 1', '+  "count": 2']
@@ -222,7 +244,11 @@ def test_a_session_of_another_workflow_is_left_untouched(tmp_path: Path) -> None
 def test_the_example_is_killed_resumed_reviewed_and_finishes(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "crewai_review.py"), str(tmp_path)],
-        capture_output=True, text=True, env={**os.environ, **crewai_env.OFFLINE}, check=False, timeout=600,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **crewai_env.OFFLINE},
+        check=False,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
@@ -231,7 +257,9 @@ def test_the_example_is_killed_resumed_reviewed_and_finishes(tmp_path: Path) -> 
     assert "finished: completed" in out
     assert "> Reviewer: Approved: ship it." in out
     session = tmp_path / "crewai_review" / "sessions" / "release-notes-1"
-    state = json.loads((session / "phase_3_publish" / "state.md").read_text("utf-8").split("```json\n")[1].split("\n```")[0])
+    state = json.loads(
+        (session / "phase_3_publish" / "state.md").read_text("utf-8").split("```json\n")[1].split("\n```")[0]
+    )
     assert state["drafts_written"] == 1  # the draft saved before the kill was kept
     assert "phase_2_review/human_feedback.md" in out
 
@@ -244,3 +272,13 @@ def test_without_crewai_the_import_names_the_extra(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install 'haytham[crewai]'" in done.stdout
+
+
+def test_the_docs_example_runs() -> None:
+    """docs/crewai.md's first Python block, as written: a flow paused, answered, finished."""
+    text = (ROOT / "docs" / "crewai.md").read_text(encoding="utf-8")
+    block = text.split("```python\n", 1)[1].split("\n```", 1)[0]
+    namespace: dict[str, Any] = {"__name__": "crewai_docs"}
+    exec(compile(block, "docs/crewai.md", "exec"), namespace)
+    store = namespace["store"]
+    assert store.load_pending_feedback(namespace["flow_id"]) is None

@@ -12,9 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import crewai_env  # noqa: F401 - before CrewAI: no network
+import pytest
 
 try:
     from crewai.flow.persistence import SQLiteFlowPersistence

@@ -16,4 +16,10 @@ from haytham.integrations.crewai.persistence import HaythamFlowPersistence
 from haytham.integrations.crewai.review import ReviewAnswer, resume_from_review, review_answer
 from haytham.integrations.crewai.values import UnencodableValueError
 
-__all__ = ["HaythamFlowPersistence", "ReviewAnswer", "UnencodableValueError", "resume_from_review", "review_answer"]
+__all__ = [
+    "HaythamFlowPersistence",
+    "ReviewAnswer",
+    "UnencodableValueError",
+    "resume_from_review",
+    "review_answer",
+]

@@ -99,7 +99,9 @@ def _flow_id() -> str:
     return str(uuid.uuid4())
 
 
-def _context(flow_id: str, method: str = "review", message: str = "Approve this draft?") -> PendingFeedbackContext:
+def _context(
+    flow_id: str, method: str = "review", message: str = "Approve this draft?"
+) -> PendingFeedbackContext:
     return PendingFeedbackContext(
         flow_id=flow_id,
         flow_class="tests.ReviewFlow",
@@ -173,7 +175,8 @@ def test_flows_never_mix(make_flow_persistence: Factory) -> None:
     assert store.load_state(one) == {"id": one, "who": "one"}
     assert store.load_pending_feedback(one) is None
     loaded = store.load_pending_feedback(two)
-    assert loaded is not None and loaded[0] == {"id": two, "who": "two paused"}
+    assert loaded is not None
+    assert loaded[0] == {"id": two, "who": "two paused"}
     store.clear_pending_feedback(one)
     assert store.load_pending_feedback(two) is not None
 
@@ -223,7 +226,8 @@ def test_clear_pending_feedback(make_flow_persistence: Factory) -> None:
     assert store.load_state(flow_id) == {"id": flow_id, "v": "resumed"}
     store.save_pending_feedback(flow_id, _context(flow_id, message="again?"), {"id": flow_id, "v": "again"})
     loaded = store.load_pending_feedback(flow_id)
-    assert loaded is not None and loaded[1].message == "again?"
+    assert loaded is not None
+    assert loaded[1].message == "again?"
 
 
 # ---------------------------------------------------------------------- other processes
@@ -290,7 +294,8 @@ def test_concurrent_writers_in_two_processes(make_flow_persistence: Factory) -> 
     assert store.load_state(own_b) == _state(own_b, "b", count - 1)
     last = store.load_state(shared)
     assert _complete(last, shared)
-    assert last is not None and last["n"] == count - 1
+    assert last is not None
+    assert last["n"] == count - 1
 
 
 def test_kill_mid_save_leaves_the_last_complete_state(make_flow_persistence: Factory) -> None:
@@ -315,6 +320,7 @@ def test_kill_mid_save_leaves_the_last_complete_state(make_flow_persistence: Fac
         store = make_flow_persistence()
         loaded = store.load_state(flow_id)
         assert _complete(loaded, flow_id), f"round {round_number}: a torn or missing state {loaded!r:.200}"
-        assert loaded is not None and loaded["n"] >= returned
+        assert loaded is not None
+        assert loaded["n"] >= returned
         store.save_state(flow_id, "after", {"id": flow_id, "after": round_number})
         assert store.load_state(flow_id) == {"id": flow_id, "after": round_number}

@@ -150,7 +150,9 @@ class FlowPointers:
     """The phase paused for human feedback, or None."""
 
     def render(self) -> str:
-        return json.dumps({"latest": self.latest, "saves": self.saves, "pending": self.pending}, indent=2) + "\n"
+        return (
+            json.dumps({"latest": self.latest, "saves": self.saves, "pending": self.pending}, indent=2) + "\n"
+        )
 
     @classmethod
     def parse(cls, text: str) -> FlowPointers:

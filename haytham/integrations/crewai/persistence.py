@@ -35,6 +35,7 @@ from haytham.store.names import check_name, check_user_id
 if TYPE_CHECKING:
     from crewai.flow.async_feedback.types import PendingFeedbackContext
 
+
 class HaythamFlowPersistence(FlowPersistence):
     """A ``FlowPersistence`` whose flow runs are haytham sessions of ``project``.
 
@@ -52,7 +53,8 @@ class HaythamFlowPersistence(FlowPersistence):
     def __init__(
         self, base_dir: str | os.PathLike[str] = "projects", project: str = "crewai", /, **kwargs: Any
     ) -> None:
-        super().__init__(base_dir=os.fspath(base_dir), project=project, **kwargs)
+        kwargs.update(base_dir=os.fspath(base_dir), project=project)
+        super().__init__(**kwargs)
 
     def model_post_init(self, context: Any, /) -> None:
         check_name("project", self.project)
@@ -80,7 +82,9 @@ class HaythamFlowPersistence(FlowPersistence):
         return self.session(flow_uuid).directory / CREWAI_DIR
 
     @contextlib.contextmanager
-    def _locked_flow(self, flow_uuid: str, method_name: str, review: bool) -> Iterator[tuple[SessionHandle, int]]:
+    def _locked_flow(
+        self, flow_uuid: str, method_name: str, review: bool
+    ) -> Iterator[tuple[SessionHandle, int]]:
         """Hold the run's lock (``crewai/.haytham.lock``), with the session made and a phase
         for ``method_name`` in its workflow; yield the session and the phase number.
 
@@ -110,7 +114,9 @@ class HaythamFlowPersistence(FlowPersistence):
 
     def _pointers(self, flow_uuid: str) -> files.FlowPointers:
         try:
-            return files.FlowPointers.parse(read_file(self._flow_dir(flow_uuid) / files.FLOW_FILE).decode("utf-8"))
+            return files.FlowPointers.parse(
+                read_file(self._flow_dir(flow_uuid) / files.FLOW_FILE).decode("utf-8")
+            )
         except FileNotFoundError:
             return files.FlowPointers()
 
@@ -146,7 +152,9 @@ class HaythamFlowPersistence(FlowPersistence):
         phase_state = session.state().phase(number).state
         if request is None and phase_state != "pending":
             try:
-                unchanged = session.agent_output(number, files.STATE_AGENT).content == outputs[files.STATE_AGENT]
+                unchanged = (
+                    session.agent_output(number, files.STATE_AGENT).content == outputs[files.STATE_AGENT]
+                )
             except NotFoundError:
                 unchanged = False
             if unchanged:

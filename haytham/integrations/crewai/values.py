@@ -64,7 +64,10 @@ def encode(value: Any, path: str = "") -> Any:
             return {key: encode(item, f"{path}[{key!r}]") for key, item in value.items()}
         return _tagged(
             "dict",
-            [[encode(key, f"{path}.keys()"), encode(item, f"{path}[{key!r}]")] for key, item in value.items()],
+            [
+                [encode(key, f"{path}.keys()"), encode(item, f"{path}[{key!r}]")]
+                for key, item in value.items()
+            ],
         )
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
@@ -129,7 +132,10 @@ def _decode_tagged(kind: str, value: Any, path: str) -> Any:
         items = [decode(item, f"{path}[{index}]") for index, item in enumerate(value)]
         return {"tuple": tuple, "set": set, "frozenset": frozenset}[kind](items)
     if kind == "dict":
-        return {decode(key, f"{path}.keys()"): decode(item, f"{path}[{index}]") for index, (key, item) in enumerate(value)}
+        return {
+            decode(key, f"{path}.keys()"): decode(item, f"{path}[{index}]")
+            for index, (key, item) in enumerate(value)
+        }
     raise InvalidArgumentError(f"{_where(path)} has an unknown {TAG} tag {kind!r}", field=_where(path))
 
 
