@@ -28,15 +28,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from haytham.errors import InvalidArgumentError
+from haytham.errors import InvalidArgumentError, UnencodableValueError
 
 TAG = "$haytham"
 """The key of a tagged value: ``{"$haytham": "datetime", "value": "2026-01-02T03:04:05"}``."""
-
-
-class UnencodableValueError(InvalidArgumentError):
-    """A value of the state is neither JSON-native nor of an allow-listed type; ``field``
-    is where it is (``state["items"][2]``)."""
 
 
 def _where(path: str) -> str:
