@@ -11,10 +11,10 @@ used as it is, without asking CrewAI's LLM to collapse the text into one.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from haytham.format.patterns import lazy
 from haytham.integrations.crewai import files
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from haytham.integrations.crewai.persistence import HaythamFlowPersistence
 
-_FIRST_WORD = re.compile(r"[`*_\"']*([^\s`*_\"',.;:!]+)")
+_FIRST_WORD = lazy(r"[`*_\"']*([^\s`*_\"',.;:!]+)")
 
 
 @dataclass(frozen=True)

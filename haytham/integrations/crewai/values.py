@@ -19,7 +19,6 @@ import base64
 import datetime as dt
 import json
 import math
-import re
 import uuid
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -29,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from haytham.errors import InvalidArgumentError, UnencodableValueError
+from haytham.format.patterns import lazy
 
 TAG = "$haytham"
 """The key of a tagged value: ``{"$haytham": "datetime", "value": "2026-01-02T03:04:05"}``."""
@@ -162,7 +162,7 @@ def state_dict(state_data: Mapping[str, Any] | BaseModel) -> dict[str, Any]:
     )
 
 
-_UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff]")
+_UNSAFE = lazy("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff]")
 """Characters that could break a line or a file: controls (but the newline), the line and
 paragraph separators, the byte order mark and lone surrogates."""
 
