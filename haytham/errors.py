@@ -45,6 +45,12 @@ class UnknownPhaseError(InvalidArgumentError):
     """A phase number is not in the workflow, or not in the session's execution mode."""
 
 
+class UnencodableValueError(InvalidArgumentError):
+    """A value of a CrewAI flow state is neither JSON-native nor of the allow-listed types
+    haytham stores (``haytham.integrations.crewai.values``); ``field`` says where it is
+    (``state['items'][2]``)."""
+
+
 class DocumentError(HaythamError, ValueError):
     """A session file does not parse or does not validate; names file, line, field, value."""
 

@@ -90,6 +90,9 @@ NOTIFY_FAILURES_FILE = "notify-failures.log"
 (``haytham.notify``), shown by ``haytham doctor``."""
 GITATTRIBUTES_FILE = ".gitattributes"
 
+CREWAI_DIR = "crewai"
+"""A CrewAI flow run's pointers inside its session (``haytham.integrations.crewai``):
+``crewai/flow.json`` names the phase with the newest state and the one awaiting feedback."""
 LANGGRAPH_DIR = "langgraph"
 """A LangGraph thread's checkpoints inside its session (``haytham.integrations.langgraph``):
 ``langgraph/{namespace}/{checkpoint_id}.md``, pending writes in ``{checkpoint_id}.writes.md``."""
