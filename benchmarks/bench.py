@@ -769,7 +769,10 @@ print(time.perf_counter() - began)
 
 
 def s5(root: Path, sizes: Sizes, repeats: int) -> None:
-    FLOORS["S5"] = "list the history folder, read+decode every entry file (in one process)"
+    FLOORS["S5"] = (
+        "list the history folder, read+decode every entry file (in one process, after imports; "
+        "cold: the page cache dropped before each side)"
+    )
     per_entry: dict[int, float] = {}
     for count in sizes.history:
         base = long_history(root, count)
@@ -779,7 +782,14 @@ def s5(root: Path, sizes: Sizes, repeats: int) -> None:
         )
         per_entry[count] = median_of(mine) / count
         if count == sizes.history[1]:
-            row("S5", f"history() of {count:,} entries", mine, floor, 2, "<= 2x reading the entries")
+            row("S5", f"history() of {count:,} entries, warm", mine, floor, 2, "<= 2x reading the entries")
+            mine, floor = timed_alternately(
+                repeats,
+                py(HISTORY_IN_PROCESS, str(base)),
+                py(FLOOR_HISTORY, str(folder)),
+                before=drop_caches,
+            )
+            row("S5", "  the same, cold (page cache dropped)", mine, floor, 2, "<= 2x reading the entries")
     small, large = sizes.history
     growth = per_entry[large] / per_entry[small]
     ROWS.append(
@@ -839,6 +849,10 @@ def s6(root: Path, sizes: Sizes, repeats: int) -> None:
     run_process(argv)
     mine, floor = alternate(repeats, lambda: run_process(argv), lambda: run_process(py(FLOOR_READ, *files)))
     row("S6", "load_session + get_phase_outputs 7x3, new process", mine, floor, 4, "<= 4x a reading process")
+    mine, floor = alternate(
+        repeats, lambda: run_process(argv), lambda: run_process(py(FLOOR_READ, *files)), before=drop_caches
+    )
+    row("S6", "  the same, cold (page cache dropped)", mine, floor, 4, "<= 4x a reading process")
     done = subprocess.run(
         py(LOAD_WARM, str(base), str(session), str(5 * repeats)),
         env=child_env(),
