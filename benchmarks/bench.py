@@ -132,7 +132,9 @@ def shown(value: Timing) -> str:
     """A timing as a cell: ``12.3 ms`` or, for repeats, ``12.3 ms [11.0-14.1]`` (median, min-max)."""
     if isinstance(value, float | int):
         return ms(value)
-    return f"{ms(statistics.median(value))} [{ms(min(value)).split()[0]}-{ms(max(value))}]"
+    middle = statistics.median(value)
+    scale, unit = (1000, "ms") if middle < 10 else (1, "s")
+    return f"{middle * scale:.1f} {unit} [{min(value) * scale:.1f}-{max(value) * scale:.1f} {unit}]"
 
 
 def verdict(met: bool | None) -> str:
