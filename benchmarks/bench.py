@@ -10,8 +10,9 @@ S1 validate two files; S2 validate a tree; S3 start-up (status, validate A B, th
 driver); S4 listings (the library, ``haytham list`` piped, on a terminal, --awaiting-review,
 memory); S5 history; S6 load a session; S7/S8 saving a phase; S9 memory of big files; S10
 peers (JSON files, SqliteSaver); S11 LangGraph; S12 the review pages (inbox, sessions page;
-web extra); S13 ``haytham sync`` with the merge driver; S14 the server under load (load.py). Every figure names its floor (what
-the same work costs in a few lines of plain Python, or a peer), and is timed:
+web extra); S13 ``haytham sync`` with the merge driver; S14 the server under load (load.py).
+Every figure names its floor (what the same work costs in a few lines of plain Python, or a
+peer), and is timed:
 
 - *cold* where it means something: a new process, no index, and the page cache dropped
   before each run of either side (``drop_caches``: as root; elsewhere the cache stays warm
