@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where people wait (issues 15 and 26, S1-S13): haytham against honest plain-Python floors and peers.
+"""Where people wait (issues 15 and 26, S1-S14): haytham against honest plain-Python floors and peers.
 
     .venv/bin/python benchmarks/bench.py            # 10,000 sessions (under an hour; trees cached)
     .venv/bin/python benchmarks/bench.py --full     # and listings of 100,000 (about 1.5 h)
