@@ -271,7 +271,7 @@ def stale_checks(folder: Path | None = None) -> list[str]:
     return stale
 
 
-_RECORDED = re.compile(r'^(SCHEMA_DIGEST|VERSION) = "([^"]*)"$', re.MULTILINE)
+_RECORDED = lazy(r'^(SCHEMA_DIGEST|VERSION) = "([^"]*)"$', re.MULTILINE)
 """The schema digest and the fastjsonschema release a generated predicate file records."""
 
 
