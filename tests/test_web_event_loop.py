@@ -23,7 +23,6 @@ import http.cookiejar
 import inspect
 import io
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -42,10 +41,9 @@ import pytest
 if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it skips with the reason
     pytest.importorskip("starlette", reason="the web extra is not installed: pip install 'haytham[web]'")
 
-import uvicorn
 from starlette.routing import Mount, Route
 from test_web import WAIT, form_fields
-from web_demo import P, S, awaiting_demo, client_of
+from web_demo import P, S, awaiting_demo, client_of, served_in_a_thread
 
 from haytham import CheckpointManager
 from haytham.run.demo import run_demo
@@ -329,22 +327,8 @@ def threaded(tmp_path: Path) -> Iterator[tuple[str, CheckpointManager]]:
     a page's computation in flight); its address and the manager once it has started."""
     manager = awaiting_demo(tmp_path / "projects")
     assert run_demo(manager, OTHER, review="manual").status == "awaiting_review"
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(web_app.create_app(str(manager.base_dir)), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}", manager
-    finally:
-        server.should_exit = True
-        thread.join(timeout=WAIT)
-        sock.close()
+    with served_in_a_thread(manager, WAIT) as address:
+        yield address, manager
 
 
 def test_a_session_page_answers_while_an_inbox_is_being_computed(

@@ -29,13 +29,12 @@ import pytest
 if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it skips with the reason
     pytest.importorskip("starlette", reason="the web extra is not installed: pip install 'haytham[web]'")
 
-import uvicorn
 from test_web import HAYTHAM, WAIT, P, S, form_fields
+from web_demo import served_in_a_thread
 
 from haytham import CheckpointManager
 from haytham.run.demo import run_demo
 from haytham.store import fs
-from haytham.web.app import create_app
 
 OTHER = "idea-002"
 
@@ -122,24 +121,8 @@ def server(tmp_path: Path) -> Iterator[tuple[str, CheckpointManager]]:
     manager = CheckpointManager(tmp_path / "projects")
     for session in (S, OTHER):
         assert run_demo(manager, session, review="manual").status == "awaiting_review"
-    app = create_app(str(manager.base_dir))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="off")
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT
-    while not uv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}", manager
-    finally:
-        uv.should_exit = True
-        thread.join(timeout=WAIT)
-        sock.close()
+    with served_in_a_thread(manager, WAIT) as address:
+        yield address, manager
 
 
 def waiting_on_a_lock() -> bool:

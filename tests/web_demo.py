@@ -30,3 +30,33 @@ def client_of(manager: CheckpointManager, **app_options: Any) -> Iterator[TestCl
     """A client of ``create_app`` over the manager's base directory, as a browser on 127.0.0.1."""
     with TestClient(create_app(str(manager.base_dir), **app_options), base_url="http://127.0.0.1") as client:
         yield client
+
+
+@contextmanager
+def served_in_a_thread(manager: CheckpointManager, wait: float = 60) -> Iterator[str]:
+    """uvicorn serving ``create_app`` over the manager's base directory in a thread of this
+    process (so a test can see where the server's threads wait, or hold a page in flight);
+    its address once it has started, stopped at the end."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(str(manager.base_dir)), log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + wait
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=wait)
+        sock.close()
