@@ -137,7 +137,7 @@ def file_digest(path: Path) -> str:
 
 
 def fsync_dir(directory: Path) -> None:
-    """fsync the folder ``directory``; StorageError names it."""
+    """fsync the folder ``directory`` (or a file: the same call); StorageError names it."""
     with _naming(directory):
         fd = os.open(directory, os.O_RDONLY)
         try:
@@ -431,12 +431,7 @@ class Change:
         the contents from the steps (a change past ``REDO_MAX_BYTES``)."""
         self.redo = False
         for staged in self._staged:
-            with _naming(staged):
-                fd = os.open(staged, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+            fsync_dir(staged)  # the same call makes a file's data durable
         self.steps = [replace(step, content=None) for step in self.steps]
 
     def _no_redo(self) -> None:
