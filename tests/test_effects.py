@@ -152,6 +152,9 @@ def test_the_killed_side_effect_agent_is_held_for_a_person_not_run_again(crashed
         ("notify", "completed"),
         ("send", "in_progress"),  # recorded as started, durably, before it was called
     ]
+    # Before any resume, as soon as the runner is gone, status says what the crash left unknown.
+    before = _cli(crashed, "status", P, S)
+    assert "phase 2 (Send) was interrupted (send may have run (started, never completed))" in before
 
     output = _cli(crashed, "resume", P, S)
     assert "phase 2 awaits review" in output

@@ -31,11 +31,12 @@ from haytham.format.trace_context import span_id as span_id
 from haytham.format.trace_context import trace_id as trace_id
 from haytham.format.trace_context import traceparent as traceparent
 from haytham.records import AgentOutput, PhaseCheckpoint
+from haytham.store.interrupted import MAY_HAVE_RUN as MAY_HAVE_RUN
+from haytham.store.interrupted import may_have_run as may_have_run
+from haytham.store.interrupted import started_agents as started_agents
 
 KEY_PREFIX = "haytham"
 """The first part of every idempotency key."""
-MAY_HAVE_RUN = "may have run"
-"""How every view names an agent that started and never recorded an end."""
 
 
 def idempotency_key(
@@ -50,28 +51,6 @@ def idempotency_key(
     parts = (project_id, session_id, str(phase), str(attempt), agent, str(try_number))
     digest = hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
     return f"{KEY_PREFIX}-{digest[:32]}"
-
-
-def started_agents(checkpoint: PhaseCheckpoint | None) -> tuple[str, ...]:
-    """The agents a checkpoint records as started and not finished (row ``in_progress``)."""
-    if checkpoint is None:
-        return ()
-    return tuple(run.agent_name for run in checkpoint.agents if run.status == "in_progress")
-
-
-def may_have_run(
-    checkpoint: PhaseCheckpoint | None, outputs: Mapping[str, AgentOutput | None]
-) -> tuple[str, ...]:
-    """The agents that started and never completed: recorded as started in ``checkpoint`` and
-    without a completed output in ``outputs`` (name -> the output as saved, None when there
-    is no file). Only meaningful when no runner is running the session: a live run's started
-    agents are running."""
-    found = []
-    for name in started_agents(checkpoint):
-        output = outputs.get(name)
-        if output is None or output.status != "completed":
-            found.append(name)
-    return tuple(found)
 
 
 PLACEHOLDER_ERROR = "MayHaveRun"

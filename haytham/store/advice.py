@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Literal
 
 from haytham.format.layout import FEEDBACK_FILE
+from haytham.records import AgentOutput
+from haytham.store import interrupted
 from haytham.store.manager import CheckpointManager
 
 
@@ -77,7 +79,25 @@ def next_step(manager: CheckpointManager, project_id: str, session_id: str) -> N
     if current.state == "failed":
         errors = manager.load_checkpoint(project_id, session_id, number).errors
         return NextStep("resume", number, "failed", "; ".join(errors))
-    return NextStep("resume", number, "interrupted" if current.state == "in_progress" else "ready")
+    if current.state != "in_progress":
+        return NextStep("resume", number, "ready")
+    return NextStep("resume", number, "interrupted", _uncertain(manager, project_id, session_id, number))
+
+
+def _uncertain(manager: CheckpointManager, project_id: str, session_id: str, number: int) -> str:
+    """The agents of an interrupted phase that may have run (``store.interrupted``), named as a
+    person reads them; empty when every started agent's output is complete, or none started."""
+    checkpoint = manager.load_checkpoints(project_id, session_id).get(number)
+    outputs: dict[str, AgentOutput | None] = {}
+    for name in interrupted.started_agents(checkpoint):
+        try:
+            outputs[name] = manager.load_agent_output(project_id, session_id, number, name)
+        except FileNotFoundError:
+            outputs[name] = None
+    found = interrupted.may_have_run(checkpoint, outputs)
+    if not found:
+        return ""
+    return f"{', '.join(found)} {interrupted.MAY_HAVE_RUN} (started, never completed)"
 
 
 @dataclass(frozen=True)
@@ -144,7 +164,8 @@ def advise(
     elif step.reason in ("interrupted", "ready"):
         name = manager.session_workflow(project, session).phase(number).name
         verb = "was interrupted" if step.reason == "interrupted" else "is ready to run"
-        message = f"phase {number} ({name}) {verb}: run {resume}"
+        why = f" ({step.detail})" if step.detail else ""
+        message = f"phase {number} ({name}) {verb}{why}: run {resume}"
     else:
         run = command("show", project, session)
         message = f"every phase is done: read the results with {run}"
