@@ -150,6 +150,23 @@ def test_the_watcher_is_off_with_haytham_watch_0(base: Path, monkeypatch: pytest
     assert off.changed_sessions() is None and off.changed_sessions() is None
 
 
+def test_a_base_directory_that_does_not_exist_yet_turns_the_watcher_off(tmp_path: Path) -> None:
+    later = tmp_path / "not-yet"
+    off = Watcher(later)
+    later.mkdir()  # made after: its changes would raise no event here
+    assert not off.active and off.changed_sessions() is None
+
+
+def test_a_linked_base_directory_is_watched_through_its_link(base: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(base)
+    linked = Watcher(link)
+    assert linked.active and linked.changed_sessions() is None
+    review = review_file(base, "s-000")
+    review.write_text(approved(review.read_text("utf-8")), "utf-8")
+    assert linked.changed_sessions() == {os.path.join(link, P, "sessions", "s-000")}
+
+
 def test_a_linked_sessions_folder_turns_the_watcher_off(base: Path, tmp_path: Path) -> None:
     (tmp_path / "outside").mkdir()
     (base / "linked").mkdir()

@@ -165,10 +165,12 @@ class Watcher:
         pending = [top]
         while pending:
             directory = pending.pop()
-            wd = self._libc.add_watch(self._fd, os.fsencode(directory), _MASK)
+            top_of_all = directory == self.base  # followed if a link: the base directory as given
+            mask = _MASK & ~_IN_DONT_FOLLOW if top_of_all else _MASK
+            wd = self._libc.add_watch(self._fd, os.fsencode(directory), mask)
             if wd < 0:
                 code = ctypes.get_errno()
-                if code in (errno.ENOENT, errno.ENOTDIR):
+                if code in (errno.ENOENT, errno.ENOTDIR) and not top_of_all:
                     continue  # gone meanwhile: its parent's event says so
                 return False  # ENOSPC (the limit), EACCES, ...: events would be incomplete
             self._paths[wd] = directory
