@@ -165,6 +165,8 @@ def test_a_linked_base_directory_is_watched_through_its_link(base: Path, tmp_pat
     review = review_file(base, "s-000")
     review.write_text(approved(review.read_text("utf-8")), "utf-8")
     assert linked.changed_sessions() == {os.path.join(link, P, "sessions", "s-000")}
+    linked.close()
+    assert not linked.active and linked.changed_sessions() is None
 
 
 def test_a_linked_sessions_folder_turns_the_watcher_off(base: Path, tmp_path: Path) -> None:
@@ -188,8 +190,11 @@ from haytham.web.app import create_app  # noqa: E402
 
 @pytest.fixture
 def client(base: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(str(base), watch=True), base_url="http://127.0.0.1") as test_client:
+    app = create_app(str(base), watch=True)
+    with TestClient(app, base_url="http://127.0.0.1") as test_client:
+        assert app.state.watcher.active
         yield test_client
+    assert not app.state.watcher.active  # its inotify instance given back at shutdown
 
 
 class Stats:

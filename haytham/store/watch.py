@@ -153,8 +153,9 @@ class Watcher:
 
     def close(self) -> None:
         """Stop watching (every answer is None from now on)."""
-        self._stop()
-        self._libc = None
+        with self.lock:
+            self._stop()
+            self._libc = None
 
     def _watch_tree(self, top: str, changed: set[str] | None = None) -> bool:
         """Add a watch on ``top`` and every directory under it (the watch before the listing,

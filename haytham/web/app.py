@@ -13,9 +13,10 @@ parse 422; anything unexpected is a 500 page without a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import mimetypes
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
@@ -289,11 +290,23 @@ def create_app(
         HaythamError: _library_error,
         Exception: _server_error,
     }
-    return Starlette(
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:  # the inotify instance back to the system (a user has 128)
+            if watcher is not None:
+                watcher.close()
+
+    app = Starlette(
+        lifespan=lifespan,
         routes=routes,
         middleware=[Middleware(TrustedHosts, guard=guard), Middleware(GuardMiddleware, guard=guard)],
         exception_handlers=handlers,
     )
+    app.state.watcher = watcher
+    return app
 
 
 _FALLBACK_SAFE = lazy(r"[^A-Za-z0-9 ._~()+!#$&-]")
