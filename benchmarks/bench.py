@@ -1592,7 +1592,8 @@ from haytham.web.app import create_app
 
 top, mode, repeats, paths = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 began = time.perf_counter()
-client = TestClient(create_app(top), base_url="http://127.0.0.1")
+# as haytham serve makes it (HAYTHAM_WATCH=0: the stat check of every session instead)
+client = TestClient(create_app(top, watch=True), base_url="http://127.0.0.1")
 if mode == 'cold':  # the first request of a new server: no index, files not yet read
     began = time.perf_counter()
     page = client.get(paths[0])

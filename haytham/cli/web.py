@@ -100,7 +100,7 @@ def serve(host: str, port: int, open_browser: bool, reviewer: Reviewer | None, b
         url = f"http://{_netloc(host, port)}/?token={token}"
         click.echo(f"Listening on {host}, not only this machine: every request needs the token below.")
     app = app_module.create_app(
-        str(base_dir), guard=guard, reviewer=reviewer, notify=notify_config(), otel=otel_config()
+        str(base_dir), guard=guard, reviewer=reviewer, notify=notify_config(), otel=otel_config(), watch=True
     )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False))
     click.echo(f"Serving the sessions under {base_dir} at {url}  (Ctrl-C to stop)")

@@ -45,6 +45,7 @@ PUBLIC_MODULES = (
     "advice",
     "shown",
     "review_time",
+    "watch",
 )
 """The store's public API: the modules the layers above may import, and of them only names
 without a leading underscore (``tests/test_public_api.py`` checks every import outside

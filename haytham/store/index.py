@@ -298,20 +298,21 @@ class Index:
         gone: Iterable[tuple[str, str]],
         gone_parents: Iterable[str] = (),
         entries: tuple[str, Iterable[tuple[str, str, str]]] | None = None,
-    ) -> None:
+    ) -> bool:
         """Remember ``(parent, name, identity, facts, listed, issues, depth, *SUMMARY_COLUMNS)`` rows and
         forget the ``(parent, name)`` of ``gone`` and every row of ``gone_parents``: in one
         transaction, through a connection of its own (this one may hold a ``snapshot``).
         ``entries``: a kind and its ``(path, identity, value)`` rows to remember too (as
         ``store``); the entries of that kind below a folder forgotten are forgotten with it.
-        Errors are swallowed: a row not remembered is read again next time."""
+        Errors are swallowed: a row not remembered is read again next time. Returns whether
+        the rows were written (or there were none)."""
         import sqlite3
 
         rows, gone, gone_parents = list(rows), list(gone), list(gone_parents)
         kind, kept = entries if entries is not None else ("", ())
         kept = list(kept)
         if not rows and not gone and not gone_parents and not kept:
-            return
+            return True
         below = [os.path.join(parent, name, "") for parent, name in gone] + [
             os.path.join(parent, "") for parent in gone_parents
         ]
@@ -319,7 +320,7 @@ class Index:
         try:
             writer = sqlite3.connect(self._file, timeout=1.0, isolation_level=None, check_same_thread=False)
         except sqlite3.Error:
-            return
+            return False
         try:
             with _LOCK:
                 writer.execute("BEGIN IMMEDIATE")
@@ -341,9 +342,10 @@ class Index:
                     writer.execute("ROLLBACK")
                     raise
         except sqlite3.Error:
-            return
+            return False
         finally:
             writer.close()
+        return True
 
     def close(self) -> None:
         import sqlite3

@@ -22,7 +22,7 @@ import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from haytham.errors import DocumentError, Issue
 from haytham.format import MANIFEST
@@ -41,6 +41,9 @@ from haytham.store import index as _index
 from haytham.store import orphans as _orphans
 from haytham.store import progress as _progress
 from haytham.store.disagreements import folder_disagreements
+
+if TYPE_CHECKING:
+    from haytham.store.watch import Watcher
 
 
 @dataclass(frozen=True)
@@ -284,6 +287,7 @@ def iter_sessions(
     status: str | None = None,
     workflows: Mapping[str, Workflow] | None = None,
     reviewer: Reviewer | None = None,
+    watcher: Watcher | None = None,
 ) -> SessionListing:
     """The sessions under ``base_dir`` (optionally one project's, one user's, one status,
     those whose Current Phase ``reviewer`` may review), newest update first, as a
@@ -304,6 +308,10 @@ def iter_sessions(
     the stat signature of every fact file of the session (``haytham.store.derived``), so a
     listing of thousands of sessions derives only the sessions whose files changed: an
     unchanged session costs one ``stat`` a fact file and reads nothing.
+
+    ``watcher`` (``haytham.store.watch``, a long-running server's): a remembered session this
+    process checked already, with no file-system event for its folder since, costs no
+    ``stat`` at all.
     """
     root = base_dir / project_id if project_id else base_dir
     wanted = _Filter(user_id or None, status or None, reviewer)
@@ -316,9 +324,23 @@ def iter_sessions(
                 import sqlite3
 
                 try:
-                    return _from_index(index, root, folders, wanted, deriver, forget_others=root == base_dir)
+                    if watcher is None:
+                        return _from_index(
+                            index, root, folders, wanted, deriver, forget_others=root == base_dir
+                        )
+                    with watcher.lock:  # from the events read to the keys checked: one listing at a time
+                        if watcher.salt != deriver.salt:
+                            watcher.verified.clear()
+                            watcher.salt = deriver.salt
+                        seen = _Seen(watcher.changed_sessions(), watcher.verified)
+                        return _from_index(
+                            index, root, folders, wanted, deriver, forget_others=root == base_dir, seen=seen
+                        )
                 except (sqlite3.Error, OSError):
                     index.close()
+        if watcher is not None:
+            with watcher.lock:  # every file read below: the events so far are answered
+                watcher.changed_sessions()
         return _from_files(base_dir, root, folders, wanted, deriver)
     except OSError:  # a folder that cannot be read: what the globs find, as the tree walks do
         return _from_files(base_dir, root, None, wanted, deriver, create=False)
@@ -592,6 +614,15 @@ def _storable(stored: tuple[Any, ...]) -> bool:
     return True
 
 
+@dataclass
+class _Seen:
+    """What a ``Watcher`` told a listing: the session folders with events since the last
+    listing (None: every one), and the key each session's files had when last checked."""
+
+    changed: set[str] | None
+    verified: dict[tuple[str, str], str]
+
+
 def _from_index(
     index: _index.Index,
     root: Path,
@@ -600,15 +631,22 @@ def _from_index(
     deriver: _derived.Deriver,
     *,
     forget_others: bool,
+    seen: _Seen | None = None,
 ) -> SessionListing:
     """The listing with an index: each remembered session whose fact files are unchanged
     (one ``stat`` each, ``derived.still``) is counted and left in the index; the others are
     read and derived, remembered (once settled) and held as rows; the rows are then read
     newest first from the index and merged with those held, inside one read transaction.
+    With ``seen``, a remembered session whose row is the one last checked, and whose folder
+    had no event since, is not checked again (no ``stat``).
     Raises ``sqlite3.Error``."""
     import sqlite3
 
     index.snapshot()
+    changed_folders = None if seen is None else seen.changed
+    verified: dict[tuple[str, str], str] = {} if seen is None else seen.verified
+    trusted = verified.get if changed_folders is not None else None
+    checked: list[tuple[tuple[str, str], str]] = []
     digests = deriver.digests = _progress.IndexedDigests(index)
     issues: list[Issue] = []
     fresh: list[Row] = []
@@ -633,14 +671,24 @@ def _from_index(
             remembered = None
             if kept is not None and kept[0] == name:
                 remembered, kept = kept, next(known, None)
-                try:
-                    st = stat_of(prefix + name + suffix)
-                except _MISSING:
-                    gone.append((parent, name))
-                    issues += _orphans.issues_of(parent, name)
-                    continue
-                facts = remembered[6]
-                now = identity(st) if facts is None else still(prefix + name, st, facts, salt)
+                if (
+                    trusted is not None
+                    and trusted((parent, name)) == remembered[1]
+                    and prefix + name not in changed_folders
+                ):
+                    now = remembered[1]  # checked before, no event since: unchanged
+                else:
+                    verified.pop((parent, name), None)
+                    try:
+                        st = stat_of(prefix + name + suffix)
+                    except _MISSING:
+                        gone.append((parent, name))
+                        issues += _orphans.issues_of(parent, name)
+                        continue
+                    facts = remembered[6]
+                    now = identity(st) if facts is None else still(prefix + name, st, facts, salt)
+                    if now == remembered[1] and seen is not None:
+                        verified[(parent, name)] = now
                 if now == remembered[1]:
                     if remembered[3] is None and remembered[2] and everyone:
                         total += 1
@@ -663,6 +711,8 @@ def _from_index(
                 stored = _stored(parent, name, st, row, found, learnt_facts)
                 if _storable(stored):
                     learnt.append(stored)
+                    if seen is not None:
+                        checked.append(((parent, name), stored[2]))
             if row is None:
                 issues += found
             elif wanted(row[_USER], row[_STATUS], row[_REVIEWERS]):
@@ -674,7 +724,11 @@ def _from_index(
             kept = next(known, None)
     scanned = {parent for parent, _, _ in folders}
     others = [p for p in index.summary_parents() if p not in scanned] if forget_others else []
-    index.write_summaries(learnt, gone, others, (_progress.DIGEST_KIND, digests.learnt(index.settled)))
+    written = index.write_summaries(
+        learnt, gone, others, (_progress.DIGEST_KIND, digests.learnt(index.settled))
+    )
+    if written:  # trusted from now on only as the index remembers it
+        verified.update(checked)
     del learnt
     fresh.sort(key=_newest_first, reverse=True)
     hidden = changed.union(gone)

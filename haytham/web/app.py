@@ -13,9 +13,10 @@ parse 422; anything unexpected is a 500 page without a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import mimetypes
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
@@ -47,6 +48,7 @@ from haytham.format.reviewer import Reviewer
 from haytham.notify import Notifier, NotifyConfig
 from haytham.otel import OtelConfig
 from haytham.store.manager import CheckpointManager
+from haytham.store.watch import Watcher
 from haytham.web import actions, pages
 from haytham.web.report import report_html
 from haytham.web.security import (
@@ -77,15 +79,19 @@ def create_app(
     reviewer: Reviewer | None = None,
     notify: NotifyConfig | None = None,
     otel: OtelConfig | None = None,
+    watch: bool = False,
 ) -> Starlette:
     """The application serving the sessions under ``base_dir`` (loopback hosts, no token by default).
 
     ``reviewer`` is who reviews from this server (the inbox's "mine"); ``notify`` the hook told
     of the reviews its pages save (``haytham.notify``); ``otel`` (haytham.yaml's ``otel``) makes
-    each agent output on a phase page link to its span when it has a ``trace_url``."""
+    each agent output on a phase page link to its span when it has a ``trace_url``; ``watch``
+    (a long-running ``haytham serve``) keeps the listing pages current from file-system
+    events (``haytham.store.watch``) rather than a ``stat`` of every session's files."""
     guard = guard or Guard()
     mimetypes.init()  # the system's MIME table read now, not on the event loop by the first static file
     manager = CheckpointManager(base_dir)
+    watcher = Watcher(manager.base_dir) if watch else None
     if notify is not None:
         Notifier(notify, manager.base_dir).attach(manager)
 
@@ -114,7 +120,7 @@ def create_app(
         query = pages.InboxQuery.parse(request.query_params, reviewer)
         return _page(
             "inbox.html",
-            inbox=pages.inbox(manager, query),
+            inbox=pages.inbox(manager, query, watcher),
             query=query,
             kinds=pages.INBOX_KINDS,
             orders=pages.INBOX_ORDERS,
@@ -136,7 +142,7 @@ def create_app(
         query = pages.SessionsQuery.parse(request.query_params)
         return _page(
             "sessions.html",
-            page=pages.sessions_page(manager, query),
+            page=pages.sessions_page(manager, query, watcher),
             columns=pages.SESSION_COLUMNS,
             filters=pages.SESSION_FILTERS,
         )
@@ -284,11 +290,23 @@ def create_app(
         HaythamError: _library_error,
         Exception: _server_error,
     }
-    return Starlette(
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:  # the inotify instance back to the system (a user has 128)
+            if watcher is not None:
+                watcher.close()
+
+    app = Starlette(
+        lifespan=lifespan,
         routes=routes,
         middleware=[Middleware(TrustedHosts, guard=guard), Middleware(GuardMiddleware, guard=guard)],
         exception_handlers=handlers,
     )
+    app.state.watcher = watcher
+    return app
 
 
 _FALLBACK_SAFE = lazy(r"[^A-Za-z0-9 ._~()+!#$&-]")

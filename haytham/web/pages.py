@@ -42,6 +42,7 @@ from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_agent_name, check_path_name
 from haytham.store.scan import SessionSummary, iter_sessions
 from haytham.store.shown import Shown
+from haytham.store.watch import Watcher
 from haytham.web.render import Bar, DiffLine, bar_chart, unified_diff
 
 INBOX_KINDS = lifecycle.NEEDS_A_PERSON
@@ -204,7 +205,9 @@ class Inbox:
     query: InboxQuery = field(default_factory=InboxQuery)
 
 
-def inbox(manager: CheckpointManager, query: InboxQuery | None = None) -> Inbox:
+def inbox(
+    manager: CheckpointManager, query: InboxQuery | None = None, watcher: Watcher | None = None
+) -> Inbox:
     """The phases that wait for a person across the base dir (``lifecycle.needs_a_person``):
     those awaiting review, then failed, then stale ones, each kind newest waiting first (or
     oldest, ``query.order``), filtered by project, kind and reviewer (the phases assigned to
@@ -213,12 +216,13 @@ def inbox(manager: CheckpointManager, query: InboxQuery | None = None) -> Inbox:
 
     Everything comes from the store's listing (``scan.iter_sessions``: each session's waiting
     phases are part of its summary, remembered in the index while its files are unchanged),
-    so a warm inbox opens no session file; a session whose files changed is read again."""
+    so a warm inbox opens no session file; a session whose files changed is read again.
+    ``watcher`` (``haytham serve``'s): only the sessions with file-system events are checked."""
     query = InboxQuery() if query is None else query
     reviewer = query.reviewer
     items: list[InboxItem] = []
     projects: set[str] = set()
-    with iter_sessions(manager.base_dir, workflows=manager.workflows) as listing:
+    with iter_sessions(manager.base_dir, workflows=manager.workflows, watcher=watcher) as listing:
         for summary in listing:
             projects.add(summary.project_id)
             if query.project and summary.project_id != query.project:
@@ -880,12 +884,14 @@ class SessionsPage:
     warnings: list[str]
 
 
-def sessions_page(manager: CheckpointManager, query: SessionsQuery) -> SessionsPage:
+def sessions_page(
+    manager: CheckpointManager, query: SessionsQuery, watcher: Watcher | None = None
+) -> SessionsPage:
     """Every session under the base directory as the store's listing knows it
     (``scan.iter_sessions``: the index, one ``stat`` a fact file of an unchanged session,
     nothing opened or parsed), searched, filtered, sorted and cut to one page of
-    ``SESSIONS_PER_PAGE``."""
-    with iter_sessions(manager.base_dir, workflows=manager.workflows) as listing:
+    ``SESSIONS_PER_PAGE``. ``watcher``: as ``inbox``'s."""
+    with iter_sessions(manager.base_dir, workflows=manager.workflows, watcher=watcher) as listing:
         every = list(listing)
         warnings = [f"a session that cannot be read: {issue}" for issue in listing.issues]
     choices = {f.name: sorted({value for s in every for value in f.values(s)}) for f in SESSION_FILTERS}

@@ -1,0 +1,304 @@
+"""``haytham serve`` keeps its listing pages current from file-system events (issue 26).
+
+``haytham.store.watch.Watcher`` reads Linux inotify's queue, without blocking, at each
+listing: only the sessions with events since the last one are checked against their files
+(a ``stat`` a fact file); the rest answer from the index with no ``stat`` at all. Every
+change made before a page load (a write in place, an editor's write and rename, a new or
+removed session, a ``git checkout``, a queue that overflowed) shows on that load. Real files,
+real inotify; work is counted, never timed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+if sys.platform != "linux":  # pragma: no cover - inotify is Linux's
+    pytest.skip("inotify is Linux's; elsewhere the listing keeps its stat check", allow_module_level=True)
+
+from haytham import CheckpointManager
+from haytham.run.demo import run_demo
+from haytham.store import index as _index
+from haytham.store import progress as _progress
+from haytham.store.watch import Watcher
+
+P = "demo"
+
+
+@pytest.fixture
+def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A base directory with one session awaiting review (copied by ``grow``), remembered by
+    the index as soon as written (no count depends on the clock)."""
+    monkeypatch.setenv("HAYTHAM_INDEX", "1")
+    monkeypatch.delenv("HAYTHAM_WATCH", raising=False)
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))
+    monkeypatch.setattr(_progress, "RACY_NS", -(10**15))
+    base = tmp_path / "projects"
+    assert run_demo(CheckpointManager(base), "s-000", review="manual").status == "awaiting_review"
+    return base
+
+
+def grow(base: Path, count: int) -> None:
+    """Copies of session ``s-000`` up to ``count`` sessions, each with its own id."""
+    sessions = base / P / "sessions"
+    for number in range(1, count):
+        name = f"s-{number:03d}"
+        if not (sessions / name).exists():
+            copy(sessions / "s-000", sessions / name)
+
+
+def copy(source: Path, target: Path) -> None:
+    shutil.copytree(source, target)
+    manifest = target / "session_manifest.md"
+    manifest.write_text(manifest.read_text("utf-8").replace(source.name, target.name), "utf-8")
+
+
+def review_file(base: Path, session: str) -> Path:
+    return base / P / "sessions" / session / "phase_1_concept" / "user_feedback.md"
+
+
+def approved(text: str) -> str:
+    assert "Reviewed: false" in text and "Approved: false" in text
+    return text.replace("Reviewed: false", "Reviewed: true").replace("Approved: false", "Approved: true")
+
+
+def folder(base: Path, session: str) -> str:
+    return os.fspath(base / P / "sessions" / session)
+
+
+@pytest.fixture
+def watcher(base: Path) -> Iterator[Watcher]:
+    grow(base, 5)
+    found = Watcher(base)
+    assert found.active
+    assert found.changed_sessions() is None  # the first look: check everything
+    assert found.changed_sessions() == set()
+    yield found
+    found.close()
+
+
+def test_a_write_in_place_and_an_editors_write_and_rename_are_reported(base: Path, watcher: Watcher) -> None:
+    review = review_file(base, "s-001")
+    review.write_text(approved(review.read_text("utf-8")), "utf-8")
+    assert watcher.changed_sessions() == {folder(base, "s-001")}
+    assert watcher.changed_sessions() == set()
+    review = review_file(base, "s-002")
+    temporary = review.with_name(".user_feedback.md.swp")
+    temporary.write_text(approved(review.read_text("utf-8")), "utf-8")
+    os.replace(temporary, review)
+    assert watcher.changed_sessions() == {folder(base, "s-002")}
+    os.utime(base / P / "sessions" / "s-003" / "session_manifest.md")  # a touch: a new ctime
+    assert watcher.changed_sessions() == {folder(base, "s-003")}
+
+
+def test_new_and_removed_sessions_are_reported_and_new_folders_watched(base: Path, watcher: Watcher) -> None:
+    sessions = base / P / "sessions"
+    copy(sessions / "s-000", sessions / "new-1")
+    assert folder(base, "new-1") in watcher.changed_sessions()  # type: ignore[operator]
+    review = review_file(base, "new-1")  # a folder made after the start is watched too
+    review.write_text(approved(review.read_text("utf-8")), "utf-8")
+    assert watcher.changed_sessions() == {folder(base, "new-1")}
+    staged = sessions / ".staging"  # made hidden, then renamed into place, as a copy tool does
+    copy(sessions / "s-000", staged)
+    watcher.changed_sessions()
+    os.rename(staged, sessions / "moved-in")
+    assert folder(base, "moved-in") in watcher.changed_sessions()  # type: ignore[operator]
+    review = review_file(base, "moved-in")
+    review.write_text(approved(review.read_text("utf-8")), "utf-8")
+    assert watcher.changed_sessions() == {folder(base, "moved-in")}  # watched under its new name
+    shutil.rmtree(sessions / "s-004")
+    assert folder(base, "s-004") in watcher.changed_sessions()  # type: ignore[operator]
+    os.rename(sessions / "s-003", base / "elsewhere")  # moved out of the tree
+    assert folder(base, "s-003") in watcher.changed_sessions()  # type: ignore[operator]
+    (base / "elsewhere" / "session_manifest.md").touch()  # no longer a session here
+    assert watcher.changed_sessions() == set()
+
+
+def test_a_new_project_is_watched(base: Path, watcher: Watcher) -> None:
+    target = base / "other" / "sessions" / "x-1"
+    target.parent.mkdir(parents=True)
+    copy(base / P / "sessions" / "s-000", target)
+    assert os.fspath(target) in watcher.changed_sessions()  # type: ignore[operator]
+    review = target / "phase_1_concept" / "user_feedback.md"
+    review.write_text(approved(review.read_text("utf-8")), "utf-8")
+    assert watcher.changed_sessions() == {os.fspath(target)}
+
+
+def test_an_overflowed_queue_means_check_everything_and_watch_again(base: Path, watcher: Watcher) -> None:
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    crowd = base / P / "sessions" / "s-001" / "phase_1_concept"
+    for number in range(limit // 2 + 10):  # a create and a close-after-write each: past the limit
+        (crowd / f"note-{number}.txt").write_bytes(b"")
+    resets = watcher.resets
+    assert watcher.changed_sessions() is None
+    assert watcher.resets == resets + 1 and watcher.active
+    review = review_file(base, "s-002")  # the new watches report again
+    review.write_text(approved(review.read_text("utf-8")), "utf-8")
+    assert watcher.changed_sessions() == {folder(base, "s-002")}
+
+
+def test_the_watcher_is_off_with_haytham_watch_0(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HAYTHAM_WATCH", "0")
+    off = Watcher(base)
+    assert not off.active
+    assert off.changed_sessions() is None and off.changed_sessions() is None
+
+
+def test_a_base_directory_that_does_not_exist_yet_turns_the_watcher_off(tmp_path: Path) -> None:
+    later = tmp_path / "not-yet"
+    off = Watcher(later)
+    later.mkdir()  # made after: its changes would raise no event here
+    assert not off.active and off.changed_sessions() is None
+
+
+def test_a_linked_base_directory_is_watched_through_its_link(base: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(base)
+    linked = Watcher(link)
+    assert linked.active and linked.changed_sessions() is None
+    review = review_file(base, "s-000")
+    review.write_text(approved(review.read_text("utf-8")), "utf-8")
+    assert linked.changed_sessions() == {os.path.join(link, P, "sessions", "s-000")}
+    linked.close()
+    assert not linked.active and linked.changed_sessions() is None
+
+
+def test_a_linked_sessions_folder_turns_the_watcher_off(base: Path, tmp_path: Path) -> None:
+    (tmp_path / "outside").mkdir()
+    (base / "linked").mkdir()
+    (base / "linked" / "sessions").symlink_to(tmp_path / "outside")
+    linked = Watcher(base)
+    assert not linked.active and linked.changed_sessions() is None
+
+
+# ---------------------------------------------------------------- the pages of haytham serve
+
+starlette = pytest.importorskip(
+    "starlette", reason="the web extra is not installed: pip install 'haytham[web]'"
+)
+
+from starlette.testclient import TestClient  # noqa: E402
+
+from haytham.web.app import create_app  # noqa: E402
+
+
+@pytest.fixture
+def client(base: Path) -> Iterator[TestClient]:
+    app = create_app(str(base), watch=True)
+    with TestClient(app, base_url="http://127.0.0.1") as test_client:
+        assert app.state.watcher.active
+        yield test_client
+    assert not app.state.watcher.active  # its inotify instance given back at shutdown
+
+
+class Stats:
+    """Every ``os.stat`` and ``os.lstat`` of a path inside the sessions folder, recorded."""
+
+    def __init__(self, base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.inside = os.path.join(base, P, "sessions", "")
+        self.paths: list[str] = []
+        for name in ("stat", "lstat"):
+            real = getattr(os, name)
+
+            def recording(path: object, *args: object, _real: object = real, **kwargs: object) -> object:
+                text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ""
+                if isinstance(text, str) and text.startswith(self.inside):
+                    self.paths.append(text)
+                return _real(path, *args, **kwargs)  # type: ignore[operator]
+
+            monkeypatch.setattr(os, name, recording)
+
+    def sessions(self) -> set[str]:
+        return {p[len(self.inside) :].split(os.sep)[0] for p in self.paths}
+
+
+def awaiting(page: str, session: str) -> bool:
+    return f'href="/p/{P}/s/{session}/phase/1"' in page
+
+
+def test_a_warm_inbox_stats_no_file_and_one_sessions_files_after_one_changed(
+    base: Path, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grow(base, 60)
+    assert client.get("/").status_code == 200  # the first load reads every session into the index
+    assert client.get("/").status_code == 200  # the next one checks every session against it
+    stats = Stats(base, monkeypatch)
+    for view in ("/", "/sessions", "/?kind=awaiting_review", "/sessions?state=awaiting_review"):
+        page = client.get(view)
+        assert page.status_code == 200 and awaiting(page.text, "s-031"), view
+        assert stats.paths == [], view
+    review = review_file(base, "s-031")
+    review.write_text(approved(review.read_text("utf-8")), "utf-8")
+    page = client.get("/").text
+    assert not awaiting(page, "s-031") and awaiting(page, "s-030")  # shown on this very load
+    assert stats.sessions() == {"s-031"}
+    stats.paths.clear()
+    assert not awaiting(client.get("/").text, "s-031")
+    assert stats.paths == []
+
+
+def test_new_removed_and_hand_edited_sessions_show_on_the_next_load(base: Path, client: TestClient) -> None:
+    grow(base, 60)
+    sessions = base / P / "sessions"
+    assert awaiting(client.get("/").text, "s-005")
+    copy(sessions / "s-000", sessions / "brand-new")
+    shutil.rmtree(sessions / "s-005")
+    review = review_file(base, "s-006")
+    temporary = review.with_name("user_feedback.md~")
+    temporary.write_text(approved(review.read_text("utf-8")), "utf-8")
+    os.replace(temporary, review)
+    page = client.get("/").text
+    assert awaiting(page, "brand-new") and not awaiting(page, "s-005") and not awaiting(page, "s-006")
+    listing = client.get("/sessions").text
+    assert ">brand-new<" in listing and ">s-005<" not in listing
+
+
+def git(base: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=base, check=True, capture_output=True)
+
+
+@pytest.mark.usefixtures("isolated_git")
+def test_a_git_checkout_changing_many_sessions_shows_on_the_next_load(base: Path, client: TestClient) -> None:
+    if shutil.which("git") is None:  # pragma: no cover - git is part of the dev environment
+        pytest.fail("git is needed for this test")
+    grow(base, 60)
+    git(base, "init", "-q", "-b", "main")
+    git(base, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
+    git(base, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "all waiting")
+    git(base, "checkout", "-qb", "reviewed")
+    edited = [f"s-{n:03d}" for n in range(10, 40)]
+    for session in edited:
+        review = review_file(base, session)
+        review.write_text(approved(review.read_text("utf-8")), "utf-8")
+    shutil.rmtree(base / P / "sessions" / "s-050")
+    git(base, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "reviewed")
+    git(base, "checkout", "-q", "main")
+    page = client.get("/").text  # the first load: every session as on main
+    assert all(awaiting(page, s) for s in (*edited, "s-050"))
+    git(base, "checkout", "-q", "reviewed")
+    page = client.get("/").text
+    assert not any(awaiting(page, s) for s in (*edited, "s-050")) and awaiting(page, "s-041")
+    git(base, "checkout", "-q", "main")
+    page = client.get("/").text
+    assert all(awaiting(page, s) for s in (*edited, "s-050"))
+
+
+def test_a_change_the_index_could_not_remember_yet_is_checked_until_it_is(
+    base: Path, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session changed too recently to be remembered (the racy rule) keeps its old row in
+    the index; the watcher must not trust that row once the event is read."""
+    grow(base, 60)
+    assert awaiting(client.get("/").text, "s-020")
+    monkeypatch.setattr(_index, "RACY_NS", 10**15)  # nothing settles from now on
+    monkeypatch.setattr(_progress, "RACY_NS", 10**15)
+    review = review_file(base, "s-020")
+    review.write_text(approved(review.read_text("utf-8")), "utf-8")
+    for _ in range(3):  # the event was read by the first of these loads
+        assert not awaiting(client.get("/").text, "s-020")
