@@ -10,7 +10,9 @@ One concept per module: ``fs`` (atomic writes, locks), ``journal`` (multi-file c
 phase and session state, as data), ``progress`` (the facts the lifecycle derives from, and
 the manifest rendered from its view), ``review_time``, ``durations`` (a phase's duration:
 the time it ran, not the time it waited), ``lease`` (who holds a session's run lease, read
-without taking it), ``orphans`` (session folders that lost their manifest), ``derived`` (a
+without taking it), ``interrupted`` (the agents a crash left started and never finished),
+``watch`` (a long-running server's file-system events), ``orphans`` (session folders that
+lost their manifest), ``derived`` (a
 listing's summary of a session, derived from its files), ``phase_files`` (which files of a
 phase folder are agent outputs), ``history``, ``attempts``, ``fork``,
 ``copy`` (whole session folders), ``scan`` (the sessions under a base directory and their
@@ -46,6 +48,7 @@ PUBLIC_MODULES = (
     "shown",
     "review_time",
     "watch",
+    "interrupted",
 )
 """The store's public API: the modules the layers above may import, and of them only names
 without a leading underscore (``tests/test_public_api.py`` checks every import outside
