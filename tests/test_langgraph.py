@@ -446,7 +446,7 @@ def test_haytham_never_imports_langgraph_and_the_extra_is_named_when_missing() -
     assert "pip install 'haytham[langgraph]'" in result.stdout, result.stderr
 
 
-def test_the_phase_page_of_a_paused_thread_shows_no_checkpoint_comment(tmp_path: Path) -> None:
+def test_the_pages_of_a_paused_thread_show_no_checkpoint_comment_and_no_zero_chart(tmp_path: Path) -> None:
     from web_demo import client_of  # the web extra, as in tests/test_web_pages.py
 
     saver = HaythamSaver(tmp_path, P)
@@ -459,3 +459,7 @@ def test_the_phase_page_of_a_paused_thread_shows_no_checkpoint_comment(tmp_path:
     shown = re.sub(r"(?s)<textarea.*?</textarea>", "", page.text)  # the file as text, to correct
     assert "Release (round 1)" in shown
     assert "langgraph checkpoint" not in shown
+    with client_of(CheckpointManager(tmp_path)) as client:
+        session = client.get(f"/p/{P}/s/notes")
+    assert session.status_code == 200
+    assert 'class="chart"' not in session.text  # no duration, tokens or cost: no zero charts
