@@ -10,6 +10,7 @@ import importlib.util
 import json
 import operator
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -443,3 +444,22 @@ def test_haytham_never_imports_langgraph_and_the_extra_is_named_when_missing() -
     )
     result = subprocess.run([sys.executable, "-c", missing], capture_output=True, text=True, cwd=ROOT)
     assert "pip install 'haytham[langgraph]'" in result.stdout, result.stderr
+
+
+def test_the_pages_of_a_paused_thread_show_no_checkpoint_comment_and_no_zero_chart(tmp_path: Path) -> None:
+    from web_demo import client_of  # the web extra, as in tests/test_web_pages.py
+
+    saver = HaythamSaver(tmp_path, P)
+    _review_graph(saver).invoke({"topic": "Release"}, {"configurable": {"thread_id": "notes"}})
+    output = (saver.session_dir("notes") / "phase_1_review" / "interrupt.md").read_text()
+    assert "<!-- langgraph checkpoint: " in output  # the file keeps its note for resume_command
+    with client_of(CheckpointManager(tmp_path)) as client:
+        page = client.get(f"/p/{P}/s/notes/phase/1")
+    assert page.status_code == 200
+    shown = re.sub(r"(?s)<textarea.*?</textarea>", "", page.text)  # the file as text, to correct
+    assert "Release (round 1)" in shown
+    assert "langgraph checkpoint" not in shown
+    with client_of(CheckpointManager(tmp_path)) as client:
+        session = client.get(f"/p/{P}/s/notes")
+    assert session.status_code == 200
+    assert 'class="chart"' not in session.text  # no duration, tokens or cost: no zero charts

@@ -432,7 +432,9 @@ def _attempt_line(attempt: Attempt) -> AttemptLine:
 
 def charts(lines: Sequence[PhaseLine]) -> list[str]:
     """Duration, tokens and cost per phase and per agent, as SVG bar charts (a phase's
-    duration is the time it ran, ``durations.phase_seconds``, as every view shows it)."""
+    duration is the time it ran, ``durations.phase_seconds``, as every view shows it). A chart
+    whose every value is zero or unknown says nothing and is left out (a LangGraph thread's
+    review phase has no duration, tokens or cost)."""
     ran = [line for line in lines if line.checkpoint is not None]
     if not ran:
         return []
@@ -455,14 +457,15 @@ def charts(lines: Sequence[PhaseLine]) -> list[str]:
         if x.checkpoint
         for run in x.checkpoint.agents
     ]
-    return [
-        bar_chart("Duration per phase", phase_times),
-        bar_chart("Tokens per phase", tokens),
-        bar_chart("Cost per phase", costs),
-        bar_chart("Duration per agent", [Bar(n, r.duration or 0.0, _seconds(r.duration)) for n, r in runs]),
-        bar_chart("Tokens per agent", [Bar(n, float(r.tokens or 0), f"{r.tokens or 0:,}") for n, r in runs]),
-        bar_chart("Cost per agent", [Bar(n, r.cost or 0.0, f"${r.cost or 0:.4f}") for n, r in runs]),
+    drawn = [
+        ("Duration per phase", phase_times),
+        ("Tokens per phase", tokens),
+        ("Cost per phase", costs),
+        ("Duration per agent", [Bar(n, r.duration or 0.0, _seconds(r.duration)) for n, r in runs]),
+        ("Tokens per agent", [Bar(n, float(r.tokens or 0), f"{r.tokens or 0:,}") for n, r in runs]),
+        ("Cost per agent", [Bar(n, r.cost or 0.0, f"${r.cost or 0:.4f}") for n, r in runs]),
     ]
+    return [bar_chart(title, bars) for title, bars in drawn if any(bar.value > 0 for bar in bars)]
 
 
 def _seconds(value: float | None) -> str:

@@ -1,7 +1,9 @@
 """Agent output as HTML a browser can show safely, diffs between attempts, and SVG charts.
 
 An agent's output is untrusted text from a language model: it is rendered with mistune with
-every raw HTML block and tag escaped (shown as text), every link whose URL is not http(s),
+every raw HTML block and tag escaped (shown as text) but HTML comments left out (no markdown
+viewer shows them; haytham's own files end with machine notes in them, such as the
+checkpoint a LangGraph interrupt paused at), every link whose URL is not http(s),
 mailto or a page anchor reduced to its text (``javascript:`` and ``data:`` never become an
 ``href``), and every image shown as its description and address instead of being fetched,
 so that neither the served pages nor the offline report load anything from the network.
@@ -33,6 +35,17 @@ class _SafeRenderer(HTMLRenderer):
     def _allowed(url: str) -> bool:
         plain = "".join(url.split()).lower()
         return plain.startswith(_LINK_PROTOCOLS) or plain.startswith("#")
+
+    @staticmethod
+    def _comment(raw: str) -> bool:
+        text = raw.strip()
+        return text.startswith("<!--") and text.endswith("-->") and text.count("-->") == 1
+
+    def block_html(self, html: str) -> str:
+        return "" if self._comment(html) else super().block_html(html)
+
+    def inline_html(self, html: str) -> str:
+        return "" if self._comment(html) else super().inline_html(html)
 
     def link(self, text: str, url: str, title: str | None = None) -> str:
         if not self._allowed(url):

@@ -356,6 +356,12 @@ class StoredWrite:
     def key(self) -> tuple[str, int]:
         return (self.task_id, self.index)
 
+    @property
+    def replay_key(self) -> tuple[str, str, int]:
+        """Where the write falls in its super-step: LangGraph's ``writes_sort_key``
+        (task path, task id, index), the order live execution applies writes in."""
+        return (self.task_path, self.task_id, self.index)
+
 
 _KNOWN_KEYS = ("v", "id", "ts", "channel_values", "channel_versions", "versions_seen")
 
@@ -477,7 +483,7 @@ def render_writes(
             ],
         )
     ]
-    for write in sorted(writes, key=lambda w: (w.task_path, w.task_id, w.index)):
+    for write in sorted(writes, key=lambda w: w.replay_key):
         fields, body = render_value(write.value, serde)
         head = [
             ("Task", write_text(write.task_id)),

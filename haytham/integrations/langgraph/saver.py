@@ -24,7 +24,7 @@ import os
 import shutil
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -39,6 +39,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import INTERRUPT
+
+if TYPE_CHECKING:  # langgraph-checkpoint 4.3 and later; nothing needs it at run time
+    from langgraph.checkpoint.base import DeltaChannelHistory
 
 from haytham.errors import SessionExistsError, SessionNotFoundError, UnsafeNameError
 from haytham.format.layout import LANGGRAPH_DIR, MANIFEST_FILE, REMOVING_SUFFIX, SESSIONS_DIR
@@ -428,7 +431,69 @@ class HaythamSaver(BaseCheckpointSaver[int]):
             pending_writes=[(w.task_id, w.channel, w.value) for w in writes],
         )
 
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> dict[str, DeltaChannelHistory]:
+        """What each of ``channels`` needs to be rebuilt at the checkpoint ``config`` names
+        (or the thread's newest): the writes of its ancestors, oldest first and in
+        ``writes_sort_key`` order within one, back to and including the nearest ancestor
+        that holds a value of the channel (its ``seed``; none when no ancestor does).
+
+        The same answer as ``BaseCheckpointSaver``'s default and ``SqliteSaver``'s, by a walk
+        up the target's parent chain that reads each checkpoint file (and writes file) of
+        the chain once, and no other; the target's own writes are pending, so left out. A
+        chain that comes back to a checkpoint it walked stops there, as SQLite's does.
+        """
+        if not channels:
+            return {}
+        wanted = list(dict.fromkeys(channels))
+        history: dict[str, DeltaChannelHistory] = {c: {"writes": []} for c in wanted}
+        configurable = config["configurable"]
+        try:
+            folder = self._namespace_dir(
+                str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")
+            )
+        except UnsafeNameError:
+            return history
+        ids, names = self._files.listing(folder)
+        target_id = get_checkpoint_id(config) or (ids[-1] if ids else None)
+        target = None if target_id is None else self._read_checkpoint(folder, target_id)
+        if target is None:
+            return history
+        blocks: dict[str, list[_Writes]] = {c: [] for c in wanted}  # newest checkpoint first
+        remaining = set(wanted)
+        walked = {target.checkpoint["id"]}
+        parent_id = target.parent_id
+        while parent_id is not None and remaining and parent_id not in walked:
+            walked.add(parent_id)
+            stored = self._read_checkpoint(folder, parent_id)
+            if stored is None:
+                break
+            name = files.writes_file(parent_id)
+            writes = sorted(
+                self._read_writes(folder / name) if name in names else [], key=lambda w: w.replay_key
+            )
+            values = stored.checkpoint.get("channel_values") or {}
+            for channel in [c for c in wanted if c in remaining]:
+                blocks[channel].append([w for w in writes if w.channel == channel])
+                if channel in values:
+                    history[channel]["seed"] = values[channel]
+                    remaining.discard(channel)
+            parent_id = stored.parent_id
+        for channel in wanted:
+            history[channel]["writes"] = [
+                (w.task_id, w.channel, w.value) for block in reversed(blocks[channel]) for w in block
+            ]
+        return history
+
     # ------------------------------------------------------------------ async
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> dict[str, DeltaChannelHistory]:
+        return await asyncio.to_thread(
+            lambda: self.get_delta_channel_history(config=config, channels=channels)
+        )
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
