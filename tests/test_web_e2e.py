@@ -61,7 +61,7 @@ if _MISSING:
     pytest.skip(message, allow_module_level=True)
 
 from selenium import webdriver  # noqa: E402
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -127,9 +127,13 @@ def wait_for(driver: Any, css: str, text: str | None = None) -> Any:
     """The element ``css`` once it is on the page (holding ``text`` when given)."""
 
     def found(d: Any) -> Any:
-        for element in d.find_elements(By.CSS_SELECTOR, css):
-            if text is None or text in element.text:
-                return element
+        try:
+            for element in d.find_elements(By.CSS_SELECTOR, css):
+                if text is None or text in element.text:
+                    return element
+        except WebDriverException as error:  # the page reloaded itself while it was read
+            if "does not belong to the document" not in str(error):
+                raise
         return False
 
     wait = WebDriverWait(
