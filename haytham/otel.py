@@ -303,12 +303,7 @@ def _agent_span(
     }
     if output.model:
         attributes["gen_ai.request.model"] = output.model
-    if output.input_tokens is not None:
-        attributes["gen_ai.usage.input_tokens"] = output.input_tokens
-    if output.output_tokens is not None:
-        attributes["gen_ai.usage.output_tokens"] = output.output_tokens
-    if output.cost is not None:
-        attributes["gen_ai.usage.cost"] = float(output.cost)
+    attributes.update(_usage(output.input_tokens, output.output_tokens, output.cost))
     if output.duration is not None:
         attributes["haytham.agent.duration_seconds"] = float(output.duration)
     if output.tools_used:
@@ -446,12 +441,7 @@ def _phase_span(
         "haytham.phase.state": state,
         "openinference.span.kind": "CHAIN",
     }
-    if checkpoint.input_tokens is not None:
-        attributes["gen_ai.usage.input_tokens"] = checkpoint.input_tokens
-    if checkpoint.output_tokens is not None:
-        attributes["gen_ai.usage.output_tokens"] = checkpoint.output_tokens
-    if checkpoint.cost is not None:
-        attributes["gen_ai.usage.cost"] = float(checkpoint.cost)
+    attributes.update(_usage(checkpoint.input_tokens, checkpoint.output_tokens, checkpoint.cost))
     events: tuple[SpanEvent, ...] = ()
     if feedback is not None and reviewed:
         events = (_review_event(feedback, _clamp(review_ns, review_ns, (start_ns, end_ns))[0]),)
@@ -631,3 +621,15 @@ def parse_headers(pairs: Iterable[str]) -> dict[str, str]:
             raise InvalidArgumentError(f"header {pair!r} is not KEY=VALUE", field="headers")
         headers[key.strip()] = value.strip()
     return headers
+
+
+def _usage(input_tokens: int | None, output_tokens: int | None, cost: float | None) -> dict[str, Any]:
+    """The GenAI usage attributes of a span (an agent's output or a phase's totals): those known."""
+    found: dict[str, Any] = {}
+    if input_tokens is not None:
+        found["gen_ai.usage.input_tokens"] = input_tokens
+    if output_tokens is not None:
+        found["gen_ai.usage.output_tokens"] = output_tokens
+    if cost is not None:
+        found["gen_ai.usage.cost"] = float(cost)
+    return found

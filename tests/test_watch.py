@@ -44,21 +44,6 @@ def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return base
 
 
-def grow(base: Path, count: int) -> None:
-    """Copies of session ``s-000`` up to ``count`` sessions, each with its own id."""
-    sessions = base / P / "sessions"
-    for number in range(1, count):
-        name = f"s-{number:03d}"
-        if not (sessions / name).exists():
-            copy(sessions / "s-000", sessions / name)
-
-
-def copy(source: Path, target: Path) -> None:
-    shutil.copytree(source, target)
-    manifest = target / "session_manifest.md"
-    manifest.write_text(manifest.read_text("utf-8").replace(source.name, target.name), "utf-8")
-
-
 def review_file(base: Path, session: str) -> Path:
     return base / P / "sessions" / session / "phase_1_concept" / "user_feedback.md"
 
@@ -99,13 +84,13 @@ def test_a_write_in_place_and_an_editors_write_and_rename_are_reported(base: Pat
 
 def test_new_and_removed_sessions_are_reported_and_new_folders_watched(base: Path, watcher: Watcher) -> None:
     sessions = base / P / "sessions"
-    copy(sessions / "s-000", sessions / "new-1")
+    copy_session(sessions / "s-000", sessions / "new-1")
     assert folder(base, "new-1") in watcher.changed_sessions()  # type: ignore[operator]
     review = review_file(base, "new-1")  # a folder made after the start is watched too
     review.write_text(approved(review.read_text("utf-8")), "utf-8")
     assert watcher.changed_sessions() == {folder(base, "new-1")}
     staged = sessions / ".staging"  # made hidden, then renamed into place, as a copy tool does
-    copy(sessions / "s-000", staged)
+    copy_session(sessions / "s-000", staged)
     watcher.changed_sessions()
     os.rename(staged, sessions / "moved-in")
     assert folder(base, "moved-in") in watcher.changed_sessions()  # type: ignore[operator]
@@ -123,7 +108,7 @@ def test_new_and_removed_sessions_are_reported_and_new_folders_watched(base: Pat
 def test_a_new_project_is_watched(base: Path, watcher: Watcher) -> None:
     target = base / "other" / "sessions" / "x-1"
     target.parent.mkdir(parents=True)
-    copy(base / P / "sessions" / "s-000", target)
+    copy_session(base / P / "sessions" / "s-000", target)
     assert os.fspath(target) in watcher.changed_sessions()  # type: ignore[operator]
     review = target / "phase_1_concept" / "user_feedback.md"
     review.write_text(approved(review.read_text("utf-8")), "utf-8")
@@ -184,6 +169,7 @@ starlette = pytest.importorskip(
 )
 
 from starlette.testclient import TestClient  # noqa: E402
+from web_demo import copy_session, grow  # noqa: E402
 
 from haytham.web.app import create_app  # noqa: E402
 
@@ -247,7 +233,7 @@ def test_new_removed_and_hand_edited_sessions_show_on_the_next_load(base: Path, 
     grow(base, 60)
     sessions = base / P / "sessions"
     assert awaiting(client.get("/").text, "s-005")
-    copy(sessions / "s-000", sessions / "brand-new")
+    copy_session(sessions / "s-000", sessions / "brand-new")
     shutil.rmtree(sessions / "s-005")
     review = review_file(base, "s-006")
     temporary = review.with_name("user_feedback.md~")

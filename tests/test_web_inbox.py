@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,10 +20,10 @@ if os.environ.get("CI") is None:  # in CI a missing extra fails; elsewhere it sk
     pytest.importorskip("starlette", reason="the web extra is not installed: pip install 'haytham[web]'")
 
 from starlette.testclient import TestClient
+from web_demo import grow
 from workcount import WorkCounters
 
 from haytham import CheckpointManager
-from haytham.format.layout import MANIFEST_FILE
 from haytham.run.demo import run_demo
 from haytham.store import index as _index
 from haytham.store import progress as _progress
@@ -44,18 +43,6 @@ def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     base = tmp_path / "projects"
     assert run_demo(CheckpointManager(base), "s-000", review="manual").status == "awaiting_review"
     return base
-
-
-def grow(base: Path, count: int) -> None:
-    """Copies of session ``s-000`` up to ``count`` sessions, each with its own id."""
-    sessions = base / P / "sessions"
-    for number in range(1, count):
-        name = f"s-{number:03d}"
-        target = sessions / name
-        if not target.exists():
-            shutil.copytree(sessions / "s-000", target)
-            manifest = target / MANIFEST_FILE
-            manifest.write_text(manifest.read_text("utf-8").replace("s-000", name), "utf-8")
 
 
 @pytest.fixture

@@ -60,3 +60,21 @@ def served_in_a_thread(manager: CheckpointManager, wait: float = 60) -> Iterator
         server.should_exit = True
         thread.join(timeout=wait)
         sock.close()
+
+
+def copy_session(source: Path, target: Path) -> None:
+    """The session folder ``source`` copied to ``target``, its manifest naming the new id."""
+    import shutil
+
+    shutil.copytree(source, target)
+    manifest = target / "session_manifest.md"
+    manifest.write_text(manifest.read_text("utf-8").replace(source.name, target.name), "utf-8")
+
+
+def grow(base: Path, count: int) -> None:
+    """Copies of session ``s-000`` of project ``P`` up to ``count`` sessions, each its own id."""
+    sessions = base / P / "sessions"
+    for number in range(1, count):
+        target = sessions / f"s-{number:03d}"
+        if not target.exists():
+            copy_session(sessions / "s-000", target)
