@@ -5,7 +5,8 @@ Each command makes ``.venv`` beside this file on first use and installs haytham 
 (with the test and lint tools for ``test`` and ``lint``), so a machine with only Python 3
 and pip needs nothing else, and no system packages are touched. ``test`` passes its arguments
 to pytest and runs the suite on every core; ``-n 0`` runs it in one process, ``-m slow`` runs
-the slow tier (which the default run leaves out). ``phoenix`` makes ``.venv-phoenix``, a
+the slow tier (which the default run leaves out, and every Hypothesis property with all its
+examples: tests/property_tiers.py). ``phoenix`` makes ``.venv-phoenix``, a
 venv of its own with an Arize Phoenix server and client (the ``phoenix`` extra: heavy, with
 pins and a pytest plugin of its own, so kept out of ``.venv``) for the slow tier's check of
 ``haytham export --otel`` against a real Phoenix (tests/test_otel_phoenix.py); only this

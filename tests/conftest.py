@@ -18,6 +18,19 @@ from hypothesis import settings
 settings.register_profile("haytham", deadline=None)
 settings.load_profile("haytham")
 
+SLOW_TIER = "slow"
+"""The marker expression of the slow tier (``python3 dev.py test -m slow``, in ``.ci/run``)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The slow tier also runs every Hypothesis property with all its examples: the default
+    run tries a sample of each (``property_tiers``), so that it stays under three minutes,
+    and ``-m slow`` becomes ``-m "slow or property"`` with ``HAYTHAM_EXHAUSTIVE=1``. (xdist
+    workers get the same arguments and come here before they collect.)"""
+    if config.option.markexpr == SLOW_TIER:
+        os.environ["HAYTHAM_EXHAUSTIVE"] = "1"
+        config.option.markexpr = f"{SLOW_TIER} or property"
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 if TYPE_CHECKING:

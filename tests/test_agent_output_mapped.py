@@ -13,14 +13,14 @@ traced memory is the content plus a fixed slack.
 from __future__ import annotations
 
 import dataclasses
-import os
 import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
+from property_tiers import property_settings
 
 from haytham import CheckpointManager
 from haytham.errors import DocumentError
@@ -38,10 +38,8 @@ OUTPUTS = sorted(
     if p.is_file() and p.read_bytes().lstrip(b"\xef\xbb\xbf").startswith(b"# Agent Output")
 )
 WINDOWS = (1, 5, 17, 64, 1 << 16)
-PROPERTY = settings(
-    max_examples=int(os.environ.get("FAST_PATH_EXAMPLES", "300")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+PROPERTY = property_settings(
+    300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 RECORD = AgentOutput(
     agent_name="writer",

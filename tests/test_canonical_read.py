@@ -13,14 +13,14 @@ removed, a line removed, doubled, swapped, indented, a CR added), and on the cor
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from history_order import reference_order
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
+from property_tiers import property_settings
 from workcount import WorkCounters
 
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
@@ -45,11 +45,7 @@ from haytham.store import history
 
 TESTS = Path(__file__).resolve().parent
 CORPORA = [TESTS / "golden", TESTS / "data" / "compat", TESTS / "handedits", TESTS.parent / "projects"]
-PROPERTY = settings(
-    max_examples=int(os.environ.get("CANONICAL_EXAMPLES", "300")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
+PROPERTY = property_settings(300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 PATH = Path("doc.md")
 
 

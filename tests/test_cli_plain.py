@@ -10,23 +10,21 @@ on ``haytham status`` of real sessions, drawn both ways.
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
+from property_tiers import property_settings
 
 from haytham.cli import present
 from haytham.cli.common import cell, new_console, plain_table, print_table, table
 from haytham.cli.main import cli
 from haytham.store.manager import CheckpointManager
 
-PROPERTY = settings(
-    max_examples=int(os.environ.get("FAST_PATH_EXAMPLES", "300")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+PROPERTY = property_settings(
+    300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 simple_cells = st.text(alphabet=" -_.:()[]/abcXYZ019", max_size=12)
 cells = st.one_of(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,9 +22,10 @@ from typing import Any
 
 import pytest
 from commonmark_cases import sampled_examples
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from property_tiers import property_settings
 
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST, DocumentFormat
 from haytham.format.document import to_json
@@ -40,11 +40,7 @@ CORPUS = sorted(
 )
 
 KINDS: tuple[DocumentFormat[Any], ...] = (AGENT_OUTPUT, CHECKPOINT, FEEDBACK, HISTORY_ENTRY, MANIFEST)
-PROPERTY = settings(
-    max_examples=int(os.environ.get("FAST_PATH_EXAMPLES", "300")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+PROPERTY = property_settings(300, suppress_health_check=[HealthCheck.too_slow])
 
 
 def read_with(kind: DocumentFormat[Any], text: str, *, fast: bool) -> str:
@@ -259,7 +255,7 @@ def test_generated_documents_mostly_in_the_simple_shape(body: str, ending: str) 
     assert_same(body + ending)
 
 
-@settings(PROPERTY, max_examples=max(PROPERTY.max_examples // 3, 1))
+@property_settings(100, suppress_health_check=[HealthCheck.too_slow])
 @given(body=documents)
 def test_generated_bodies_inside_documents(body: str) -> None:
     for kind, document in [*inserted_by_hand(body), *rendered_with(body)]:

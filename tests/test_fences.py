@@ -12,7 +12,6 @@ level.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -20,21 +19,18 @@ from typing import Any
 import mistune
 import pytest
 from commonmark_cases import EXAMPLES, sampled_examples
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 from mistune.block_parser import BlockParser
 from mistune.core import BlockState
+from property_tiers import property_settings
 
 from haytham.format.agent_output import split_output
 from haytham.format.markdown import fence_lines, first_fence, iter_fences, iter_unfenced_lines
 
 TESTS = Path(__file__).resolve().parent
 
-PROPERTY = settings(
-    max_examples=int(os.environ.get("FENCE_EXAMPLES", "500")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+PROPERTY = property_settings(500, suppress_health_check=[HealthCheck.too_slow])
 TOP_LEVEL_ONLY = frozenset({"paragraph", "heading", "blank_line", "block_code", "thematic_break"})
 """Block types whose presence leaves a fence's meaning to its own lines."""
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_tiers import property_settings
 
 try:
     from langgraph.checkpoint.base import empty_checkpoint
@@ -30,9 +31,7 @@ from haytham.integrations.langgraph import files as lgfiles
 from haytham.store.names import check_name
 
 SERDE = JsonPlusSerializer()
-PROPERTY = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+PROPERTY = property_settings(150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 # ------------------------------------------------------------------ strategies
 

@@ -14,7 +14,6 @@ fields, fences, CR/CRLF/NUL and blank lines at either end.
 from __future__ import annotations
 
 import itertools
-import os
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_tiers import property_settings
 
 from haytham import (
     AgentOutput,
@@ -42,12 +42,8 @@ from haytham.format.feedback import settle
 from haytham.records import APPROVAL_ACTIONS, FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES
 from haytham.store.clock import format_timestamp
 
-# RT_EXAMPLES=2000 for a longer hunt; 150 keeps each property to a second or two.
-EXAMPLES = int(os.environ.get("RT_EXAMPLES", "150"))
-PROPERTY = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+PROPERTY = property_settings(
+    150, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
 
 # ------------------------------------------------------------------ strategies

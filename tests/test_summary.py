@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_tiers import property_settings
 
 from haytham.cli import main as cli_main
 from haytham.format import MANIFEST
@@ -43,9 +44,7 @@ from haytham.store import scan
 from haytham.store.clock import format_timestamp
 from haytham.store.manager import CheckpointManager
 
-PROPERTY = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
-)
+PROPERTY = property_settings(150, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 def agrees(text: str) -> bool:
@@ -468,7 +467,9 @@ def test_iterating_a_remembered_listing_holds_one_row_at_a_time(
     assert large_peak - small_peak < 20 * (large - small)  # bytes a session: far below one row
 
 
-EXHAUSTIVE = settings(PROPERTY, max_examples=5000)
+EXHAUSTIVE = settings(
+    max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 @pytest.mark.slow

@@ -11,14 +11,14 @@ same error (message, line, field), with and without the shortcut.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
+from property_tiers import property_settings
 
 from haytham.errors import DocumentError
 from haytham.format.workflow import (
@@ -34,11 +34,7 @@ from haytham.format.workflow import (
 )
 from haytham.format.yamlfile import MAX_YAML_CHARS, MAX_YAML_NODES, parse_yaml, take_version
 
-PROPERTY = settings(
-    max_examples=int(os.environ.get("FAST_PATH_EXAMPLES", "100")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+PROPERTY = property_settings(100, suppress_health_check=[HealthCheck.too_slow])
 TRICKY = [
     "yes",
     "No",
