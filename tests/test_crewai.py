@@ -323,3 +323,20 @@ def test_a_paused_flow_is_resumed_by_crewai_in_every_advice(tmp_path: Path) -> N
     workflow_file.write_text(workflow_file.read_text().replace("run_by: crewai\n", ""))  # as saved before
     assert FLOW in _haytham(tmp_path, "status", P, flow_id)
     _haytham(tmp_path, "validate")
+
+
+def test_a_flow_runs_page_offers_no_fork_or_rerun_and_says_to_resume_the_flow(tmp_path: Path) -> None:
+    from web_demo import client_of  # the web extra, as in tests/test_web_pages.py
+
+    store = HaythamFlowPersistence(tmp_path, P)
+    paused = article_flow(store)(suppress_flow_events=True).kickoff(inputs={"topic": "files"})
+    assert isinstance(paused, HumanFeedbackPending)
+    flow_id = paused.context.flow_id
+    with client_of(store.manager) as client:
+        page = client.get(f"/p/{P}/s/{flow_id}")
+    assert page.status_code == 200 and "<h2>History</h2>" in page.text
+    assert "Fork or re-run" not in page.text and 'class="fork-link"' not in page.text
+    assert (
+        "resume the flow with <code>resume_from_review(FlowClass, persistence, flow_id)</code>" in page.text
+    )
+    assert "haytham resume" not in page.text

@@ -514,3 +514,35 @@ def test_the_pages_of_a_paused_thread_show_no_checkpoint_comment_and_no_zero_cha
         session = client.get(f"/p/{P}/s/notes")
     assert session.status_code == 200
     assert 'class="chart"' not in session.text  # no duration, tokens or cost: no zero charts
+
+
+def test_a_threads_page_offers_no_fork_or_rerun_and_says_to_resume_the_graph(tmp_path: Path) -> None:
+    from web_demo import client_of  # the web extra, as in tests/test_web_pages.py
+
+    saver = HaythamSaver(tmp_path, P)
+    _review_graph(saver).invoke({"topic": "Release"}, {"configurable": {"thread_id": "notes"}})
+    manager = CheckpointManager(tmp_path)
+    with client_of(manager) as client:
+        session = client.get(f"/p/{P}/s/notes")
+        phase = client.get(f"/p/{P}/s/notes/phase/1")
+        csrf = re.search(r'name="csrf" value="([^"]+)"', phase.text)
+        assert csrf is not None
+        forked = client.post(
+            f"/p/{P}/s/notes/fork", data={"csrf": csrf.group(1), "new_session": "copy", "from_phase": "1"}
+        )
+        rerun = client.post(f"/p/{P}/s/notes/rerun", data={"csrf": csrf.group(1), "from_phase": "1"})
+    assert session.status_code == 200
+    assert "<h2>History</h2>" in session.text and "LangGraph paused at checkpoint" in session.text
+    assert "Fork or re-run" not in session.text and 'id="fork"' not in session.text
+    assert "/rerun" not in session.text and 'class="fork-link"' not in session.text
+    assert "haytham resume" not in session.text
+    assert (
+        "then resume the graph with <code>graph.invoke(resume_command(saver, config), config)</code>"
+        in session.text
+    )
+    assert re.search(r"or run <code>haytham feedback langgraph notes 1 --approve", session.text)
+    for refused in (forked, rerun):  # a form posted anyway is refused, and nothing is written
+        assert refused.status_code == 400, refused.text
+        assert "is run by LangGraph, not haytham" in refused.text
+    assert not manager.session_dir(P, "copy").exists()
+    assert manager.state(P, "notes").phase(1).state == "awaiting_review"
