@@ -95,7 +95,7 @@ def test_a_langgraph_session_says_resume_the_graph_in_every_command(tmp_path: Pa
     assert "langgraph/notes was not run: LangGraph runs it, not haytham" in refused and GRAPH in refused
 
     approved = haytham(tmp_path, "feedback", P, "notes", "1", "--approve")
-    assert f"Next: every phase is reviewed: {GRAPH} if it waits for the answer" in approved
+    assert f"Next: every phase is done: if the graph still waits for its last review, {GRAPH}" in approved
     assert "; read the results with haytham show langgraph notes" in approved
     assert_never_haytham_runs(approved)
 

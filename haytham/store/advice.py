@@ -222,7 +222,8 @@ def _advise_outside(
     if step.reason == "done":
         show = command("show", project, session)
         message = (
-            f"every phase is reviewed: {resume} if it waits for the answer; read the results with {show}"
+            f"every phase is done: if the {outside.runs} still waits for its last review, {resume}; "
+            f"read the results with {show}"
         )
         return Advice("done", None, message, show, snippet)
     name = manager.session_workflow(project, session).phase(number).name
