@@ -39,6 +39,7 @@ from haytham.format.guard import read_file
 from haytham.format.layout import INDEX_DIR, NOTIFY_FAILURES_FILE
 from haytham.store import fs as _storage
 from haytham.store import lifecycle
+from haytham.store.advice import run_by_of
 from haytham.store.events import Event, logger
 from haytham.store.manager import CheckpointManager
 
@@ -62,7 +63,8 @@ EVENT_KEYS: Mapping[str, str] = {
     "time": "when haytham saw the change, ISO 8601 UTC",
     "session_dir": "the session's folder, absolute",
     "command": "the haytham command that acts next: the review for `awaiting_review`, "
-    "the resume after a decision",
+    "the resume after a decision (for a session LangGraph or CrewAI runs, the Python that "
+    "resumes its graph or flow: haytham.format.run_by)",
 }
 """The keys of every event, in order (docs/notify.md is written from the same list)."""
 DEFAULT_TIMEOUT = 5.0
@@ -289,12 +291,21 @@ def build_event(
         "reviewers": list(phase.reviewers),
         "time": manager.now(),
         "session_dir": os.path.abspath(manager.session_dir(project_id, session_id)),
-        "command": shlex.join(
-            ["haytham", "feedback", project_id, session_id, str(number)]
-            if name == "awaiting_review"
-            else ["haytham", "resume", project_id, session_id]
-        ),
+        "command": _command(manager, name, project_id, session_id, number),
     }
+
+
+def _command(
+    manager: CheckpointManager, name: NotifyEvent, project_id: str, session_id: str, number: int
+) -> str:
+    """What acts next on the event: the review, or the resume after a decision, which for a
+    session another framework runs is that framework's code (``advice.run_by_of``)."""
+    if name == "awaiting_review":
+        return shlex.join(["haytham", "feedback", project_id, session_id, str(number)])
+    outside = run_by_of(manager, project_id, session_id)
+    if outside is not None:
+        return outside.resume
+    return shlex.join(["haytham", "resume", project_id, session_id])
 
 
 # ------------------------------------------------------------------ the failure log

@@ -104,6 +104,7 @@ def test_demo_stops_at_review_then_status_says_what_to_do(base: Path, awaiting: 
         "phase": 1,
         "message": data["next"]["message"],
         "command": f"haytham feedback demo idea-001 1 --approve --base-dir {base}",
+        "resume": None,  # haytham runs this session: no other framework's code resumes it
     }
     assert data["next"]["command"] in data["next"]["message"]  # the one command the advice names
     # phase 1 is done running but waits for its reviewer: the session and every view say so

@@ -282,3 +282,61 @@ def test_the_docs_example_runs() -> None:
     exec(compile(block, "docs/crewai.md", "exec"), namespace)
     store = namespace["store"]
     assert store.load_pending_feedback(namespace["flow_id"]) is None
+
+
+def _haytham(base: Path, *args: str, code: int = 0) -> str:
+    """``python -m haytham ARGS --base-dir BASE`` in a process of its own: its output."""
+    done = subprocess.run(
+        [sys.executable, "-m", "haytham", *args, "--base-dir", str(base)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+        check=False,
+    )
+    assert done.returncode == code, done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+FLOW = "resume the flow with resume_from_review(FlowClass, persistence, flow_id)"
+
+
+def test_a_paused_flow_is_resumed_by_crewai_in_every_advice(tmp_path: Path) -> None:
+    """status, feedback and resume say to resume the flow, never ``haytham resume``; a run
+    saved before the ``run_by`` mark is known by its ``crewai/`` folder and gets the same."""
+    store = HaythamFlowPersistence(tmp_path, P)
+    paused = article_flow(store)(suppress_flow_events=True).kickoff(inputs={"topic": "files"})
+    assert isinstance(paused, HumanFeedbackPending)
+    flow_id = paused.context.flow_id
+    workflow_file = store.session(flow_id).directory / "workflow.yaml"
+    assert "run_by: crewai\n" in workflow_file.read_text()
+
+    status = _haytham(tmp_path, "status", P, flow_id)
+    assert f"Next: phase 2 awaits review: edit {store.session(flow_id).directory}" in status
+    assert f"--approve --base-dir {tmp_path}; then {FLOW}" in status
+    sent_back = _haytham(tmp_path, "feedback", P, flow_id, "2", "--reject", "--comment", "revise")
+    assert f"Next: phase 2 was sent back: {FLOW}, which hands it the comments" in sent_back
+    refused = _haytham(tmp_path, "resume", P, flow_id, code=1)
+    assert "CrewAI runs it, not haytham" in refused and FLOW in refused
+    for text in (status, sent_back, refused):
+        assert "haytham resume" not in text and "haytham run" not in text, text
+
+    workflow_file.write_text(workflow_file.read_text().replace("run_by: crewai\n", ""))  # as saved before
+    assert FLOW in _haytham(tmp_path, "status", P, flow_id)
+    _haytham(tmp_path, "validate")
+
+
+def test_a_flow_runs_page_offers_no_fork_or_rerun_and_says_to_resume_the_flow(tmp_path: Path) -> None:
+    from web_demo import client_of  # the web extra, as in tests/test_web_pages.py
+
+    store = HaythamFlowPersistence(tmp_path, P)
+    paused = article_flow(store)(suppress_flow_events=True).kickoff(inputs={"topic": "files"})
+    assert isinstance(paused, HumanFeedbackPending)
+    flow_id = paused.context.flow_id
+    with client_of(store.manager) as client:
+        page = client.get(f"/p/{P}/s/{flow_id}")
+    assert page.status_code == 200 and "<h2>History</h2>" in page.text
+    assert "Fork or re-run" not in page.text and 'class="fork-link"' not in page.text
+    assert (
+        "resume the flow with <code>resume_from_review(FlowClass, persistence, flow_id)</code>" in page.text
+    )
+    assert "haytham resume" not in page.text

@@ -6,6 +6,7 @@ Skipped only where LangGraph is not installed and CI is not set (in CI it must r
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import operator
@@ -14,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any, TypedDict
@@ -79,9 +81,58 @@ def test_the_conformance_suite_reports_full_on_a_fresh_directory() -> None:
         "delete_for_runs",
         "copy_thread",
         "prune",
+        "delta_channel_history",  # LangGraph main's spec, vendored (tests/langgraph_delta_spec/)
     }
     assert all(r["detected"] and r["passed"] and not r["failures"] for r in results.values()), text
-    assert sum(r["tests_passed"] for r in results.values()) >= 80
+    assert sum(r["tests_passed"] for r in results.values()) >= 88
+    assert results["delta_channel_history"]["tests_passed"] == 8, text
+    assert re.search(r"✅ delta_channel_history", text), text
+    assert "Result: FULL (9/9)" in text
+
+
+@pytest.mark.parametrize("checkpointer", ["InMemorySaver", "AsyncSqliteSaver"])
+def test_the_vendored_delta_spec_passes_on_langgraphs_own_savers(checkpointer: str) -> None:
+    """The spec is right: LangGraph's own savers pass it, as its repository says they do."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    @contextlib.asynccontextmanager
+    async def make() -> AsyncIterator[Any]:
+        if checkpointer == "InMemorySaver":
+            yield InMemorySaver()
+        else:
+            async with AsyncSqliteSaver.from_conn_string(":memory:") as saver:
+                yield saver
+
+    report = langgraph_conformance.run_on(checkpointer, make)
+    delta = report.to_dict()["results"]["delta_channel_history"]
+    assert delta["detected"] and delta["passed"] and delta["tests_passed"] == 8, delta["failures"]
+
+
+def test_the_vendored_delta_spec_fails_a_saver_that_gets_the_history_wrong(tmp_path: Path) -> None:
+    """The spec can fail: a saver that also returns the target's own pending writes fails."""
+
+    class Wrong(HaythamSaver):
+        async def aget_delta_channel_history(self, *, config: Any, channels: Any) -> Any:
+            history = await super().aget_delta_channel_history(config=config, channels=channels)
+            own = await self.aget_tuple(config)
+            for channel in history:
+                history[channel]["writes"] = [
+                    *history[channel]["writes"],
+                    *[w for w in ((own.pending_writes or []) if own else []) if w[1] == channel],
+                ]
+            return history
+
+    @contextlib.asynccontextmanager
+    async def make() -> AsyncIterator[Any]:
+        yield Wrong(tmp_path, review=False)
+
+    report = langgraph_conformance.run_on("Wrong", make)
+    delta = report.to_dict()["results"]["delta_channel_history"]
+    assert delta["detected"] and delta["passed"] is False, delta
+    assert any("test_history_excludes_target_pending_writes" in f for f in delta["failures"])
+    assert report.conformance_level() == "BASE+PARTIAL"
+    assert "❌ delta_channel_history" in langgraph_conformance.report_text(report)
 
 
 @pytest.mark.slow
@@ -463,3 +514,35 @@ def test_the_pages_of_a_paused_thread_show_no_checkpoint_comment_and_no_zero_cha
         session = client.get(f"/p/{P}/s/notes")
     assert session.status_code == 200
     assert 'class="chart"' not in session.text  # no duration, tokens or cost: no zero charts
+
+
+def test_a_threads_page_offers_no_fork_or_rerun_and_says_to_resume_the_graph(tmp_path: Path) -> None:
+    from web_demo import client_of  # the web extra, as in tests/test_web_pages.py
+
+    saver = HaythamSaver(tmp_path, P)
+    _review_graph(saver).invoke({"topic": "Release"}, {"configurable": {"thread_id": "notes"}})
+    manager = CheckpointManager(tmp_path)
+    with client_of(manager) as client:
+        session = client.get(f"/p/{P}/s/notes")
+        phase = client.get(f"/p/{P}/s/notes/phase/1")
+        csrf = re.search(r'name="csrf" value="([^"]+)"', phase.text)
+        assert csrf is not None
+        forked = client.post(
+            f"/p/{P}/s/notes/fork", data={"csrf": csrf.group(1), "new_session": "copy", "from_phase": "1"}
+        )
+        rerun = client.post(f"/p/{P}/s/notes/rerun", data={"csrf": csrf.group(1), "from_phase": "1"})
+    assert session.status_code == 200
+    assert "<h2>History</h2>" in session.text and "LangGraph paused at checkpoint" in session.text
+    assert "Fork or re-run" not in session.text and 'id="fork"' not in session.text
+    assert "/rerun" not in session.text and 'class="fork-link"' not in session.text
+    assert "haytham resume" not in session.text
+    assert (
+        "then resume the graph with <code>graph.invoke(resume_command(saver, config), config)</code>"
+        in session.text
+    )
+    assert re.search(r"or run <code>haytham feedback langgraph notes 1 --approve", session.text)
+    for refused in (forked, rerun):  # a form posted anyway is refused, and nothing is written
+        assert refused.status_code == 400, refused.text
+        assert "is run by LangGraph, not haytham" in refused.text
+    assert not manager.session_dir(P, "copy").exists()
+    assert manager.state(P, "notes").phase(1).state == "awaiting_review"

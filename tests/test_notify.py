@@ -155,6 +155,22 @@ def test_the_runner_then_the_command_line_notify_the_command_and_the_url(
     assert len(commanded(project)) == 2  # approved again: the phase did not move, nobody is told
 
 
+def test_a_decision_on_a_session_langgraph_runs_names_the_graphs_resume(
+    project: Path, receiver: Receiver
+) -> None:
+    assert haytham(project, "demo", "--review", "manual").returncode == 0
+    path = project / "projects" / P / "sessions" / S / WORKFLOW_FILE
+    text = path.read_text()
+    path.write_text(
+        text.replace("\nmodes:\n", "\nrun_by: langgraph\nmodes:\n", 1)
+    )  # as the integration marks it
+    assert haytham(project, "feedback", P, S, "1", "--approve").returncode == 0
+    waiting, decided = commanded(project)
+    assert waiting["command"] == f"haytham feedback {P} {S} 1"
+    assert decided["command"] == "graph.invoke(resume_command(saver, config), config)"
+    assert receiver.got[1]["command"] == decided["command"]
+
+
 def test_a_review_written_in_the_editor_loop_is_notified(project: Path, receiver: Receiver) -> None:
     assert haytham(project, "demo", "--review", "manual").returncode == 0
     script = project / "edit.py"

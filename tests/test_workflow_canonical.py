@@ -147,6 +147,7 @@ def workflows(draw: st.DrawFn) -> Workflow:
         {k: tuple(v) for k, v in modes.items()},
         draw(st.integers(0, 12)),
         callables,
+        run_by=draw(st.one_of(st.none(), st.sampled_from(["langgraph", "crewai"]), name)),
     )
 
 

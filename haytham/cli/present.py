@@ -43,7 +43,10 @@ NEXT_KEYS = {
     "next.action": "`review`, `resume`, `wait` (a runner is at work on it), `fix` or `done`",
     "next.phase": "the phase it concerns, or null when every phase is done",
     "next.message": "the same advice as a sentence with the command to run",
-    "next.command": "the command line that does it, or null when the advice is to wait or to fix a file",
+    "next.command": "the command line that does it, or null when the advice is to wait, to fix a file "
+    "or to resume a graph or flow that another framework runs",
+    "next.resume": "the Python that resumes the LangGraph graph or CrewAI flow that runs the session "
+    "(docs/langgraph.md, docs/crewai.md), or null for haytham's own sessions",
 }
 """The ``--json`` keys of ``next_step``'s advice, for the commands that print it."""
 

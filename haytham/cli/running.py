@@ -33,6 +33,7 @@ from haytham.run.demo import (
 )
 from haytham.run.runner import Agent, PhaseRunner, load_callable, missing_agents, resolve_agents
 from haytham.run.worker import Worker
+from haytham.store.advice import run_by_of
 from haytham.store.manager import CheckpointManager
 
 JSON_OUTPUT: dict[str, dict[str, str]] = {
@@ -219,6 +220,12 @@ def _run(
     commits.pull()
     manager.recover(project, session)  # the workflow and mode read next are the whole change's
     workflow = manager.session_workflow(project, session)
+    outside = run_by_of(manager, project, session)
+    if outside is not None:
+        raise click.ClickException(
+            f"{project}/{session} was not run: {outside.label} runs it, not haytham. "
+            f"Next: {next_step(manager, project, session).message}"
+        )
     mode = manager.load_manifest(project, session).execution_mode
     if from_phase is not None:
         workflow.phase_in_mode(from_phase, mode)

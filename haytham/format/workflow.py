@@ -85,6 +85,11 @@ class Workflow:
     The policies and budgets are not part of the fingerprint: they decide how an agent is
     run (how often it is tried, how long it may take, when a run stops for a person), not
     what the session's files are, so tuning them keeps existing sessions runnable."""
+    run_by: str | None = None
+    """The framework that runs the workflow's sessions in haytham's stead (``run_by:``, a
+    name of ``haytham.format.run_by``: ``langgraph``, ``crewai``), written by an integration;
+    None: haytham runs them. Not part of the fingerprint: sessions written before the mark
+    read unchanged, and the mark says who resumes a session, not what its files are."""
 
     def policy_of(self, agent: str) -> AgentPolicy:
         """The policy ``agent`` runs under: its own keys over ``defaults:`` over the
@@ -223,9 +228,11 @@ def dump_workflow(workflow: Workflow) -> str:
         VERSION_KEY: FORMAT_VERSION,
         "name": workflow.name,
         "max_retries": workflow.max_retries,
-        "modes": {k: list(v) for k, v in workflow.modes.items()},
-        "phases": [],
     }
+    if workflow.run_by is not None:
+        data["run_by"] = workflow.run_by
+    data["modes"] = {k: list(v) for k, v in workflow.modes.items()}
+    data["phases"] = []
     for phase in workflow.phases:
         item: dict[str, Any] = {
             "number": phase.number,
@@ -340,6 +347,7 @@ def _workflow_from(data: dict[str, Any], path: Path, node: Any) -> Workflow:
             if isinstance(spec, dict) and (own := PolicyKeys.from_data(spec))
         },
         Budget.from_data(data.get("budget")),
+        data.get("run_by"),
     )
     _check_consistent(workflow, path, node)
     return workflow
@@ -422,7 +430,7 @@ def canonical_data(text: str) -> dict[str, Any] | None:
             phase = None
         else:
             key, colon, value = line.partition(": ")
-            if not colon or key in data or key not in ("format", "name", "max_retries"):
+            if not colon or key in data or key not in ("format", "name", "max_retries", "run_by"):
                 return None
             data[key] = _scalar(key, value)
     version = data.pop("format", None)
@@ -473,10 +481,12 @@ def _canonical_text(version: int, data: dict[str, Any]) -> str:
     value is outside the plain scalars YAML reads back as themselves, or a line would be
     longer than PyYAML folds at, KeyError or TypeError when ``data`` is not a workflow's
     shape. Only what this accepts is read without PyYAML."""
-    if set(data) - {"name", "max_retries", "modes", "phases", "agents"}:
+    if set(data) - {"name", "max_retries", "run_by", "modes", "phases", "agents"}:
         raise ValueError("unknown key")
     lines = [f"format: {_count(version)}", f"name: {_plain(data['name'], _NAME)}"]
     lines.append(f"max_retries: {_count(data['max_retries'])}")
+    if "run_by" in data:
+        lines.append(f"run_by: {_plain(data['run_by'], _NAME)}")
     lines.append("modes:")
     modes: dict[str, Any] = data["modes"]
     lines += [f"  {_plain(k, _NAME)}: [{', '.join(_count(n) for n in v)}]" for k, v in modes.items()]

@@ -6,6 +6,10 @@ next run would start or stop, and why; ``advise`` says it as a sentence with the
 command line. Each caller builds its command lines its own way (the CLI adds the
 ``--base-dir`` it was given), so every view words the same advice alike. Nothing here runs
 or writes anything.
+
+A session that another framework runs (``run_by_of``: a LangGraph thread, a CrewAI flow run)
+is never resumed by haytham: its advice says to answer the review with haytham and to resume
+the graph or flow with that framework's own snippet (``haytham.format.run_by``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from haytham.format.layout import FEEDBACK_FILE
+from haytham.format.run_by import RunBy, recognise, run_by
 from haytham.records import AgentOutput
 from haytham.store import interrupted
 from haytham.store.manager import CheckpointManager
@@ -110,7 +115,23 @@ class Advice:
     message: str
     """The advice as a sentence, with the command to type."""
     command: str | None = None
-    """The one command line that does it (None when the advice is to wait or to fix a file)."""
+    """The one command line that does it (None when the advice is to wait, to fix a file or
+    to resume a graph or flow that another framework runs)."""
+    resume: str | None = None
+    """The Python that resumes the framework that runs the session (``RunBy.resume``), when
+    the advice names it; None for haytham's own sessions."""
+
+
+def run_by_of(manager: CheckpointManager, project: str, session: str) -> RunBy | None:
+    """The framework that runs the session in haytham's stead: the one its workflow copy's
+    ``run_by`` names, or, for a session written before that mark, the one whose workflow
+    name and folder it has (``run_by.recognise``: one ``stat``, only for such a name); None
+    for haytham's own sessions."""
+    workflow = manager.session_workflow(project, session)
+    if workflow.run_by is not None:
+        return run_by(workflow.run_by)
+    directory = manager.session_dir(project, session)
+    return recognise(workflow.name, lambda folder: (directory / folder).is_dir())
 
 
 def command_line(*words: str) -> str:
@@ -129,6 +150,9 @@ def advise(
     makes each command line: the CLI's adds the ``--base-dir`` it was given)."""
     step = next_step(manager, project, session)
     number = step.phase
+    outside = run_by_of(manager, project, session)
+    if outside is not None and step.reason not in ("invalid_feedback", "running"):
+        return _advise_outside(manager, project, session, step, outside, command)
     resume = command("resume", project, session)
     run: str | None = resume
     if step.reason == "invalid_feedback":
@@ -170,3 +194,47 @@ def advise(
         run = command("show", project, session)
         message = f"every phase is done: read the results with {run}"
     return Advice(step.action, number, message, run)
+
+
+def _advise_outside(
+    manager: CheckpointManager,
+    project: str,
+    session: str,
+    step: NextStep,
+    outside: RunBy,
+    command: Callable[..., str],
+) -> Advice:
+    """The advice for a session another framework runs: a review is answered with haytham,
+    and the graph or flow is resumed with the framework's own code, never ``haytham resume``."""
+    number = step.phase
+    snippet = outside.resume
+    resume = f"resume the {outside.runs} with {snippet}"
+    if step.reason in ("awaiting_review", "tries_ran_out"):
+        run = command("feedback", project, session, str(number), "--approve")
+        message = f"phase {number} awaits review: edit {step.feedback_file} or run {run}; then {resume}"
+        return Advice("review", number, message, run, snippet)
+    if step.reason == "sent_back":
+        message = (
+            f"phase {number} was sent back: {resume}, which hands it the comments "
+            f"({outside.label} runs this session, not haytham)"
+        )
+        return Advice("resume", number, message, None, snippet)
+    if step.reason == "done":
+        show = command("show", project, session)
+        message = (
+            f"every phase is done: if the {outside.runs} still waits for its last review, {resume}; "
+            f"read the results with {show}"
+        )
+        return Advice("done", None, message, show, snippet)
+    name = manager.session_workflow(project, session).phase(number).name
+    if step.reason == "stale":
+        verb, why = f"is {step.detail}", ""
+    else:
+        verbs = {"ready": "is not reached yet", "interrupted": "was interrupted", "failed": "failed"}
+        verb = verbs.get(step.reason, f"is {step.reason}")
+        why = f" ({step.detail})" if step.detail else ""
+    message = (
+        f"phase {number} ({name}) {verb}{why}: {outside.label} runs this session, not haytham: "
+        f"run the {outside.runs} (a paused one resumes with {snippet})"
+    )
+    return Advice(step.action, number, message, None, snippet)

@@ -30,11 +30,12 @@ from haytham.format.agent_output import MAX_OUTPUT_BYTES, load_start
 from haytham.format.guard import chunks
 from haytham.format.layout import ATTEMPTS_DIR, FEEDBACK_FILE, SESSIONS_DIR
 from haytham.format.reviewer import Reviewer, is_assigned, parse_reviewer
+from haytham.format.run_by import RunBy
 from haytham.format.tries import describe_tries
 from haytham.otel import OtelConfig
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import durations, fs, lifecycle
-from haytham.store.advice import Advice, advise
+from haytham.store.advice import Advice, advise, run_by_of
 from haytham.store.clock import parse_timestamp, sort_time
 from haytham.store.lease import LeaseHolder
 from haytham.store.lifecycle import PhaseView, SessionView
@@ -358,6 +359,9 @@ class SessionPage:
     advice: Advice | None = None
     """What the session needs next and the command to type (``advice.advise``, as
     ``haytham status`` says it)."""
+    run_by: RunBy | None = None
+    """The framework that runs the session in haytham's stead (``advice.run_by_of``): its
+    page offers no fork or re-run, which copy and run haytham's phases."""
 
 
 def session_page(manager: CheckpointManager, project: str, session: str) -> SessionPage:
@@ -387,6 +391,7 @@ def session_page(manager: CheckpointManager, project: str, session: str) -> Sess
         manager.running(project, session),
         problems,
         advise(manager, project, session),
+        run_by_of(manager, project, session),
     )
 
 

@@ -81,12 +81,17 @@ def _output_meta(output: AgentOutput) -> str:
     return " · ".join(parts)
 
 
-def _code_in(message: str, command: str | None) -> Markup:
-    """``message`` escaped, with its first ``command`` shown as ``<code>`` (the command to type)."""
-    if not command or command not in message:
-        return Markup("{0}").format(message)
-    before, _, after = message.partition(command)
-    return Markup("{0}<code>{1}</code>{2}").format(before, command, after)
+def _code_in(message: str, *codes: str | None) -> Markup:
+    """``message`` escaped, with the first of each of ``codes`` in it shown as ``<code>``
+    (the command to type, the Python that resumes a graph or flow)."""
+    found = sorted((message.find(code), code) for code in codes if code and code in message)
+    shown, done = Markup(""), 0
+    for start, code in found:
+        if start < done:
+            continue  # inside a code shown already
+        shown += Markup("{0}<code>{1}</code>").format(message[done:start], code)
+        done = start + len(code)
+    return shown + Markup("{0}").format(message[done:])
 
 
 def _url_part(name: str) -> str:

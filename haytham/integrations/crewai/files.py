@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from haytham.errors import DocumentError, InvalidArgumentError
+from haytham.format.run_by import CREWAI
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.integrations.crewai import values
 from haytham.store.names import check_name
@@ -28,7 +29,8 @@ STATE_AGENT = "state"
 """The agent output of every phase that holds the state after the method (``state.md``)."""
 FEEDBACK_AGENT = "human_feedback"
 """The agent output of a phase paused for a person (``human_feedback.md``)."""
-WORKFLOW_NAME = "crewai"
+WORKFLOW_NAME = CREWAI.name
+"""The workflow of every flow run's session, named as the framework (``format.run_by``)."""
 MODE = "default"
 FLOW_FILE = "flow.json"
 """In the session's ``crewai/`` folder (``layout.CREWAI_DIR``): the run's pointers."""
@@ -36,8 +38,10 @@ _FENCE = "```json"
 
 
 def empty_workflow() -> Workflow:
-    """The workflow of a run before its first save: no phase yet."""
-    return Workflow(name=WORKFLOW_NAME, phases=(), modes={MODE: ()}, max_retries=1_000_000)
+    """The workflow of a run before its first save: no phase yet, marked as run by CrewAI."""
+    return Workflow(
+        name=WORKFLOW_NAME, phases=(), modes={MODE: ()}, max_retries=1_000_000, run_by=CREWAI.name
+    )
 
 
 def phase_directory(number: int, method_name: str) -> str:
@@ -67,7 +71,9 @@ def with_method(workflow: Workflow, method_name: str, review: bool) -> tuple[Wor
             PhaseDefinition(number, method_name, phase_directory(number, method_name), agents, review=review)
         )
     numbers = tuple(p.number for p in phases)
-    changed = Workflow(WORKFLOW_NAME, tuple(phases), {MODE: numbers}, workflow.max_retries)
+    changed = Workflow(
+        WORKFLOW_NAME, tuple(phases), {MODE: numbers}, workflow.max_retries, run_by=CREWAI.name
+    )
     return changed, next(p.number for p in phases if p.name == method_name)
 
 

@@ -24,6 +24,7 @@ from langgraph.checkpoint.serde.types import INTERRUPT, RESUME
 from langgraph.types import Command, Interrupt
 
 from haytham.errors import NotFoundError
+from haytham.format.run_by import LANGGRAPH
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.integrations.langgraph.files import is_plain_json
 from haytham.store.handle import SessionHandle
@@ -49,12 +50,14 @@ REVIEW_PHASE = 1
 INTERRUPT_AGENT = "interrupt"
 MODE = "default"
 LANGGRAPH_WORKFLOW = Workflow(
-    name="langgraph",
+    name=LANGGRAPH.name,
     phases=(PhaseDefinition(REVIEW_PHASE, "Review", "phase_1_review", (INTERRUPT_AGENT,), review=True),),
     modes={MODE: (REVIEW_PHASE,)},
     max_retries=1_000_000,
+    run_by=LANGGRAPH.name,
 )
-"""The workflow of every LangGraph thread's session: one phase that a person reviews."""
+"""The workflow of every LangGraph thread's session: one phase that a person reviews, marked
+as run by LangGraph (so haytham's advice says to resume the graph, never ``haytham resume``)."""
 MARKER = "<!-- langgraph checkpoint: {} -->"
 """The last line of ``interrupt.md``: the checkpoint the graph paused at (not rendered)."""
 
