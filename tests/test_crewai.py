@@ -316,8 +316,11 @@ def test_a_paused_flow_is_resumed_by_crewai_in_every_advice(tmp_path: Path) -> N
     sent_back = _haytham(tmp_path, "feedback", P, flow_id, "2", "--reject", "--comment", "revise")
     assert f"Next: phase 2 was sent back: {FLOW}, which hands it the comments" in sent_back
     refused = _haytham(tmp_path, "resume", P, flow_id, code=1)
-    assert "CrewAI runs it, not haytham" in refused and FLOW in refused
-    for text in (status, sent_back, refused):
+    assert "is run by CrewAI, not haytham: it cannot be run here" in refused and FLOW in refused
+    forked = _haytham(tmp_path, "fork", P, flow_id, "copy", "--from-phase", "2", code=1)
+    assert "it cannot fork here" in forked and FLOW in forked
+    assert not (tmp_path / P / "sessions" / "copy").exists()
+    for text in (status, sent_back, refused, forked):
         assert "haytham resume" not in text and "haytham run" not in text, text
 
     workflow_file.write_text(workflow_file.read_text().replace("run_by: crewai\n", ""))  # as saved before

@@ -92,7 +92,16 @@ def test_a_langgraph_session_says_resume_the_graph_in_every_command(tmp_path: Pa
     assert "(LangGraph runs this session, not haytham)" in sent_back
     assert_never_haytham_runs(sent_back)
     refused = haytham(tmp_path, "resume", P, "notes", code=1)
-    assert "langgraph/notes was not run: LangGraph runs it, not haytham" in refused and GRAPH in refused
+    assert "langgraph/notes is run by LangGraph, not haytham: it cannot be run here" in refused
+    assert GRAPH in refused
+    for command in (
+        ("rerun", P, "notes", "--from-phase", "1"),
+        ("fork", P, "notes", "copy", "--from-phase", "1"),
+    ):
+        other = haytham(tmp_path, *command, code=1)
+        assert "is run by LangGraph, not haytham" in other and GRAPH in other
+        assert_never_haytham_runs(other)
+    assert not saver.session_dir("copy").exists()
 
     approved = haytham(tmp_path, "feedback", P, "notes", "1", "--approve")
     assert f"Next: every phase is done: if the graph still waits for its last review, {GRAPH}" in approved

@@ -22,6 +22,7 @@ from haytham.compare import Comparison, compare
 from haytham.errors import NotFoundError
 from haytham.format.patterns import lazy
 from haytham.records import PHASE_STATUSES, Attempt, HistoryEntry
+from haytham.store.advice import refuse_outside
 from haytham.store.manager import CheckpointManager
 
 ENTRY_KEYS = (
@@ -306,6 +307,7 @@ def fork_command(
     if (from_phase is None) == (from_entry is None):
         raise click.UsageError("give exactly one of --from-phase N and --from-entry ID")
     manager = CheckpointManager(base_dir)
+    refuse_outside(manager, project, session, "fork", command=suggest)
     directory = manager.fork_session(project, session, new, from_phase, from_entry=from_entry, user_id=user)
     where = f"phase {from_phase}"
     if from_entry is not None:

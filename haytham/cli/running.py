@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from haytham.cli.common import base_dir_option, command, emit_json, json_option, notified, plain
+from haytham.cli.common import base_dir_option, command, emit_json, json_option, notified, plain, suggest
 from haytham.cli.git import Commits, commit_options
 from haytham.cli.present import NEXT_KEYS, declare_agents, next_step, print_status
 from haytham.errors import HaythamError
@@ -33,7 +33,7 @@ from haytham.run.demo import (
 )
 from haytham.run.runner import Agent, PhaseRunner, load_callable, missing_agents, resolve_agents
 from haytham.run.worker import Worker
-from haytham.store.advice import run_by_of
+from haytham.store.advice import refuse_outside
 from haytham.store.manager import CheckpointManager
 
 JSON_OUTPUT: dict[str, dict[str, str]] = {
@@ -220,12 +220,7 @@ def _run(
     commits.pull()
     manager.recover(project, session)  # the workflow and mode read next are the whole change's
     workflow = manager.session_workflow(project, session)
-    outside = run_by_of(manager, project, session)
-    if outside is not None:
-        raise click.ClickException(
-            f"{project}/{session} was not run: {outside.label} runs it, not haytham. "
-            f"Next: {next_step(manager, project, session).message}"
-        )
+    refuse_outside(manager, project, session, "be run", command=suggest)
     mode = manager.load_manifest(project, session).execution_mode
     if from_phase is not None:
         workflow.phase_in_mode(from_phase, mode)

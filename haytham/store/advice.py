@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from haytham.errors import InvalidArgumentError
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.run_by import RunBy, recognise, run_by
 from haytham.records import AgentOutput
@@ -132,6 +133,27 @@ def run_by_of(manager: CheckpointManager, project: str, session: str) -> RunBy |
         return run_by(workflow.run_by)
     directory = manager.session_dir(project, session)
     return recognise(workflow.name, lambda folder: (directory / folder).is_dir())
+
+
+def refuse_outside(
+    manager: CheckpointManager,
+    project: str,
+    session: str,
+    what: str,
+    *,
+    command: Callable[..., str] | None = None,
+) -> None:
+    """InvalidArgumentError when another framework runs the session (``run_by_of``):
+    haytham cannot ``what`` it (resume, re-run and fork run haytham's phases, which such a
+    session is not run by); the message says how to go on instead (``advise``)."""
+    outside = run_by_of(manager, project, session)
+    if outside is not None:
+        advice = advise(manager, project, session, command=command or command_line)
+        raise InvalidArgumentError(
+            f"{project}/{session} is run by {outside.label}, not haytham: it cannot {what} here. "
+            f"Next: {advice.message}",
+            field="session",
+        )
 
 
 def command_line(*words: str) -> str:

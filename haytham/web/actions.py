@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from haytham.errors import InvalidArgumentError, ReviewConflictError, StaleReviewError
+from haytham.errors import ReviewConflictError, StaleReviewError
 from haytham.format.reviewer import Reviewer
-from haytham.store.advice import advise, run_by_of
+from haytham.store.advice import refuse_outside
 from haytham.store.manager import CheckpointManager
 from haytham.store.shown import Shown
 from haytham.web.pages import check_names, feedback_version
@@ -149,7 +149,7 @@ def fork(
 ) -> None:
     """A new session sharing the phases before ``from_phase`` (or the history entry's phase)."""
     check_names(project, session)
-    _refuse_outside(manager, project, session, "fork")
+    refuse_outside(manager, project, session, "fork")
     manager.fork_session(project, session, new_session, from_phase, from_entry=from_entry)
 
 
@@ -157,18 +157,5 @@ def rerun(manager: CheckpointManager, project: str, session: str, from_phase: in
     """Keep ``from_phase`` and every later phase that ran as attempts, so the next resume runs
     them again (``CheckpointManager.archive_from``); return those phases."""
     check_names(project, session)
-    _refuse_outside(manager, project, session, "re-run")
+    refuse_outside(manager, project, session, "re-run")
     return manager.archive_from(project, session, from_phase)
-
-
-def _refuse_outside(manager: CheckpointManager, project: str, session: str, what: str) -> None:
-    """InvalidArgumentError for a session another framework runs (``advice.run_by_of``): a
-    fork or re-run copies and runs haytham's phases, which such a session is not run by (its
-    page offers neither; this answers a form posted anyway)."""
-    outside = run_by_of(manager, project, session)
-    if outside is not None:
-        raise InvalidArgumentError(
-            f"{project}/{session} is run by {outside.label}, not haytham: it cannot {what} here. "
-            f"Next: {advise(manager, project, session).message}",
-            field="session",
-        )
