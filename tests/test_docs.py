@@ -617,3 +617,36 @@ def test_the_commands_and_options_the_docs_give_exist() -> None:
             if problem:
                 wrong.append(f"{where}: `{command}`: {problem}")
     assert wrong == []
+
+
+# ------------------------------------------------------------------- measured claims
+
+
+@pytest.mark.parametrize("redo", [True, False], ids=["redo-record", "staged-files"])
+def test_the_durability_calls_architecture_md_gives_are_those_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redo: bool
+) -> None:
+    """docs/architecture.md, "Fsyncs": the durability calls (``os.fsync``, ``os.fdatasync``,
+    ``syncfs``) of a checkpoint save, a review and ``start_attempt``, counted around the
+    fault harness's operations (``tests/fault_ops.py``)."""
+    import fault_ops
+    from workcount import counting
+
+    from haytham.store import journal
+
+    said = re.search(
+        r"`save_checkpoint`, a review and `start_attempt` (\d+)\s+each \(staged: (\d+), (\d+) and (\d+)",
+        " ".join(read("docs/architecture.md").split()),
+    )
+    assert said is not None, "docs/architecture.md no longer gives the counts this test checks"
+    expected = [int(said.group(1))] * 3 if redo else [int(n) for n in said.group(2, 3, 4)]
+    monkeypatch.setattr(journal, "REDO_LOG", redo)
+    made = []
+    for operation in ("save_checkpoint", "review", "start_attempt"):
+        root = tmp_path / operation
+        root.mkdir()
+        getattr(fault_ops, f"setup_{operation}")(root)
+        with counting(root) as counters:
+            getattr(fault_ops, f"run_{operation}")(root)
+        made.append(counters.fsyncs)
+    assert made == expected
