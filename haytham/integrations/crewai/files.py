@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from haytham.errors import DocumentError, InvalidArgumentError
+from haytham.format.layout import CREWAI_FLOW_FILE
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.integrations.crewai import values
 from haytham.store.names import check_name
@@ -30,7 +31,7 @@ FEEDBACK_AGENT = "human_feedback"
 """The agent output of a phase paused for a person (``human_feedback.md``)."""
 WORKFLOW_NAME = "crewai"
 MODE = "default"
-FLOW_FILE = "flow.json"
+FLOW_FILE = CREWAI_FLOW_FILE
 """In the session's ``crewai/`` folder (``layout.CREWAI_DIR``): the run's pointers."""
 _FENCE = "```json"
 
