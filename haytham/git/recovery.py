@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from haytham.format.layout import CLAIM_FILE, KEPT_DIR, KEPT_NOTE_FILE
+from haytham.format.layout import CLAIM_FILE, GITATTRIBUTES_FILE, KEPT_DIR, KEPT_NOTE_FILE
 from haytham.git.repository import relative_to_root, run_git
 from haytham.store.lease import holder
 
@@ -43,7 +43,7 @@ STALE_INDEX_LOCK_SECONDS = 5.0
 """An index lock this old, with no git process in the clone, was left by a killed git."""
 SYNC_MERGE_MESSAGE = "haytham: sync with "
 """How the message of every merge ``sync`` makes begins."""
-ATTRIBUTES = ".gitattributes"
+ATTRIBUTES = GITATTRIBUTES_FILE
 
 
 @dataclass(frozen=True)
