@@ -50,12 +50,14 @@ from haytham.format.layout import (
     LATEST_FILE,
     MANIFEST_FILE,
     OUTPUTS_DIR,
+    PREFERENCES_FILE,
     PROJECT_FILE,
+    REQUIREMENTS_NUMBERED,
+    REQUIREMENTS_TIMED,
     SESSIONS_DIR,
     TRASH_SUFFIX,
     USERS_DIR,
 )
-from haytham.format.patterns import lazy
 from haytham.format.reader import decode
 from haytham.format.schema import describe, schema_errors
 from haytham.format.values import write_text
@@ -69,10 +71,6 @@ from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_name, check_path_name, check_user_id, user_dir_name
 
 CHANGELOG = Path(HISTORY_DIR) / CHANGELOG_FILE
-_NUMBERED_FILE = lazy(r"requirements_v([1-9][0-9]*)\.md")
-"""A version numbered in its name, as haytham wrote them before versions were named by time."""
-_TIMED_FILE = lazy(r"requirements_([0-9]{8}T[0-9]{6}(?:\.[0-9]{1,6})?Z)_(.+)\.md")
-"""A version named by its completion time (``20241124T100004Z``) and session id."""
 _TIMESTAMP_FIELDS = ("created", "last_updated")
 _LEGACY_TIMESTAMPS = {"created": "created_at", "last_updated": "updated_at"}
 """project.yaml of the first implementation (version 0) names its times ``created_at`` and
@@ -464,7 +462,7 @@ class ProjectManager:
     def _preferences_path(self, user_id: str) -> Path:
         """``_users/{folder}/preferences.yaml``: the folder is ``user_dir_name`` of the id,
         never the id itself, since a user id is data (``grace@example.com``)."""
-        return self.base_dir / USERS_DIR / user_dir_name(user_id) / "preferences.yaml"
+        return self.base_dir / USERS_DIR / user_dir_name(user_id) / PREFERENCES_FILE
 
 
 # -------------------------------------------------------------------- files
@@ -535,12 +533,13 @@ def order_versions(names: Iterable[str]) -> list[tuple[int, str]]:
     """
     names = list(names)
     numbered = sorted(
-        (int(found.group(1)), name) for name in names if (found := _NUMBERED_FILE.fullmatch(name))
+        (int(found.group(1)), name) for name in names if (found := REQUIREMENTS_NUMBERED.fullmatch(name))
     )
     timed = sorted(
         (moment, name)
         for name in names
-        if (found := _TIMED_FILE.fullmatch(name)) and (moment := _parse_compact(found.group(1))) is not None
+        if (found := REQUIREMENTS_TIMED.fullmatch(name))
+        and (moment := _parse_compact(found.group(1))) is not None
     )
     start = numbered[-1][0] if numbered else 0
     return numbered + [(start + index, name) for index, (_, name) in enumerate(timed, 1)]
@@ -557,7 +556,7 @@ def _completed_sessions(data: Mapping[str, Any], outputs: Path) -> set[str]:
     done = {
         found.group(2).split("~")[0]
         for _, name in order_versions(names)
-        if (found := _TIMED_FILE.fullmatch(name)) is not None
+        if (found := REQUIREMENTS_TIMED.fullmatch(name)) is not None
     }
     recorded = data.get("sessions")
     for entry in recorded if isinstance(recorded, list) else []:
@@ -608,7 +607,7 @@ def _completed_version(
     completion is being retried), else None."""
     expected = content.encode("utf-8")
     for number, name in reversed(order_versions(names)):
-        found = _TIMED_FILE.fullmatch(name)
+        found = REQUIREMENTS_TIMED.fullmatch(name)
         if found is None or found.group(2).split("~")[0] != session_id:
             continue
         try:

@@ -317,7 +317,7 @@ class UserFeedback:
 
 @dataclass(frozen=True)
 class HistoryEntry:
-    """One checkpoint save, as the session's history keeps it (``history/*.md``)."""
+    """One checkpoint or review saved, as the session's history keeps it (``history/*.md``)."""
 
     entry_id: str
     """A 12-hex-digit hash of the entry's content and parent: stable across machines."""

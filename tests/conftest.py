@@ -31,6 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["HAYTHAM_EXHAUSTIVE"] = "1"
         config.option.markexpr = f"{SLOW_TIER} or property"
 
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 if TYPE_CHECKING:

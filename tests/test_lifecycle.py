@@ -142,6 +142,16 @@ def test_the_docs_list_every_move_as_the_module_defines_it() -> None:
     assert rows == expected
 
 
+def test_the_docs_diagram_draws_every_move() -> None:
+    """The mermaid diagram of docs/lifecycle.md has one arrow for each source of each move,
+    labelled with the move, and no other arrow."""
+    diagram = DOCS.read_text().split("```mermaid\n", 1)[1].split("```", 1)[0]
+    arrows = re.findall(r"^\s*([a-z_]+) --> ([a-z_]+): ([a-z -]+)$", diagram, re.M)
+    assert len(arrows) == len(set(arrows))
+    expected = {(source, t.target, t.event) for t in lifecycle.TRANSITIONS for source in t.sources}
+    assert set(arrows) == expected
+
+
 def test_the_outputs_digest_ignores_order_and_separates_names_from_text() -> None:
     assert outputs_digest({"a": "x", "b": "y"}) == outputs_digest({"b": "y", "a": "x"})
     assert outputs_digest({"a": "bc"}) != outputs_digest({"ab": "c"})

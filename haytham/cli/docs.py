@@ -63,11 +63,11 @@ Each command parses its arguments, calls the library and prints.
 Quick start:
 
 ```sh
-haytham demo --review manual          # a session that stops at phase 1's review gate
+haytham demo --review manual --session review-1   # phase 1 of a new session, then its review gate
 haytham list
-haytham status demo idea-001          # the phase table and what to do next
-haytham feedback demo idea-001 1 --approve --comment "Looks good"
-haytham resume demo idea-001          # runs the remaining phases
+haytham status demo review-1          # the phase table and what to do next
+haytham feedback demo review-1 1 --approve --comment "Looks good"
+haytham resume demo review-1          # runs the remaining phases
 haytham review                        # every phase awaiting review, in $EDITOR, oldest first
 ```
 """

@@ -104,7 +104,7 @@ def history_command(
     base_dir: Path,
     as_json: bool,
 ) -> None:
-    """List a session's history: one entry per checkpoint save, oldest first.
+    """List a session's history: one entry per checkpoint or review saved, oldest first.
 
     Each entry's id (or a unique prefix) can be compared with haytham diff
     PROJECT/SESSION@ID PROJECT/SESSION@ID.

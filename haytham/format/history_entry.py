@@ -1,7 +1,7 @@
 """``history/{timestamp}_{id}.md``: one entry of a session's history, the state one
-checkpoint save recorded.
+checkpoint save, or one saved review, recorded.
 
-An entry is written for every checkpoint haytham writes, never changed afterwards, and
+An entry is written for every checkpoint and every review haytham writes, never changed afterwards, and
 never shared between sessions, so git only ever adds these files: clean diffs, no conflicts.
 Its id is a hash of its content and its parent, so the same saves with the same clock give
 the same ids on every machine.

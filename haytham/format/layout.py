@@ -61,8 +61,16 @@ OUTPUTS_DIR = "outputs"
 CHANGELOG_FILE = "changelog.md"
 """A project's changelog, inside its ``history/`` folder."""
 LATEST_FILE = "latest_requirements.md"
+REQUIREMENTS_TIMED = lazy(r"requirements_([0-9]{8}T[0-9]{6}(?:\.[0-9]{1,6})?Z)_(.+)\.md")
+"""In ``OUTPUTS_DIR``: a version named by its completion time (``20241124T100004Z``) and
+session id, ``requirements_{time}_{session_id}.md`` (a second completion adds ``~2``...)."""
+REQUIREMENTS_NUMBERED = lazy(r"requirements_v([1-9][0-9]*)\.md")
+"""In ``OUTPUTS_DIR``: a version numbered in its name, as haytham wrote them before versions
+were named by time."""
 USERS_DIR = "_users"
 """Per-user preferences, beside the projects."""
+PREFERENCES_FILE = "preferences.yaml"
+"""A user's preferences: ``_users/{folder}/preferences.yaml``."""
 
 LOCK_FILE = ".haytham.lock"
 """The OS lock of a session or project folder (holds no data)."""
@@ -89,10 +97,17 @@ NOTIFY_FAILURES_FILE = "notify-failures.log"
 """In ``INDEX_DIR``: the ``notify:`` deliveries that failed, one JSON object a line
 (``haytham.notify``), shown by ``haytham doctor``."""
 GITATTRIBUTES_FILE = ".gitattributes"
+KEPT_DIR = ".haytham-kept"
+"""At the top of a clone: the files an interrupted run left uncommitted, set aside by
+``haytham sync`` out of a merge's way (``haytham.git.recovery``), each set with a note."""
+KEPT_NOTE_FILE = "KEPT.md"
+"""The note in each set of ``KEPT_DIR``: what was kept, and why."""
 
 CREWAI_DIR = "crewai"
 """A CrewAI flow run's pointers inside its session (``haytham.integrations.crewai``):
 ``crewai/flow.json`` names the phase with the newest state and the one awaiting feedback."""
+CREWAI_FLOW_FILE = "flow.json"
+"""In ``CREWAI_DIR``: a CrewAI flow run's pointers."""
 LANGGRAPH_DIR = "langgraph"
 """A LangGraph thread's checkpoints inside its session (``haytham.integrations.langgraph``):
 ``langgraph/{namespace}/{checkpoint_id}.md``, pending writes in ``{checkpoint_id}.writes.md``."""

@@ -35,17 +35,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from haytham.format.layout import CLAIM_FILE
+from haytham.format.layout import CLAIM_FILE, GITATTRIBUTES_FILE, KEPT_DIR, KEPT_NOTE_FILE
 from haytham.git.repository import relative_to_root, run_git
 from haytham.store.lease import holder
 
-KEPT_DIR = ".haytham-kept"
-"""The folder, at the top of a clone, where a sync keeps what it moved out of a merge's way."""
 STALE_INDEX_LOCK_SECONDS = 5.0
 """An index lock this old, with no git process in the clone, was left by a killed git."""
 SYNC_MERGE_MESSAGE = "haytham: sync with "
 """How the message of every merge ``sync`` makes begins."""
-ATTRIBUTES = ".gitattributes"
+ATTRIBUTES = GITATTRIBUTES_FILE
 
 
 @dataclass(frozen=True)
@@ -117,7 +115,7 @@ def set_aside_for_merge(root: Path, base_dir: Path, theirs: str) -> SetAside | N
         CheckpointManager(base_dir).recover(project_id, session_id)  # a half change, whole first
         kept = _kept_folder(root, f"{stamp}-{project_id}-{session_id}")
         moved = _move_aside(root, session_dir, kept)
-        (kept / "KEPT.md").write_text(
+        (kept / KEPT_NOTE_FILE).write_text(
             f"# Kept by haytham sync\n\nThe files below were left uncommitted in {what} by a run that "
             f"was interrupted (its claim was in this clone's last commit and no process here runs "
             f"the session). The remote has that session's work since, so they were moved here out "

@@ -1,4 +1,4 @@
-"""A session's history: one immutable file per checkpoint save under ``history/``.
+"""A session's history: one immutable file per checkpoint or review saved, under ``history/``.
 
 Entries are only ever added, one small file each, so saving costs the same however long
 the history is, ``git clone`` carries it, and two machines adding entries never touch the

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from haytham.errors import DocumentError, InvalidArgumentError
+from haytham.format.layout import CREWAI_FLOW_FILE
 from haytham.format.run_by import CREWAI
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.integrations.crewai import values
@@ -32,7 +33,7 @@ FEEDBACK_AGENT = "human_feedback"
 WORKFLOW_NAME = CREWAI.name
 """The workflow of every flow run's session, named as the framework (``format.run_by``)."""
 MODE = "default"
-FLOW_FILE = "flow.json"
+FLOW_FILE = CREWAI_FLOW_FILE
 """In the session's ``crewai/`` folder (``layout.CREWAI_DIR``): the run's pointers."""
 _FENCE = "```json"
 
