@@ -9,14 +9,18 @@ at the very next read. The saver's cache is a cache: the files decide.
 
 from __future__ import annotations
 
+import operator
 import os
+import time
+import types
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
 try:
     from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.graph import END, START, StateGraph
 except ImportError:  # pragma: no cover - CI installs the extra
     if os.environ.get("CI"):
         raise
@@ -25,6 +29,7 @@ except ImportError:  # pragma: no cover - CI installs the extra
 from workcount import WorkCounters
 
 from haytham.integrations.langgraph import HaythamSaver, cache
+from haytham.store import fs
 
 P = "langgraph"
 THREAD: Any = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}}
@@ -169,3 +174,63 @@ def test_a_file_changed_a_moment_ago_is_read_again(tmp_path: Path, counters: Wor
     counters.reset()
     assert saver.get_tuple(THREAD) is not None
     assert (counters.opened, counters.parsed) == (2, 2)
+
+
+# ------------------------------------------------------------------ writes
+
+
+class State(TypedDict, total=False):
+    notes: Annotated[list[str], operator.add]
+    step: int
+
+
+def _write(state: State) -> State:
+    step = state.get("step", 0) + 1
+    return {"notes": [f"part {step}"], "step": step}
+
+
+def test_a_graph_run_with_async_durability_never_polls_the_session_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LangGraph's default durability puts and writes from several threads at once; the
+    saver's threads wait on each other (a thread lock wakes the next at once), never by the
+    file lock's sleeps, which only another process's writes may cause."""
+    builder = StateGraph(State)
+    builder.add_node("write", _write)
+    builder.add_edge(START, "write")
+    builder.add_conditional_edges("write", lambda s: "write" if s["step"] < 10 else END, ["write", END])
+    sleeps: list[float] = []
+
+    def counted_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        time.sleep(seconds)
+
+    # the lock's clock, as the store's fs module sees it: its sleeps counted, nothing else changed
+    monkeypatch.setattr(fs, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=counted_sleep))
+    saver = HaythamSaver(tmp_path, P)
+    for thread in ("a", "b"):
+        graph = builder.compile(checkpointer=saver)
+        result = graph.invoke({"step": 0}, {"configurable": {"thread_id": thread}}, durability="async")
+        assert result["step"] == 10
+    assert len(list(saver.list({"configurable": {"thread_id": "a"}}))) == 12
+    assert sleeps == []
+
+
+def test_each_put_and_put_writes_replaces_one_file_with_two_fsyncs(
+    tmp_path: Path, counters: WorkCounters
+) -> None:
+    """A checkpoint and a task's writes are each one new file made durable (the file, then its
+    folder): the count a change to the write path must not grow."""
+    saver = HaythamSaver(tmp_path, P)
+    _thread(saver, 1)  # the session made
+    counters.reset()
+    config = saver.put(THREAD, empty_checkpoint(), {"step": 1}, {})
+    assert counters.fsyncs == 2
+    counters.reset()
+    saver.put_writes(config, [("draft", "next")], "task-1")
+    assert counters.fsyncs == 2
+    counters.reset()
+    saver.put_writes(config, [("notes", ["more"])], "task-2")  # added to the same writes file
+    assert counters.fsyncs == 2
+    found = saver.get_tuple(config)
+    assert found is not None and [w[1] for w in found.pending_writes or []] == ["draft", "notes"]

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,6 +101,9 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         """Sessions this saver has seen to be LangGraph threads' (checked once each)."""
         self._files = ThreadFiles()
         """What the saver read of its threads' files, while they are unchanged."""
+        self._writers: dict[str, threading.Lock] = {}
+        """A thread lock per session this saver wrote to (``_one_writer``)."""
+        self._writers_guard = threading.Lock()
 
     def _ids(self, folder: Path) -> list[str]:
         """The checkpoint ids of a namespace folder, oldest first."""
@@ -130,29 +134,50 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         return self.session_dir(thread_id) / LANGGRAPH_DIR / files.namespace_folder(checkpoint_ns)
 
     @contextlib.contextmanager
+    def _one_writer(self, session_id: str) -> Iterator[None]:
+        """Let one of this saver's threads at a time into a session's writes.
+
+        LangGraph's default ``async`` durability calls ``put`` and ``put_writes`` from several
+        threads at once. The session's OS lock (``manager.lock``, taken inside this) keeps
+        them apart too, but a thread that finds it held polls it with growing sleeps; waiting
+        here first, a thread wakes the moment the one before it is done, and the OS lock is
+        left to keep other processes out."""
+        with self._writers_guard:
+            writer = self._writers.setdefault(session_id, threading.Lock())
+        with writer:
+            yield
+
+    @contextlib.contextmanager
+    def _locked(self, session_id: str) -> Iterator[None]:
+        """Hold a session's OS lock, one thread of this saver at a time (``_one_writer``)."""
+        with self._one_writer(session_id), self.manager.lock(self.project, session_id):
+            yield
+
+    @contextlib.contextmanager
     def _locked_session(self, thread_id: str) -> Iterator[Path]:
         """Hold the lock of the thread's session, creating the session first if needed."""
         session_id = self.session_id(thread_id)
         directory = self.manager.session_dir(self.project, session_id)
         entered = False
-        for _ in range(100):
-            if not (directory / MANIFEST_FILE).exists():
-                self.manager.create_session(
-                    self.project, session_id, self.user_id, LANGGRAPH_WORKFLOW, MODE, exist_ok=True
-                )
-                self._checked.add(session_id)
-            elif session_id not in self._checked:
-                self._check_workflow(session_id, directory)
-            try:
-                with self.manager.lock(self.project, session_id):
-                    if (directory / MANIFEST_FILE).exists():  # not deleted since
-                        entered = True
-                        yield directory
-                        return
-            except FileNotFoundError:
-                if entered:
-                    raise
-                continue  # the folder went away (delete_thread) while we waited for its lock
+        with self._one_writer(session_id):
+            for _ in range(100):
+                if not (directory / MANIFEST_FILE).exists():
+                    self.manager.create_session(
+                        self.project, session_id, self.user_id, LANGGRAPH_WORKFLOW, MODE, exist_ok=True
+                    )
+                    self._checked.add(session_id)
+                elif session_id not in self._checked:
+                    self._check_workflow(session_id, directory)
+                try:
+                    with self.manager.lock(self.project, session_id):
+                        if (directory / MANIFEST_FILE).exists():  # not deleted since
+                            entered = True
+                            yield directory
+                            return
+                except FileNotFoundError:
+                    if entered:
+                        raise
+                    continue  # the folder went away (delete_thread) while we waited for its lock
         raise SessionNotFoundError(  # pragma: no cover - a delete_thread in a tight loop
             f"the session of thread {thread_id!r} kept being deleted while saving to it", path=directory
         )
@@ -231,7 +256,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         if not directory.is_dir():
             return
         hidden = directory.parent / f".{directory.name}{REMOVING_SUFFIX}"
-        with self.manager.lock(self.project, session_id):
+        with self._locked(session_id):
             if not directory.is_dir():
                 return
             if hidden.exists():
@@ -256,7 +281,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
                 and stored.metadata.get("run_id") in wanted
             ]
             if doomed:
-                with self.manager.lock(self.project, thread_dir.name):
+                with self._locked(thread_dir.name):
                     for folder, checkpoint_id in doomed:
                         self._remove_checkpoint(folder, checkpoint_id)
 
@@ -308,7 +333,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
             directory = self.session_dir(thread_id)
             if not directory.is_dir():
                 continue
-            with self.manager.lock(self.project, directory.name):
+            with self._locked(directory.name):
                 for folder in _namespace_dirs(directory):
                     for checkpoint_id in self._ids(folder)[:-1]:
                         self._remove_checkpoint(folder, checkpoint_id)
