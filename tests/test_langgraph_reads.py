@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import operator
 import os
+import subprocess
+import sys
 import time
 import types
 from pathlib import Path
@@ -234,3 +236,28 @@ def test_each_put_and_put_writes_replaces_one_file_with_two_fsyncs(
     assert counters.fsyncs == 2
     found = saver.get_tuple(config)
     assert found is not None and [w[1] for w in found.pending_writes or []] == ["draft", "notes"]
+
+
+READER = """
+import sys
+from haytham.integrations.langgraph import HaythamSaver
+found = HaythamSaver(sys.argv[1], "langgraph").get_tuple({"configurable": {"thread_id": "long"}})
+assert found is not None and found.checkpoint["channel_values"]["draft"] == "draft 0002"
+print(" ".join(sorted(m for m in sys.modules if m.startswith(("haytham", "langgraph.types", "langsmith")))))
+"""
+
+
+def test_a_process_that_only_reads_imports_only_the_read_path(tmp_path: Path) -> None:
+    """A new process that reads a checkpoint imports the saver, the file format and the
+    guarded read, not the store's write path, the review workflow or LangGraph's run-time
+    types (with langchain's tracers): what a reader pays before its first read."""
+    _thread(HaythamSaver(tmp_path, P), 3)
+    done = subprocess.run(
+        [sys.executable, "-c", READER, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    imported = set(done.stdout.split())
+    assert "haytham.integrations.langgraph.saver" in imported
+    for heavy in ("haytham.store.manager", "haytham.store.handle", "haytham.format.workflow"):
+        assert heavy not in imported
+    assert "haytham.integrations.langgraph.review" not in imported
+    assert not any(m.startswith(("langgraph.types", "langsmith")) for m in imported)

@@ -44,13 +44,14 @@ from langgraph.checkpoint.serde.types import INTERRUPT
 if TYPE_CHECKING:  # langgraph-checkpoint 4.3 and later; nothing needs it at run time
     from langgraph.checkpoint.base import DeltaChannelHistory
 
+    from haytham.store.manager import CheckpointManager
+
 from haytham.errors import SessionExistsError, SessionNotFoundError, UnsafeNameError
+from haytham.format.guard import guard_tree
 from haytham.format.layout import LANGGRAPH_DIR, MANIFEST_FILE, REMOVING_SUFFIX, SESSIONS_DIR
 from haytham.integrations.langgraph import files
 from haytham.integrations.langgraph.cache import ThreadFiles
-from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW, MODE, open_review
 from haytham.store import fs
-from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_name, check_user_id
 
 _Paths = list[Path]
@@ -93,8 +94,13 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         serde: SerializerProtocol | None = None,
     ) -> None:
         super().__init__(serde=serde)
-        self.manager = CheckpointManager(base_dir, lock_timeout=lock_timeout, workflows=[LANGGRAPH_WORKFLOW])
+        self.base_dir = Path(base_dir)
         self.project = check_name("project", project)
+        self._sessions = self.base_dir / self.project / SESSIONS_DIR
+        """The project's sessions folder (``Store.session_dir``'s layout, the names checked)."""
+        self._lock_timeout = lock_timeout
+        self._manager: CheckpointManager | None = None
+        guard_tree(self.base_dir)  # every read below it stays inside it, as the manager's do
         self.user_id = check_user_id(user_id)
         self.review = review
         self._checked: set[str] = set()
@@ -105,12 +111,29 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         """A thread lock per session this saver wrote to (``_one_writer``)."""
         self._writers_guard = threading.Lock()
 
+    @property
+    def manager(self) -> CheckpointManager:
+        """The store's ``CheckpointManager`` of ``base_dir``, through which every write goes:
+        made at the saver's first write (or the first call that asks for it), so a process
+        that only reads checkpoints never imports the store's write path."""
+        with self._writers_guard:
+            if self._manager is None:
+                from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW
+                from haytham.store.manager import CheckpointManager
+
+                self._manager = CheckpointManager(
+                    self.base_dir, lock_timeout=self._lock_timeout, workflows=[LANGGRAPH_WORKFLOW]
+                )
+            return self._manager
+
     def _ids(self, folder: Path) -> list[str]:
         """The checkpoint ids of a namespace folder, oldest first."""
         return self._files.listing(folder)[0]
 
     def _check_workflow(self, session_id: str, directory: Path) -> None:
         """Refuse to write into a session of another workflow that has the thread's id."""
+        from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW
+
         workflow = self.manager.load_manifest(self.project, session_id).workflow_type
         if workflow != LANGGRAPH_WORKFLOW.name:
             raise SessionExistsError(
@@ -128,7 +151,8 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         return files.session_id_for(str(thread_id))
 
     def session_dir(self, thread_id: str) -> Path:
-        return self.manager.session_dir(self.project, self.session_id(thread_id))
+        """The folder of the thread's session (which may not exist yet)."""
+        return self._sessions / self.session_id(thread_id)
 
     def _namespace_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
         return self.session_dir(thread_id) / LANGGRAPH_DIR / files.namespace_folder(checkpoint_ns)
@@ -157,7 +181,9 @@ class HaythamSaver(BaseCheckpointSaver[int]):
     def _locked_session(self, thread_id: str) -> Iterator[Path]:
         """Hold the lock of the thread's session, creating the session first if needed."""
         session_id = self.session_id(thread_id)
-        directory = self.manager.session_dir(self.project, session_id)
+        from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW, MODE
+
+        directory = self._sessions / session_id
         entered = False
         with self._one_writer(session_id):
             for _ in range(100):
@@ -245,6 +271,8 @@ class HaythamSaver(BaseCheckpointSaver[int]):
             fs.atomic_write(path, text)
         interrupts = [value for channel, value in writes if channel == INTERRUPT]
         if self.review and interrupts and checkpoint_ns == "":
+            from haytham.integrations.langgraph.review import open_review
+
             open_review(
                 self.manager.session(self.project, self.session_id(thread_id)), checkpoint_id, interrupts
             )
@@ -252,7 +280,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
     def delete_thread(self, thread_id: str) -> None:
         """Remove the thread's session, its checkpoints and its review files."""
         session_id = self.session_id(thread_id)
-        directory = self.manager.session_dir(self.project, session_id)
+        directory = self._sessions / session_id
         if not directory.is_dir():
             return
         hidden = directory.parent / f".{directory.name}{REMOVING_SUFFIX}"
@@ -412,8 +440,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
 
     def _thread_dirs(self) -> _Paths:
         """The project's session folders that hold LangGraph checkpoints."""
-        sessions = self.manager.project_dir(self.project) / SESSIONS_DIR
-        return [d for d in _subfolders(sessions) if (d / LANGGRAPH_DIR).is_dir()]
+        return [d for d in _subfolders(self._sessions) if (d / LANGGRAPH_DIR).is_dir()]
 
     def _read_checkpoint(self, folder: Path, checkpoint_id: str) -> files.StoredCheckpoint | None:
         try:
