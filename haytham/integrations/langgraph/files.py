@@ -105,10 +105,9 @@ def writes_file(checkpoint_id: str) -> str:
 
 def checkpoint_ids(names: Sequence[str]) -> list[str]:
     """The checkpoint ids among a folder's file names, oldest first (ids sort by time)."""
+    writes = LANGGRAPH_WRITES_SUFFIX
     return sorted(
-        name[:-3]
-        for name in names
-        if name.endswith(".md") and not name.endswith(LANGGRAPH_WRITES_SUFFIX) and not name.startswith(".")
+        [name[:-3] for name in names if name.endswith(".md") and not name.endswith(writes) and name[0] != "."]
     )
 
 
@@ -293,12 +292,15 @@ class Section:
             return info, "\n".join(
                 fence_lines(self.source, Fence(start, end, start, end, info, indent, True))
             )
-        return info, self.source[start:end].removesuffix("\n")
+        if end > start and self.source[end - 1] == "\n":  # the line break before the closing fence
+            end -= 1
+        return info, self.source[start:end]  # one copy of the value, not two
 
 
 _FIELD = lazy(r"- ([^:\n]+): (.*)")
-_HEADER = lazy(r"## ([^\n]*)\n((?:- [^:\n]+: [^\n]*\n)*)")
-"""A section's title line and its field lines, as ``render_section`` writes them."""
+_HEADER = lazy(r"## ([^\n]*)\n((?:- [^:\n]+: [^\n]*\n)*)(?:\n(`{3,})([^`\n]*)\n)?")
+"""A section's title line, its field lines and, when its body is a fenced value, the blank
+line and the opening fence line (its backticks and info), as ``render_section`` writes them."""
 _FIELDS = lazy(r"- ([^:\n]+): ([^\n]*)\n")
 
 
@@ -331,11 +333,27 @@ def _canonical_sections(text: str, newline: int) -> list[Section] | None:
         header = _HEADER.match(text, start)
         if header is None:
             return None
-        title, offset = header.group(1), header.end()
-        fields = dict(_FIELDS.findall(text, header.start(2), offset))
+        title, fields_text, marker, info = header.groups()
+        fields = dict(_FIELDS.findall(fields_text)) if fields_text else {}
+        offset = header.end()
         block = None
         following: int | None  # where the next section starts; None after the last
-        if offset == size:  # the last section, without a body
+        if marker is not None:  # a fenced value: skipped to its closing line, the marker alone
+            if "\r" in info or info != info.strip():
+                return None
+            body_start = header.start(3)
+            close = find(marker, offset)
+            body_end = close + len(marker)
+            if close < 0 or (close > offset and text[close - 1] != "\n") or not starts_with("\n", body_end):
+                return None
+            block = (info, offset, close, 0)
+            if body_end + 1 == size:
+                following = None
+            elif starts_with("\n## ", body_end + 1):
+                following = body_end + 2
+            else:
+                return None
+        elif offset == size:  # the last section, without a body
             body_start = body_end = size - 1
             following = None
         elif text[offset] != "\n":
@@ -343,27 +361,6 @@ def _canonical_sections(text: str, newline: int) -> list[Section] | None:
         elif starts_with("## ", offset + 1):  # no body: the next section follows the blank line
             body_start = body_end = offset - 1
             following = offset + 1
-        elif starts_with("```", offset + 1):  # a fenced value
-            body_start = offset + 1
-            marker_end = body_start + 3
-            while marker_end < size and text[marker_end] == "`":
-                marker_end += 1
-            marker = text[body_start:marker_end]
-            info_end = find("\n", marker_end)
-            info = text[marker_end:info_end]
-            close = find(marker, info_end + 1)
-            if info_end < 0 or close < 0 or "`" in info or "\r" in info or info != info.strip():
-                return None
-            body_end = close + len(marker)  # the closing line is the marker and a line break
-            if (close > info_end + 1 and text[close - 1] != "\n") or not starts_with("\n", body_end):
-                return None
-            block = (info, info_end + 1, close, 0)
-            if body_end + 1 == size:
-                following = None
-            elif starts_with("\n## ", body_end + 1):
-                following = body_end + 2
-            else:
-                return None
         else:  # verbatim text, up to the next section, with no fence in it
             body_start = offset + 1
             head = find("\n## ", body_start)
