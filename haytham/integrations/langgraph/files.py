@@ -18,7 +18,8 @@ that reads back as exactly the same value:
 
 Documents. ``render_checkpoint``/``parse_checkpoint`` and ``render_writes``/``parse_writes``
 are exact inverses; parsing a file haytham did not write raises ``DocumentError`` naming the
-line. The fence scanner is the store's own (``haytham.format.markdown.iter_fences``).
+line. The fence scanner is the store's own (``haytham.format.markdown.iter_fences``), imported
+by what needs it (a writer, a hand-edited file), not by a reader of the files haytham wrote.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from haytham.format.layout import (
     LANGGRAPH_ROOT_NAMESPACE,
     LANGGRAPH_WRITES_SUFFIX,
 )
-from haytham.format.markdown import Fence, fence_lines, iter_fences
 from haytham.format.patterns import lazy
 from haytham.format.values import read_fenced_text, read_text, write_fenced, write_text, write_title
 from haytham.store.names import MAX_NAME_LENGTH, check_name
@@ -175,6 +175,8 @@ def _safe_verbatim(text: str) -> bool:
     fence it opens closes inside it, and no line outside them starts a section (``## ``)."""
     if "\r" in text or "\ufeff" in text:
         return False
+    from haytham.format.markdown import iter_fences  # a writer's check: a reader never imports it
+
     fences = list(iter_fences(text))
     if any(not f.closed for f in fences):
         return False
@@ -289,8 +291,10 @@ class Section:
             return None
         info, start, end, indent = self.block
         if indent:  # a hand-indented fence: its lines lose the indentation, as mistune reads them
+            from haytham.format import markdown
+
             return info, "\n".join(
-                fence_lines(self.source, Fence(start, end, start, end, info, indent, True))
+                markdown.fence_lines(self.source, markdown.Fence(start, end, start, end, info, indent, True))
             )
         if end > start and self.source[end - 1] == "\n":  # the line break before the closing fence
             end -= 1
@@ -396,6 +400,8 @@ def split_sections(text: str, path: Path | None) -> tuple[str, list[Section]]:
 def _general_sections(text: str, path: Path | None) -> list[Section]:
     """The sections of any text whose first line is a ``# `` title: a ``## `` line outside
     every fenced block starts one (``markdown.iter_fences``, the store's fence scanner)."""
+    from haytham.format.markdown import iter_fences  # what a hand-edited file needs
+
     fences = list(iter_fences(text))
     starts = [f.start for f in fences]
     heads: list[int] = []
