@@ -1795,6 +1795,45 @@ LONG_STEPS = 200
 """S11's long thread: a graph of 200 steps leaves 202 checkpoints (its input, each step, the end)."""
 
 
+S11_NEW_PROCESS = """
+import sys, time
+side, call, base = sys.argv[1], sys.argv[2], sys.argv[3]
+import langgraph.checkpoint.base  # what both savers build on: imported before the clock
+if call == "history":  # the graph of benchmarks/langgraph_peers.py, enough to read its history
+    import operator
+    from typing import Annotated, TypedDict
+    from langgraph.graph import END, START, StateGraph
+    class State(TypedDict, total=False):
+        draft: str
+        notes: Annotated[list[str], operator.add]
+        step: int
+    builder = StateGraph(State)
+    builder.add_node("write", lambda state: state)
+    builder.add_edge(START, "write")
+    builder.add_conditional_edges("write", lambda state: END, ["write", END])
+began = time.perf_counter()
+if side == "haytham":
+    from haytham.integrations.langgraph import HaythamSaver
+    saver = HaythamSaver(base + "/projects")
+else:
+    import sqlite3
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    saver = SqliteSaver(sqlite3.connect(base + "/peer.sqlite3", check_same_thread=False))
+    saver.setup()
+thread = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}}
+if call == "get_tuple":
+    saver.get_tuple(thread)
+elif call == "list":
+    list(saver.list(thread))
+else:
+    list(builder.compile(checkpointer=saver).get_state_history(thread))
+print(time.perf_counter() - began)
+"""
+"""S11's cold reads: a new process reads the thread with one saver, timed from the saver's
+import (LangGraph's checkpoint base, which both import, is loaded before the clock) to the
+end of the call, the page cache dropped before it."""
+
+
 def s11(root: Path, sizes: Sizes, repeats: int) -> None:
     """LangGraph reads and runs: HaythamSaver beside SqliteSaver on the same 202-checkpoint
     thread, each call cold (a new saver, a new connection) and warm (the same saver again),
@@ -1834,7 +1873,8 @@ def s11(root: Path, sizes: Sizes, repeats: int) -> None:
     count = len(list(sqlite_saver().list(thread)))
     FLOORS["S11"] = (
         f"peer: LangGraph's SqliteSaver (WAL, synchronous=FULL) holding the same {count}-checkpoint "
-        "thread; cold is a new saver and connection, warm the same one again; both in this process"
+        "thread; cold is a new saver and connection in this process, or a new process (the saver's "
+        "import and the call, the page cache dropped); warm the same saver again"
     )
     runs = max(repeats, 5)
 
@@ -1850,7 +1890,11 @@ def s11(root: Path, sizes: Sizes, repeats: int) -> None:
                         (haytham_saver if key == "h" else sqlite_saver)() if state == "cold" else warm[key]
                     )
                     times.append(_timed(lambda saver=saver: call(saver)))
-            label = "cold (a new saver and connection)" if state == "cold" else "warm (the same saver)"
+            label = (
+                "cold (a new saver and connection, this process)"
+                if state == "cold"
+                else "warm (the same saver)"
+            )
             row("S11", f"{what}, {label}", mine, peer, limit, goal)
 
     interleaved("get_tuple (newest of 202)", lambda saver: saver.get_tuple(thread), 3, "<= 3x SqliteSaver")
@@ -1861,6 +1905,32 @@ def s11(root: Path, sizes: Sizes, repeats: int) -> None:
         3,
         "<= 3x SqliteSaver",
     )
+    for what, call in (
+        ("get_tuple (newest of 202)", "get_tuple"),
+        ("list (all 202)", "list"),
+        ("get_state_history (202)", "history"),
+    ):
+        sides: dict[str, list[float]] = {"haytham": [], "sqlite": []}
+        for _ in range(runs):
+            for side, times in sides.items():
+                drop_caches()
+                done = subprocess.run(
+                    py(S11_NEW_PROCESS, side, call, str(base)),
+                    env=child_env(),
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
+                times.append(float(done.stdout.split()[-1]))
+        row(
+            "S11",
+            f"{what}, cold (a new process, page cache dropped)",
+            sides["haytham"],
+            sides["sqlite"],
+            3,
+            "<= 3x SqliteSaver",
+            "from the saver's import to the call's end",
+        )
     mine, peer = [], []
     for index in range(runs):
         config = {"configurable": {"thread_id": f"run-{index}"}}

@@ -147,6 +147,96 @@ def _round_trip_through_the_saver(base: Path, value: Any) -> None:
     assert found.pending_writes is not None and _same(found.pending_writes[0][2], value)
 
 
+# ------------------------------------------------------------------ the two parses
+
+
+def _both_parses(text: str) -> tuple[list[lgfiles.Section] | None, list[lgfiles.Section] | DocumentError]:
+    """What the canonical parse and the general one make of ``text`` (a DocumentError of the
+    general one is returned, not raised)."""
+    canonical = lgfiles._canonical_sections(text, text.find("\n"))
+    try:
+        general: list[lgfiles.Section] | DocumentError = lgfiles._general_sections(text, None)
+    except DocumentError as error:
+        general = error
+    return canonical, general
+
+
+def _rendered(values: dict[str, Any], writes: list[tuple[str, Any, str]]) -> list[str]:
+    checkpoint: dict[str, Any] = dict(empty_checkpoint())
+    checkpoint["channel_values"] = values
+    stored = lgfiles.StoredCheckpoint("t", "", checkpoint, {"step": 1}, None)
+    pending = [lgfiles.StoredWrite("task", i, c, v, p) for i, (c, v, p) in enumerate(writes)]
+    return [
+        lgfiles.render_checkpoint(stored, SERDE),
+        lgfiles.render_writes("t", "", "c1", pending, SERDE),
+    ]
+
+
+@PROPERTY
+@given(
+    values=st.dictionaries(channel_names, channel_values, max_size=4),
+    writes=st.lists(st.tuples(channel_names, channel_values, markdown_text), max_size=3),
+)
+def test_what_haytham_writes_is_read_by_the_canonical_parse_as_by_the_general_one(
+    values: dict[str, Any], writes: list[tuple[str, Any, str]]
+) -> None:
+    """Every file haytham writes, except one holding a text value with a fence in it (left to
+    the general parse, which knows fences), is read by the canonical parse, to the same
+    sections."""
+    fenced_text = any(
+        type(v) is str and ("```" in v or "~~~" in v) for v in [*values.values(), *(w[1] for w in writes)]
+    )
+    for text in _rendered(values, writes):
+        canonical, general = _both_parses(text)
+        assert canonical == general or (canonical is None and fenced_text), text
+
+
+@PROPERTY
+@given(
+    values=st.dictionaries(channel_names, channel_values, max_size=3),
+    writes=st.lists(st.tuples(channel_names, channel_values, markdown_text), max_size=2),
+    edits=st.lists(
+        st.tuples(st.floats(0, 1), st.integers(0, 6), st.sampled_from(PIECES) | st.text(max_size=3)),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_a_hand_edited_file_is_read_as_the_general_parse_reads_it(
+    values: dict[str, Any], writes: list[tuple[str, Any, str]], edits: list[tuple[float, int, str]]
+) -> None:
+    """Whatever a person changes, the canonical parse gives what the general one gives, or
+    leaves the file to it (and to its error, which names the line)."""
+    for text in _rendered(values, writes):
+        for where, removed, inserted in edits:
+            at = int(where * len(text))
+            text = text[:at] + inserted + text[at + removed :]
+        if not text.startswith("# "):
+            continue  # not a document at all: split_sections refuses it before either parse
+        canonical, general = _both_parses(text)
+        if canonical is not None:
+            assert canonical == general
+
+
+def test_the_canonical_parse_leaves_what_is_not_in_its_shape_to_the_general_one() -> None:
+    head = "# LangGraph Checkpoint: c\n\n## Metadata\n- Thread: t\n\n"
+    for text in [
+        head + "## V\n- Type: text\n\nA value\n```\n## not a section\n```\n",  # a fence in text
+        head + "## V\n- Type: json\n\n```json\n1\n ```\n",  # an indented closing fence
+        head + "## V\n- Type: json\n\n```json\n1\n```\nmore\n",  # text after the fence
+        head + "## V\nnot a field\n",
+        head + "## V\n- Type: text\n\nno line break at the end",
+    ]:
+        canonical, general = _both_parses(text)
+        assert canonical is None, text
+        assert isinstance(general, (list, DocumentError))
+    same = head + "## V\n- Type: json\n\n```json\n[1]\n```\n\n## W\n- Type: text\n\nplain\n"
+    canonical, general = _both_parses(same)
+    assert canonical is not None and canonical == general
+    assert [s.title for s in canonical] == ["Metadata", "V", "W"]
+    assert [s.line for s in canonical] == [3, 6, 13]
+    assert canonical[1].fence == ("json", "[1]") and canonical[2].body == "plain"
+
+
 # ------------------------------------------------------------------ the forms people read
 
 

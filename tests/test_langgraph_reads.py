@@ -9,14 +9,20 @@ at the very next read. The saver's cache is a cache: the files decide.
 
 from __future__ import annotations
 
+import operator
 import os
+import subprocess
+import sys
+import time
+import types
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
 try:
     from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.graph import END, START, StateGraph
 except ImportError:  # pragma: no cover - CI installs the extra
     if os.environ.get("CI"):
         raise
@@ -25,6 +31,7 @@ except ImportError:  # pragma: no cover - CI installs the extra
 from workcount import WorkCounters
 
 from haytham.integrations.langgraph import HaythamSaver, cache
+from haytham.store import fs
 
 P = "langgraph"
 THREAD: Any = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}}
@@ -169,3 +176,93 @@ def test_a_file_changed_a_moment_ago_is_read_again(tmp_path: Path, counters: Wor
     counters.reset()
     assert saver.get_tuple(THREAD) is not None
     assert (counters.opened, counters.parsed) == (2, 2)
+
+
+# ------------------------------------------------------------------ writes
+
+
+class State(TypedDict, total=False):
+    notes: Annotated[list[str], operator.add]
+    step: int
+
+
+def _write(state: State) -> State:
+    step = state.get("step", 0) + 1
+    return {"notes": [f"part {step}"], "step": step}
+
+
+def test_a_graph_run_with_async_durability_never_polls_the_session_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LangGraph's default durability puts and writes from several threads at once; the
+    saver's threads wait on each other (a thread lock wakes the next at once), never by the
+    file lock's sleeps, which only another process's writes may cause."""
+    builder = StateGraph(State)
+    builder.add_node("write", _write)
+    builder.add_edge(START, "write")
+    builder.add_conditional_edges("write", lambda s: "write" if s["step"] < 10 else END, ["write", END])
+    sleeps: list[float] = []
+
+    def counted_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        time.sleep(seconds)
+
+    # the lock's clock, as the store's fs module sees it: its sleeps counted, nothing else changed
+    monkeypatch.setattr(fs, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=counted_sleep))
+    saver = HaythamSaver(tmp_path, P)
+    for thread in ("a", "b"):
+        graph = builder.compile(checkpointer=saver)
+        result = graph.invoke({"step": 0}, {"configurable": {"thread_id": thread}}, durability="async")
+        assert result["step"] == 10
+    assert len(list(saver.list({"configurable": {"thread_id": "a"}}))) == 12
+    assert sleeps == []
+
+
+def test_each_put_and_put_writes_replaces_one_file_with_two_fsyncs(
+    tmp_path: Path, counters: WorkCounters
+) -> None:
+    """A checkpoint and a task's writes are each one new file made durable (the file, then its
+    folder): the count a change to the write path must not grow."""
+    saver = HaythamSaver(tmp_path, P)
+    _thread(saver, 1)  # the session made
+    counters.reset()
+    config = saver.put(THREAD, empty_checkpoint(), {"step": 1}, {})
+    assert counters.fsyncs == 2
+    counters.reset()
+    saver.put_writes(config, [("draft", "next")], "task-1")
+    assert counters.fsyncs == 2
+    counters.reset()
+    saver.put_writes(config, [("notes", ["more"])], "task-2")  # added to the same writes file
+    assert counters.fsyncs == 2
+    found = saver.get_tuple(config)
+    assert found is not None and [w[1] for w in found.pending_writes or []] == ["draft", "notes"]
+
+
+READER = """
+import sys
+from haytham.integrations.langgraph import HaythamSaver
+found = HaythamSaver(sys.argv[1], "langgraph").get_tuple({"configurable": {"thread_id": "long"}})
+assert found is not None and found.checkpoint["channel_values"]["draft"] == "draft 0002"
+print(" ".join(sorted(m for m in sys.modules if m.startswith(("haytham", "langgraph.types", "langsmith")))))
+"""
+
+
+def test_a_process_that_only_reads_imports_only_the_read_path(tmp_path: Path) -> None:
+    """A new process that reads a checkpoint imports the saver, the file format and the
+    guarded read, not the store's write path, the review workflow or LangGraph's run-time
+    types (with langchain's tracers): what a reader pays before its first read."""
+    _thread(HaythamSaver(tmp_path, P), 3)
+    done = subprocess.run(
+        [sys.executable, "-c", READER, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    imported = set(done.stdout.split())
+    assert "haytham.integrations.langgraph.saver" in imported
+    for heavy in (
+        "haytham.store.manager",
+        "haytham.store.handle",
+        "haytham.format.workflow",
+        "haytham.format.markdown",  # the general parse, for a file edited by hand
+    ):
+        assert heavy not in imported
+    assert "haytham.integrations.langgraph.review" not in imported
+    assert not any(m.startswith(("langgraph.types", "langsmith")) for m in imported)

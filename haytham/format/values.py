@@ -215,7 +215,11 @@ def write_fenced(text: str) -> str:
 
 def read_fenced(info: str, lines: Sequence[str]) -> str:
     """The text of a fenced block's content lines, restoring CRLF if the info says so."""
-    text = "\n".join(lines)
+    return read_fenced_text(info, "\n".join(lines))
+
+
+def read_fenced_text(info: str, text: str) -> str:
+    """``read_fenced`` of the content lines already joined by line breaks."""
     words = info.split()
     if words[:1] == [FENCE_INFO] and "crlf" in words[1:]:
         text = text.replace("\n", "\r\n")

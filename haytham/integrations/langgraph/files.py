@@ -18,7 +18,8 @@ that reads back as exactly the same value:
 
 Documents. ``render_checkpoint``/``parse_checkpoint`` and ``render_writes``/``parse_writes``
 are exact inverses; parsing a file haytham did not write raises ``DocumentError`` naming the
-line. The fence scanner is the store's own (``haytham.format.markdown.iter_fences``).
+line. The fence scanner is the store's own (``haytham.format.markdown.iter_fences``), imported
+by what needs it (a writer, a hand-edited file), not by a reader of the files haytham wrote.
 """
 
 from __future__ import annotations
@@ -42,9 +43,8 @@ from haytham.format.layout import (
     LANGGRAPH_ROOT_NAMESPACE,
     LANGGRAPH_WRITES_SUFFIX,
 )
-from haytham.format.markdown import fence_lines, iter_fences
 from haytham.format.patterns import lazy
-from haytham.format.values import read_fenced, read_text, write_fenced, write_text, write_title
+from haytham.format.values import read_fenced_text, read_text, write_fenced, write_text, write_title
 from haytham.store.names import MAX_NAME_LENGTH, check_name
 
 # ------------------------------------------------------------------------------- names
@@ -105,10 +105,9 @@ def writes_file(checkpoint_id: str) -> str:
 
 def checkpoint_ids(names: Sequence[str]) -> list[str]:
     """The checkpoint ids among a folder's file names, oldest first (ids sort by time)."""
+    writes = LANGGRAPH_WRITES_SUFFIX
     return sorted(
-        name[:-3]
-        for name in names
-        if name.endswith(".md") and not name.endswith(LANGGRAPH_WRITES_SUFFIX) and not name.startswith(".")
+        [name[:-3] for name in names if name.endswith(".md") and not name.endswith(writes) and name[0] != "."]
     )
 
 
@@ -176,6 +175,8 @@ def _safe_verbatim(text: str) -> bool:
     fence it opens closes inside it, and no line outside them starts a section (``## ``)."""
     if "\r" in text or "\ufeff" in text:
         return False
+    from haytham.format.markdown import iter_fences  # a writer's check: a reader never imports it
+
     fences = list(iter_fences(text))
     if any(not f.closed for f in fences):
         return False
@@ -211,30 +212,31 @@ def _python_type(value: object) -> str:
     return name
 
 
-def parse_value(section: Section, serde: Serde, where: _Where) -> Any:
-    """The value a section's ``Type`` field and body hold (the inverse of render_value)."""
+def parse_value(section: Section, serde: Serde, path: Path | None = None) -> Any:
+    """The value a section's ``Type`` field and body hold (the inverse of render_value);
+    ``path``: the file, for the error that names it."""
     kind = section.fields.get("Type")
     if kind is None:
-        raise where.error("has no '- Type:' line")
+        raise section.error("has no '- Type:' line", path)
     if kind == "text":
         return section.body
     if kind != FENCED_TEXT and kind not in ("json", "bytes") and not kind.startswith(SERDE_PREFIX):
-        raise where.error(f"has the unknown Type {kind!r}")
-    if section.fence is None:
-        raise where.error("has no closed fenced block")
-    info, lines = section.fence
+        raise section.error(f"has the unknown Type {kind!r}", path)
+    fence = section.fence
+    if fence is None:
+        raise section.error("has no closed fenced block", path)
+    info, content = fence
     if kind == FENCED_TEXT:
-        return read_fenced(info, lines)
-    content = "\n".join(lines)
+        return read_fenced_text(info, content)
     if kind == "json":
         try:
             return json.loads(content)
         except ValueError as error:
-            raise where.error(f"holds JSON that does not parse: {error}") from None
+            raise section.error(f"holds JSON that does not parse: {error}", path) from None
     try:
         data = base64.b64decode("".join(content.split()), validate=True)
     except (binascii.Error, ValueError):
-        raise where.error("holds base64 that does not decode") from None
+        raise section.error("holds base64 that does not decode", path) from None
     if kind == "bytes":
         return data
     return serde.loads_typed((kind[len(SERDE_PREFIX) :], data))
@@ -243,29 +245,67 @@ def parse_value(section: Section, serde: Serde, where: _Where) -> Any:
 # ---------------------------------------------------------------------------- sections
 
 
-@dataclass(frozen=True)
-class _Where:
-    path: Path | None
-    line: int | None
-    what: str
-
-    def error(self, message: str) -> DocumentError:
-        return DocumentError(f"{self.what} {message}", path=self.path, line=self.line)
-
-
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Section:
-    """One ``## `` section: its title, its ``- Label: value`` lines, the rest verbatim."""
+    """One ``## `` section: its title, its ``- Label: value`` lines, the rest verbatim.
+
+    A section is a view of its document's text (``source``), which it shares with the other
+    sections of that document: the body and the fenced block are cut out of the text only when
+    asked for, so a 50 KB value is neither copied when the file is split nor kept twice by the
+    saver's cache (``cache.ThreadFiles``). Not to be changed once made (the cache shares it);
+    not frozen only because a frozen dataclass is several times slower to make, and a cold
+    read makes thousands."""
 
     title: str
     fields: dict[str, str]
-    body: str
-    line: int
-    fence: tuple[str, list[str]] | None = None
-    """The info and lines of the first fenced block of the body, when it has a closed one."""
+    start: int
+    """Where the section's ``## `` line starts in ``source``."""
+    source: str
+    """The whole document the section is part of."""
+    body_start: int
+    body_end: int
+    block: tuple[str, int, int, int] | None = None
+    """The first fenced block of the body when it has a closed one: its info string, where
+    its content starts and ends in ``source``, and its indentation (``markdown.Fence``)."""
+
+    @property
+    def line(self) -> int:
+        """The number of the section's ``## `` line (counted when an error names it)."""
+        return 1 + self.source.count("\n", 0, self.start)
+
+    def error(self, message: str, path: Path | None) -> DocumentError:
+        """``section '## Title' {message}`` at the section's line of ``path``."""
+        return DocumentError(f"section '## {self.title}' {message}", path=path, line=self.line)
+
+    @property
+    def body(self) -> str:
+        """The text after the fields and the blank line, verbatim."""
+        return self.source[self.body_start : self.body_end]
+
+    @property
+    def fence(self) -> tuple[str, str] | None:
+        """The info string and the content of the first fenced block of the body, the
+        content's lines joined by line breaks (``markdown.fence_lines``); None without a
+        closed one."""
+        if self.block is None:
+            return None
+        info, start, end, indent = self.block
+        if indent:  # a hand-indented fence: its lines lose the indentation, as mistune reads them
+            from haytham.format import markdown
+
+            return info, "\n".join(
+                markdown.fence_lines(self.source, markdown.Fence(start, end, start, end, info, indent, True))
+            )
+        if end > start and self.source[end - 1] == "\n":  # the line break before the closing fence
+            end -= 1
+        return info, self.source[start:end]  # one copy of the value, not two
 
 
 _FIELD = lazy(r"- ([^:\n]+): (.*)")
+_HEADER = lazy(r"## ([^\n]*)\n((?:- [^:\n]+: [^\n]*\n)*)(?:\n(`{3,})([^`\n]*)\n)?")
+"""A section's title line, its field lines and, when its body is a fenced value, the blank
+line and the opening fence line (its backticks and info), as ``render_section`` writes them."""
+_FIELDS = lazy(r"- ([^:\n]+): ([^\n]*)\n")
 
 
 def render_section(title: str, fields: Sequence[tuple[str, str]], body: str | None = None) -> str:
@@ -280,51 +320,127 @@ def render_document(title: str, sections: Sequence[str]) -> str:
     return f"# {title}\n\n" + "\n".join(sections)
 
 
+def _canonical_sections(text: str, newline: int) -> list[Section] | None:
+    """The sections of a document in exactly the shape ``render_document`` writes (its first
+    line break at ``newline``), found by stepping from section to section: a fenced value is
+    skipped by one ``str.find`` of its closing fence, which is longer than any backtick run
+    inside it (``_fence``, ``write_fenced``). The same sections as ``split_sections``'s
+    general parse; None at the first thing that is not in that shape (a hand edit, a value
+    of verbatim text that holds a fence), which the general parse then reads and, if it is
+    wrong, names the line of."""
+    find, starts_with, size = text.find, text.startswith, len(text)
+    if newline < 0 or not starts_with("\n## ", newline + 1):
+        return None
+    start = newline + 2
+    sections: list[Section] = []
+    while True:  # text[start:] starts with "## "
+        header = _HEADER.match(text, start)
+        if header is None:
+            return None
+        title, fields_text, marker, info = header.groups()
+        fields = dict(_FIELDS.findall(fields_text)) if fields_text else {}
+        offset = header.end()
+        block = None
+        following: int | None  # where the next section starts; None after the last
+        if marker is not None:  # a fenced value: skipped to its closing line, the marker alone
+            if "\r" in info or info != info.strip():
+                return None
+            body_start = header.start(3)
+            close = find(marker, offset)
+            body_end = close + len(marker)
+            if close < 0 or (close > offset and text[close - 1] != "\n") or not starts_with("\n", body_end):
+                return None
+            block = (info, offset, close, 0)
+            if body_end + 1 == size:
+                following = None
+            elif starts_with("\n## ", body_end + 1):
+                following = body_end + 2
+            else:
+                return None
+        elif offset == size:  # the last section, without a body
+            body_start = body_end = size - 1
+            following = None
+        elif text[offset] != "\n":
+            return None
+        elif starts_with("## ", offset + 1):  # no body: the next section follows the blank line
+            body_start = body_end = offset - 1
+            following = offset + 1
+        else:  # verbatim text, up to the next section, with no fence in it
+            body_start = offset + 1
+            head = find("\n## ", body_start)
+            following = None if head < 0 else head + 1
+            body_end = size - 1 if head < 0 else head - 1
+            if (
+                body_end < body_start
+                or text[body_end] != "\n"
+                or find("```", body_start, body_end) >= 0
+                or find("~~~", body_start, body_end) >= 0
+            ):
+                return None
+        sections.append(Section(title, fields, start, text, body_start, body_end, block))
+        if following is None:
+            return sections
+        start = following
+
+
 def split_sections(text: str, path: Path | None) -> tuple[str, list[Section]]:
-    """The title line and the sections of a document written by ``render_document``."""
-    first, _, _ = text.partition("\n")
+    """The title line and the sections of a document written by ``render_document`` (or
+    edited since by hand): the parse a saver's cold read pays per file. Only the titles and
+    fields are copied out of ``text`` (the values stay in it, see ``Section``); a document in
+    exactly the shape haytham writes is read by ``_canonical_sections``, anything else by
+    ``_general_sections``, which finds the same sections in any text."""
+    newline = text.find("\n")
+    first = text if newline < 0 else text[:newline]
     if not first.startswith("# "):
         raise DocumentError("the first line is not a '# ' title", path=path, line=1)
+    sections = _canonical_sections(text, newline)
+    return first[2:], _general_sections(text, path) if sections is None else sections
+
+
+def _general_sections(text: str, path: Path | None) -> list[Section]:
+    """The sections of any text whose first line is a ``# `` title: a ``## `` line outside
+    every fenced block starts one (``markdown.iter_fences``, the store's fence scanner)."""
+    from haytham.format.markdown import iter_fences  # what a hand-edited file needs
+
     fences = list(iter_fences(text))
     starts = [f.start for f in fences]
     heads: list[int] = []
     position = 0
-    for block in fences:  # a heading counts between fences only: the lines inside one are not looked at
-        heads += [match.start() for match in _SPLIT.finditer(text, position, block.start)]
-        position = block.end
+    for each in fences:  # a heading counts between fences only: the lines inside one are not looked at
+        heads += [match.start() for match in _SPLIT.finditer(text, position, each.start)]
+        position = each.end
     heads += [match.start() for match in _SPLIT.finditer(text, position)]
     sections = []
-    line, counted = 1, 0
+    find, size, last_head = text.find, len(text), len(heads) - 1
     for number, start in enumerate(heads):
-        last = number == len(heads) - 1
-        stop = len(text) if last else heads[number + 1]
-        chunk = text[start:stop]
-        chunk = chunk[:-1] if last else chunk[:-2]  # the line break after the body, the blank line
-        line += text.count("\n", counted, start)
-        counted = start
-        title, _, rest = chunk.partition("\n")
+        # the section ends before the line break after its body (and the blank line before the next)
+        end = size - 1 if number == last_head else heads[number + 1] - 2
+        title_end = find("\n", start, end)
+        if title_end < 0:
+            title_end = end
         fields: dict[str, str] = {}
-        offset = 0
-        while offset < len(rest) and rest[offset] != "\n":
-            end = rest.find("\n", offset)
-            end = len(rest) if end < 0 else end
-            found = _FIELD.fullmatch(rest[offset:end])
+        offset = title_end + 1
+        while offset < end and text[offset] != "\n":
+            field_end = find("\n", offset, end)
+            if field_end < 0:
+                field_end = end
+            found = _FIELD.fullmatch(text, offset, field_end)
             if found is None:
                 raise DocumentError(
-                    f"{rest[offset:end]!r} is not a '- Label: value' line",
+                    f"{text[offset:field_end]!r} is not a '- Label: value' line",
                     path=path,
-                    line=line + 1 + rest.count("\n", 0, offset),
+                    line=1 + text.count("\n", 0, offset),
                 )
             fields[found.group(1)] = found.group(2)
-            offset = end + 1
-        body = rest[offset + 1 :] if offset < len(rest) else ""
-        body_start = start + len(chunk) - len(body)
+            offset = field_end + 1
+        body_start = offset + 1 if offset < end else end
         index = bisect.bisect_left(starts, body_start)
-        fence = None
-        if index < len(fences) and fences[index].start < start + len(chunk) and fences[index].closed:
-            fence = (fences[index].info, fence_lines(text, fences[index]))
-        sections.append(Section(title[3:], fields, body, line, fence))
-    return first[2:], sections
+        block: tuple[str, int, int, int] | None = None
+        if index < len(fences) and fences[index].start < end and fences[index].closed:
+            fence = fences[index]
+            block = (fence.info, fence.content_start, fence.content_end, fence.indent)
+        sections.append(Section(text[start + 3 : title_end], fields, start, text, body_start, end, block))
+    return sections
 
 
 # --------------------------------------------------------------------------- documents
@@ -445,8 +561,7 @@ def checkpoint_from(sections: Sequence[Section], serde: Serde, path: Path | None
     }
     metadata: dict[str, Any] = {}
     for section in sections[1:]:
-        where = _Where(path, section.line, f"section '## {section.title}'")
-        value = parse_value(section, serde, where)
+        value = parse_value(section, serde, path)
         if section.title == "Run Metadata":
             metadata = value
         elif section.title == "Channel Versions":
@@ -458,7 +573,7 @@ def checkpoint_from(sections: Sequence[Section], serde: Serde, path: Path | None
         elif section.title.startswith("Channel: "):
             checkpoint["channel_values"][read_text(section.title[9:]) or ""] = value
         else:
-            raise where.error("is not a section of a checkpoint")
+            raise section.error("is not a section of a checkpoint", path)
     return StoredCheckpoint(
         thread_id,
         _dash_or_text(summary["Namespace"]),
@@ -504,15 +619,14 @@ def writes_from(sections: Sequence[Section], serde: Serde, path: Path | None = N
     ``checkpoint_from``)."""
     writes = []
     for section in sections[1:]:
-        where = _Where(path, section.line, f"section '## {section.title}'")
         if not section.title.startswith("Write: "):
-            raise where.error("is not a pending write")
+            raise section.error("is not a pending write", path)
         try:
             task_id = read_text(section.fields["Task"]) or ""
             index = int(section.fields["Index"])
             task_path = _dash_or_text(section.fields["Task Path"])
         except (KeyError, ValueError):
-            raise where.error("needs '- Task:', '- Index:' (a number) and '- Task Path:'") from None
-        value = parse_value(section, serde, where)
+            raise section.error("needs '- Task:', '- Index:' (a number) and '- Task Path:'", path) from None
+        value = parse_value(section, serde, path)
         writes.append(StoredWrite(task_id, index, read_text(section.title[7:]) or "", value, task_path))
     return writes

@@ -16,19 +16,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.types import INTERRUPT, RESUME
-from langgraph.types import Command, Interrupt
 
 from haytham.errors import NotFoundError
 from haytham.format.run_by import LANGGRAPH
 from haytham.format.workflow import PhaseDefinition, Workflow
 from haytham.integrations.langgraph.files import is_plain_json
-from haytham.store.handle import SessionHandle
-from haytham.store.manager import CheckpointManager
+
+if TYPE_CHECKING:  # names for the type checker; a saver that only reads never imports these
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import CheckpointTuple
+    from langgraph.types import Command
+
+    from haytham.store.handle import SessionHandle
+    from haytham.store.manager import CheckpointManager
 
 
 class PausedThreads(Protocol):
@@ -64,6 +67,8 @@ MARKER = "<!-- langgraph checkpoint: {} -->"
 
 def _interrupts(values: Sequence[Any]) -> list[tuple[str | None, Any]]:
     """(id, value) of each interrupt in the values of ``__interrupt__`` writes."""
+    from langgraph.types import Interrupt  # with langchain's tracers: only when a graph pauses
+
     found: list[tuple[str | None, Any]] = []
     for value in values:
         items = value if isinstance(value, (list, tuple)) else [value]
@@ -151,6 +156,8 @@ def resume_command(saver: PausedThreads, config: RunnableConfig) -> Command[Any]
         "comments": feedback.comments if feedback else "",
         "requested_changes": list(feedback.requested_changes) if feedback else [],
     }
+    from langgraph.types import Command
+
     ids = [interrupt_id for interrupt_id, _ in waiting if interrupt_id is not None]
     if len(ids) > 1:
         return Command(resume={interrupt_id: answer for interrupt_id in ids})

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,13 +44,14 @@ from langgraph.checkpoint.serde.types import INTERRUPT
 if TYPE_CHECKING:  # langgraph-checkpoint 4.3 and later; nothing needs it at run time
     from langgraph.checkpoint.base import DeltaChannelHistory
 
+    from haytham.store.manager import CheckpointManager
+
 from haytham.errors import SessionExistsError, SessionNotFoundError, UnsafeNameError
+from haytham.format.guard import guard_tree
 from haytham.format.layout import LANGGRAPH_DIR, MANIFEST_FILE, REMOVING_SUFFIX, SESSIONS_DIR
 from haytham.integrations.langgraph import files
 from haytham.integrations.langgraph.cache import ThreadFiles
-from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW, MODE, open_review
 from haytham.store import fs
-from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_name, check_user_id
 
 _Paths = list[Path]
@@ -92,14 +94,37 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         serde: SerializerProtocol | None = None,
     ) -> None:
         super().__init__(serde=serde)
-        self.manager = CheckpointManager(base_dir, lock_timeout=lock_timeout, workflows=[LANGGRAPH_WORKFLOW])
+        self.base_dir = Path(base_dir)
         self.project = check_name("project", project)
+        self._sessions = self.base_dir / self.project / SESSIONS_DIR
+        """The project's sessions folder (``Store.session_dir``'s layout, the names checked)."""
+        self._lock_timeout = lock_timeout
+        self._manager: CheckpointManager | None = None
+        guard_tree(self.base_dir)  # every read below it stays inside it, as the manager's do
         self.user_id = check_user_id(user_id)
         self.review = review
         self._checked: set[str] = set()
         """Sessions this saver has seen to be LangGraph threads' (checked once each)."""
         self._files = ThreadFiles()
         """What the saver read of its threads' files, while they are unchanged."""
+        self._writers: dict[str, threading.Lock] = {}
+        """A thread lock per session this saver wrote to (``_one_writer``)."""
+        self._writers_guard = threading.Lock()
+
+    @property
+    def manager(self) -> CheckpointManager:
+        """The store's ``CheckpointManager`` of ``base_dir``, through which every write goes:
+        made at the saver's first write (or the first call that asks for it), so a process
+        that only reads checkpoints never imports the store's write path."""
+        with self._writers_guard:
+            if self._manager is None:
+                from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW
+                from haytham.store.manager import CheckpointManager
+
+                self._manager = CheckpointManager(
+                    self.base_dir, lock_timeout=self._lock_timeout, workflows=[LANGGRAPH_WORKFLOW]
+                )
+            return self._manager
 
     def _ids(self, folder: Path) -> list[str]:
         """The checkpoint ids of a namespace folder, oldest first."""
@@ -107,6 +132,8 @@ class HaythamSaver(BaseCheckpointSaver[int]):
 
     def _check_workflow(self, session_id: str, directory: Path) -> None:
         """Refuse to write into a session of another workflow that has the thread's id."""
+        from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW
+
         workflow = self.manager.load_manifest(self.project, session_id).workflow_type
         if workflow != LANGGRAPH_WORKFLOW.name:
             raise SessionExistsError(
@@ -124,35 +151,59 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         return files.session_id_for(str(thread_id))
 
     def session_dir(self, thread_id: str) -> Path:
-        return self.manager.session_dir(self.project, self.session_id(thread_id))
+        """The folder of the thread's session (which may not exist yet)."""
+        return self._sessions / self.session_id(thread_id)
 
     def _namespace_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
         return self.session_dir(thread_id) / LANGGRAPH_DIR / files.namespace_folder(checkpoint_ns)
 
     @contextlib.contextmanager
+    def _one_writer(self, session_id: str) -> Iterator[None]:
+        """Let one of this saver's threads at a time into a session's writes.
+
+        LangGraph's default ``async`` durability calls ``put`` and ``put_writes`` from several
+        threads at once. The session's OS lock (``manager.lock``, taken inside this) keeps
+        them apart too, but a thread that finds it held polls it with growing sleeps; waiting
+        here first, a thread wakes the moment the one before it is done, and the OS lock is
+        left to keep other processes out."""
+        with self._writers_guard:
+            writer = self._writers.setdefault(session_id, threading.Lock())
+        with writer:
+            yield
+
+    @contextlib.contextmanager
+    def _locked(self, session_id: str) -> Iterator[None]:
+        """Hold a session's OS lock, one thread of this saver at a time (``_one_writer``)."""
+        with self._one_writer(session_id), self.manager.lock(self.project, session_id):
+            yield
+
+    @contextlib.contextmanager
     def _locked_session(self, thread_id: str) -> Iterator[Path]:
         """Hold the lock of the thread's session, creating the session first if needed."""
         session_id = self.session_id(thread_id)
-        directory = self.manager.session_dir(self.project, session_id)
+        from haytham.integrations.langgraph.review import LANGGRAPH_WORKFLOW, MODE
+
+        directory = self._sessions / session_id
         entered = False
-        for _ in range(100):
-            if not (directory / MANIFEST_FILE).exists():
-                self.manager.create_session(
-                    self.project, session_id, self.user_id, LANGGRAPH_WORKFLOW, MODE, exist_ok=True
-                )
-                self._checked.add(session_id)
-            elif session_id not in self._checked:
-                self._check_workflow(session_id, directory)
-            try:
-                with self.manager.lock(self.project, session_id):
-                    if (directory / MANIFEST_FILE).exists():  # not deleted since
-                        entered = True
-                        yield directory
-                        return
-            except FileNotFoundError:
-                if entered:
-                    raise
-                continue  # the folder went away (delete_thread) while we waited for its lock
+        with self._one_writer(session_id):
+            for _ in range(100):
+                if not (directory / MANIFEST_FILE).exists():
+                    self.manager.create_session(
+                        self.project, session_id, self.user_id, LANGGRAPH_WORKFLOW, MODE, exist_ok=True
+                    )
+                    self._checked.add(session_id)
+                elif session_id not in self._checked:
+                    self._check_workflow(session_id, directory)
+                try:
+                    with self.manager.lock(self.project, session_id):
+                        if (directory / MANIFEST_FILE).exists():  # not deleted since
+                            entered = True
+                            yield directory
+                            return
+                except FileNotFoundError:
+                    if entered:
+                        raise
+                    continue  # the folder went away (delete_thread) while we waited for its lock
         raise SessionNotFoundError(  # pragma: no cover - a delete_thread in a tight loop
             f"the session of thread {thread_id!r} kept being deleted while saving to it", path=directory
         )
@@ -220,6 +271,8 @@ class HaythamSaver(BaseCheckpointSaver[int]):
             fs.atomic_write(path, text)
         interrupts = [value for channel, value in writes if channel == INTERRUPT]
         if self.review and interrupts and checkpoint_ns == "":
+            from haytham.integrations.langgraph.review import open_review
+
             open_review(
                 self.manager.session(self.project, self.session_id(thread_id)), checkpoint_id, interrupts
             )
@@ -227,11 +280,11 @@ class HaythamSaver(BaseCheckpointSaver[int]):
     def delete_thread(self, thread_id: str) -> None:
         """Remove the thread's session, its checkpoints and its review files."""
         session_id = self.session_id(thread_id)
-        directory = self.manager.session_dir(self.project, session_id)
+        directory = self._sessions / session_id
         if not directory.is_dir():
             return
         hidden = directory.parent / f".{directory.name}{REMOVING_SUFFIX}"
-        with self.manager.lock(self.project, session_id):
+        with self._locked(session_id):
             if not directory.is_dir():
                 return
             if hidden.exists():
@@ -256,7 +309,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
                 and stored.metadata.get("run_id") in wanted
             ]
             if doomed:
-                with self.manager.lock(self.project, thread_dir.name):
+                with self._locked(thread_dir.name):
                     for folder, checkpoint_id in doomed:
                         self._remove_checkpoint(folder, checkpoint_id)
 
@@ -308,7 +361,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
             directory = self.session_dir(thread_id)
             if not directory.is_dir():
                 continue
-            with self.manager.lock(self.project, directory.name):
+            with self._locked(directory.name):
                 for folder in _namespace_dirs(directory):
                     for checkpoint_id in self._ids(folder)[:-1]:
                         self._remove_checkpoint(folder, checkpoint_id)
@@ -387,8 +440,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
 
     def _thread_dirs(self) -> _Paths:
         """The project's session folders that hold LangGraph checkpoints."""
-        sessions = self.manager.project_dir(self.project) / SESSIONS_DIR
-        return [d for d in _subfolders(sessions) if (d / LANGGRAPH_DIR).is_dir()]
+        return [d for d in _subfolders(self._sessions) if (d / LANGGRAPH_DIR).is_dir()]
 
     def _read_checkpoint(self, folder: Path, checkpoint_id: str) -> files.StoredCheckpoint | None:
         try:
