@@ -29,18 +29,27 @@ runpy.run_module(module, run_name="__main__")
 """
 HEAVY = frozenset(
     {"yaml", "jsonschema", "fastjsonschema", "mistune", "sqlite3", "rich", "jinja2", "starlette", "asyncio"}
-    | {"email", "http", "tarfile", "haytham.web", "haytham.transfer"}
+    | {"email", "http", "tarfile", "importlib.metadata", "haytham.web", "haytham.transfer"}
 )
-"""Modules none of the three commands needs when the files are valid."""
+"""Modules none of the three commands needs when the files are valid (``importlib.metadata``:
+haytham's version is read for ``--version`` and a trace export, never at start)."""
+FEATURES = frozenset({"haytham.notify", "haytham.otel", "haytham.retention", "haytham.projects"})
+"""What haytham.yaml can switch on (the notify hook, trace exports, pruning) and the project
+manager: a command that only asks where the sessions are imports none of them."""
 
 
-def loaded(tmp_path: Path, module: str, *args: str) -> set[str]:
-    """The modules ``python -m module args`` had loaded when it exited (successfully)."""
+def loaded(tmp_path: Path, module: str, *args: str, base_dir_variable: bool = True) -> set[str]:
+    """The modules ``python -m module args`` had loaded when it exited (successfully); with
+    ``base_dir_variable`` false, HAYTHAM_BASE_DIR is not set, so the command looks for a
+    haytham.yaml in its directory as a pre-commit hook's does."""
     out = tmp_path / f"modules-{len(list(tmp_path.glob('modules-*')))}.txt"
+    env = {key: value for key, value in os.environ.items() if key != "HAYTHAM_BASE_DIR"}
+    if base_dir_variable:
+        env["HAYTHAM_BASE_DIR"] = str(tmp_path / "projects")
     done = subprocess.run(
         [sys.executable, "-c", PROBE, str(out), module, *args],
         cwd=tmp_path,
-        env={**os.environ, "HAYTHAM_BASE_DIR": str(tmp_path / "projects")},
+        env=env,
         capture_output=True,
         text=True,
         check=False,
@@ -62,7 +71,9 @@ def test_status_imports_neither_the_heavy_modules_nor_the_doctor(tmp_path: Path)
     modules = loaded(tmp_path, "haytham", "status", "P", "S")
     assert "haytham.store.manager" in modules  # the probe saw the command run
     assert not modules & HEAVY
+    assert not modules & FEATURES
     assert not modules & {"haytham.store.doctor", "haytham.store.validation", "haytham.store.copy"}
+    assert not modules & {"haytham.store.scan", "haytham.store.derived"}  # the listing's, not status's
 
 
 def test_validate_of_two_files_imports_none_of_the_heavy_modules(tmp_path: Path) -> None:
@@ -71,6 +82,21 @@ def test_validate_of_two_files_imports_none_of_the_heavy_modules(tmp_path: Path)
     modules = loaded(tmp_path, "haytham", "validate", *map(str, files))
     assert "haytham.store.validation" in modules
     assert not modules & HEAVY
+    assert not modules & FEATURES
+    assert not modules & {"haytham.store.doctor", "haytham.config"}  # doctor's; the variable answered
+
+
+def test_validate_as_a_pre_commit_hook_runs_it_reads_no_settings_it_does_not_need(tmp_path: Path) -> None:
+    # No --base-dir and no HAYTHAM_BASE_DIR: haytham.yaml is looked for (there is none, so the
+    # base directory is ./projects), and nothing that file could switch on is imported for it.
+    session = _session(tmp_path)
+    assert not (tmp_path / "haytham.yaml").exists()
+    files = [session / "session_manifest.md", next(session.glob("phase_1_*")) / "checkpoint.md"]
+    modules = loaded(tmp_path, "haytham", "validate", *map(str, files), base_dir_variable=False)
+    assert {"haytham.config", "haytham.store.validation"} <= modules
+    assert not modules & HEAVY
+    assert not modules & FEATURES
+    assert "haytham.store.doctor" not in modules
 
 
 def test_the_merge_driver_imports_no_store_and_no_yaml(tmp_path: Path) -> None:
@@ -84,3 +110,5 @@ def test_the_merge_driver_imports_no_store_and_no_yaml(tmp_path: Path) -> None:
     assert "- Total Tokens: 7" in (tmp_path / "ours.md").read_text("utf-8")  # it merged
     assert not modules & HEAVY
     assert not modules & {"haytham.store.manager", "haytham.git.autocommit", "haytham.projects"}
+    assert not modules & FEATURES
+    assert not modules & {"haytham.git.sync", "haytham.git.recovery", "haytham.store.events"}  # sync's

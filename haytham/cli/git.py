@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from haytham.cli.common import Group, base_dir_option, command, emit_json, json_option
-from haytham.errors import HaythamError
+from haytham.errors import DriverNotConfigured, HaythamError
 from haytham.git.merge import describe_conflicts, run_driver, setup
-from haytham.git.repository import path_log, repo_root
-from haytham.git.sync import DEFAULT_REMOTE, DriverNotConfigured, SyncResult, driver_configured, sync
-from haytham.store.events import Event
+from haytham.git.repository import DEFAULT_REMOTE, path_log, repo_root
 
-if TYPE_CHECKING:  # the manager is imported when a command uses one: the merge driver, which
-    # git starts once per conflicting file, merges three files and needs none of the store
+if TYPE_CHECKING:  # the manager and sync are imported when a command uses them: the merge
+    # driver, which git starts once per conflicting file, merges three files and needs neither
     from haytham.git.autocommit import AutoCommit
+    from haytham.git.sync import SyncResult
+    from haytham.store.events import Event
     from haytham.store.manager import CheckpointManager
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -105,6 +105,8 @@ class Commits:
         """With --push, merge the remote's latest first (``sync`` without a push), so that the
         command works on what the other machines did."""
         if self.auto is not None and self.push:
+            from haytham.git.sync import sync
+
             result = sync(self.auto.root, self.remote, base_dir=self.manager.base_dir, push=False)
             click.echo(describe_sync(result), err=True)
 
@@ -128,6 +130,8 @@ class Commits:
         click.echo(f"Committed: {made} commit{'' if made == 1 else 's'}", err=True)
         if not self.push:
             return True
+        from haytham.git.sync import sync
+
         try:
             result = sync(self.auto.root, self.remote, base_dir=self.manager.base_dir)
         except HaythamError as error:
@@ -276,6 +280,8 @@ def sync_command(remote: str, setup_driver: bool, repo: Path, base_dir: Path, as
     clone (`haytham git setup`): sync checks first, and offers to set it up. See
     docs/many-machines.md.
     """
+    from haytham.git.sync import driver_configured, sync
+
     root = repo_root(repo)
     if not setup_driver and not driver_configured(root) and sys.stdin.isatty():
         setup_driver = click.confirm(

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from haytham.errors import GitError
 
+DEFAULT_REMOTE = "origin"
+"""The remote that ``sync``, ``--push`` and the worker loop talk to unless told another."""
 GIT_TIMEOUT = 120.0
 """Seconds a single git command may take before it is given up on."""
 _LOG_FORMAT = "%H%x1f%h%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e"
