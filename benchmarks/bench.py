@@ -513,7 +513,7 @@ def s3(root: Path, sizes: Sizes, repeats: int) -> None:
     (sides / "base.md").write_text(text, "utf-8")
     theirs = re.sub(r"- Total Tokens: (\d+)", lambda m: f"- Total Tokens: {int(m[1]) + 1}", text, count=1)
     (sides / "theirs.md").write_text(theirs, "utf-8")  # another machine's change: merged, no conflict
-    driver = [sys.executable, "-m", "haytham.cli.git", "merge-driver"]
+    driver = [sys.executable, "-m", "haytham.cli.merge_driver"]  # as `haytham git setup` registers it
     driver += [str(sides / n) for n in ("base.md", "ours.md", "theirs.md")] + [
         str(manifest.relative_to(base))
     ]

@@ -1,7 +1,8 @@
 """The commands people wait on at every step import only what they use: counted, never timed.
 
 ``haytham status P S``, ``haytham validate A B`` (the pre-commit hook) and the merge driver
-(one process per conflicting file) start in about the time of their imports. Each is run
+(one process per conflicting file, ``python -m haytham.cli.merge_driver``) start in about the
+time of their imports. Each is run
 here in a process of its own, as a person or git runs it, and the modules it loaded are
 read from that process's ``sys.modules`` at exit: the heavy ones (YAML, the schema
 validator, SQLite, the web stack, asyncio) and the parts of haytham a command does not use
@@ -99,13 +100,30 @@ def test_validate_as_a_pre_commit_hook_runs_it_reads_no_settings_it_does_not_nee
     assert "haytham.store.doctor" not in modules
 
 
-def test_the_merge_driver_imports_no_store_and_no_yaml(tmp_path: Path) -> None:
+def _sides(tmp_path: Path) -> str:
+    """base.md, ours.md and theirs.md of a manifest whose sides merge cleanly; its path in the repository."""
     manifest = (_session(tmp_path) / "session_manifest.md").read_text("utf-8")
     theirs = manifest.replace("- Total Tokens: 5\n", "- Total Tokens: 7\n")
     assert theirs != manifest
     for name, text in (("base.md", manifest), ("ours.md", manifest), ("theirs.md", theirs)):
         (tmp_path / name).write_text(text, "utf-8")
-    path = "projects/P/sessions/S/session_manifest.md"
+    return "projects/P/sessions/S/session_manifest.md"
+
+
+def test_the_merge_driver_imports_no_command_line_no_store_and_no_yaml(tmp_path: Path) -> None:
+    # What `haytham git setup` registers: the merge alone, without click or the command group.
+    path = _sides(tmp_path)
+    modules = loaded(tmp_path, "haytham.cli.merge_driver", "base.md", "ours.md", "theirs.md", path)
+    assert "- Total Tokens: 7" in (tmp_path / "ours.md").read_text("utf-8")  # it merged
+    assert "haytham.git.merge" in modules
+    assert not modules & HEAVY
+    assert not modules & FEATURES
+    assert not modules & {"click", "haytham.cli.common", "haytham.cli.git", "haytham.cli.main"}
+    assert not modules & {"haytham.store.manager", "haytham.git.autocommit", "haytham.git.sync"}
+
+
+def test_the_driver_of_clones_set_up_before_imports_no_store_and_no_yaml(tmp_path: Path) -> None:
+    path = _sides(tmp_path)
     modules = loaded(tmp_path, "haytham.cli.git", "merge-driver", "base.md", "ours.md", "theirs.md", path)
     assert "- Total Tokens: 7" in (tmp_path / "ours.md").read_text("utf-8")  # it merged
     assert not modules & HEAVY

@@ -5,9 +5,11 @@
 ``COMMANDS`` holds the ``git`` group, ``log`` and ``sync`` for ``haytham.cli.main`` to register.
 
 ``python -m haytham.cli.git`` runs the ``git`` group on its own. ``haytham git setup``
-registers the merge driver as ``<python> -m haytham.cli.git merge-driver %O %A %B %P``,
-which works whether or not the main command line has the ``git`` group. The merge driver
-is the one command that reports errors its own way, for git rather than a person:
+registers the merge driver as ``<python> -m haytham.cli.merge_driver %O %A %B %P``, an entry
+point of its own without click (``haytham.cli.merge_driver``: git starts it once per
+conflicting file). ``git merge-driver`` here, which clones set up before registered as
+``<python> -m haytham.cli.git merge-driver %O %A %B %P``, runs the same merge. The merge
+driver is the one command that reports errors its own way, for git rather than a person:
 ``haytham: cannot merge PATH: ...`` and exit code 2, apart from exit code 1 for a conflict.
 """
 
@@ -21,8 +23,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from haytham.cli.common import Group, base_dir_option, command, emit_json, json_option
+from haytham.cli.merge_driver import merge
 from haytham.errors import DriverNotConfigured, HaythamError
-from haytham.git.merge import describe_conflicts, run_driver, setup
+from haytham.git.merge import setup
 from haytham.git.repository import DEFAULT_REMOTE, path_log, repo_root
 
 if TYPE_CHECKING:  # the manager and sync are imported when a command uses them: the merge
@@ -206,14 +209,9 @@ def setup_command(repo: Path, base_dir: Path) -> None:
 @click.argument("path")
 def merge_driver_command(base_file: str, ours_file: str, theirs_file: str, path: str) -> None:
     """git's merge driver: merge %O, %A and %B of %P into %A (exit 1 on a conflict)."""
-    try:
-        result = run_driver(base_file, ours_file, theirs_file, path)
-    except (HaythamError, OSError) as error:
-        click.echo(f"haytham: cannot merge {path}: {error}", err=True)
-        click.get_current_context().exit(2)
-    if result.conflicts:
-        click.echo(describe_conflicts(path, result.conflicts), err=True)
-        click.get_current_context().exit(1)
+    code = merge(base_file, ours_file, theirs_file, path)
+    if code:
+        click.get_current_context().exit(code)
 
 
 @command("log")
