@@ -85,6 +85,7 @@ def test_validate_of_two_files_imports_none_of_the_heavy_modules(tmp_path: Path)
     assert not modules & HEAVY
     assert not modules & FEATURES
     assert not modules & {"haytham.store.doctor", "haytham.config"}  # doctor's; the variable answered
+    assert not modules & {"haytham.store.scan", "haytham.store.derived"}  # files alone: no listing
 
 
 def test_validate_as_a_pre_commit_hook_runs_it_reads_no_settings_it_does_not_need(tmp_path: Path) -> None:

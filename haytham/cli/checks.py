@@ -24,8 +24,7 @@ from haytham.cli.common import (
     suggest,
 )
 from haytham.store.manager import CheckpointManager
-from haytham.store.scan import session_dirs
-from haytham.store.session_files import count_session_files
+from haytham.store.session_files import count_session_files, sessions_under
 
 if TYPE_CHECKING:  # the doctor's modules are imported by `doctor`, not by the pre-commit hook's validate
     from haytham.store.doctor import Finding
@@ -97,7 +96,7 @@ def validate(paths: tuple[Path, ...], strict: bool, base_dir: Path, as_json: boo
         issues = manager.validate_paths(roots)
     issues = sorted(dict.fromkeys(issues), key=lambda i: (str(i.path), i.line or 0))
     files = count_session_files(roots)
-    sessions = len({d for root in roots if root.is_dir() for d in session_dirs(root)})
+    sessions = len(sessions_under(roots))
     failed = any(issue.is_error or strict for issue in issues)
     if as_json:
         emit_json({"ok": not failed, "files": files, "sessions": sessions, "issues": plain(issues)})
@@ -147,6 +146,7 @@ def doctor(project: str | None, session: str | None, fix: bool, base_dir: Path, 
     from haytham.notify import recent_failures
     from haytham.store import orphans
     from haytham.store.doctor import check_folders
+    from haytham.store.scan import session_dirs
 
     manager = CheckpointManager(base_dir)
     findings: list[Finding] = check_folders(base_dir, project, fix, manager.lock_timeout)

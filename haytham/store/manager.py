@@ -640,12 +640,11 @@ class CheckpointManager(Store):
         in a tree of thousands of sessions reads only ``a`` and ``b``. ``progress(done,
         total)`` is called after each session and each file outside a session.
         """
-        from haytham.store.scan import session_dirs  # imported when used (see the imports)
-        from haytham.store.session_files import kind_of, session_files
+        from haytham.store.session_files import kind_of, session_files, sessions_under
         from haytham.store.validation import session_issues, validate_sessions
 
         roots = [Path(p) for p in paths] or [self.base_dir]
-        sessions = sorted({d for root in roots if root.is_dir() for d in session_dirs(root)})
+        sessions = sorted(sessions_under(roots))
         loose = list(session_files(roots, outside=sessions))
         total = len(sessions) + len(loose)
 
