@@ -67,6 +67,13 @@ def _session(tmp_path: Path) -> Path:
     return manager.session_dir("P", "S")
 
 
+def test_version_reads_the_installed_version_and_imports_no_record_or_store(tmp_path: Path) -> None:
+    modules = loaded(tmp_path, "haytham", "--version")
+    assert "importlib.metadata" in modules  # --version is the one command that reads it
+    assert not modules & (HEAVY - {"importlib.metadata", "email"})
+    assert not {m for m in modules if m == "haytham.records" or m.startswith(("haytham.store", "rich"))}
+
+
 def test_status_imports_neither_the_heavy_modules_nor_the_doctor(tmp_path: Path) -> None:
     _session(tmp_path)
     modules = loaded(tmp_path, "haytham", "status", "P", "S")
