@@ -82,6 +82,7 @@ def test_status_imports_neither_the_heavy_modules_nor_the_doctor(tmp_path: Path)
     assert not modules & FEATURES
     assert not modules & {"haytham.store.doctor", "haytham.store.validation", "haytham.store.copy"}
     assert not modules & {"haytham.store.scan", "haytham.store.derived"}  # the listing's, not status's
+    assert "difflib" not in modules  # a near-miss heading or label's, and these files have none
 
 
 def test_validate_of_two_files_imports_none_of_the_heavy_modules(tmp_path: Path) -> None:
