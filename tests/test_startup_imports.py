@@ -19,11 +19,12 @@ from pathlib import Path
 from haytham import CheckpointManager
 
 PROBE = """
-import atexit, runpy, sys
+import atexit, gc, runpy, sys
 out, module = sys.argv[1], sys.argv[2]
 def dump():
     with open(out, "w", encoding="utf-8") as handle:
         handle.write("\\n".join(sorted(sys.modules)))
+        handle.write(f"\\nfrozen objects: {bool(gc.get_freeze_count())}")
 atexit.register(dump)
 sys.argv = [module, *sys.argv[3:]]
 runpy.run_module(module, run_name="__main__")
@@ -57,6 +58,19 @@ def loaded(tmp_path: Path, module: str, *args: str, base_dir_variable: bool = Tr
     )
     assert done.returncode == 0, done.stderr
     return set(out.read_text("utf-8").split("\n"))
+
+
+def test_each_entry_point_leaves_what_its_command_made_to_the_exit(tmp_path: Path) -> None:
+    # haytham.cli.ending: the objects alive at the end are frozen, so the interpreter's
+    # shutdown does not run the garbage collector over every module the command imported.
+    path = _sides(tmp_path)
+    assert "frozen objects: True" in loaded(tmp_path, "haytham", "status", "P", "S")
+    assert "frozen objects: True" in loaded(
+        tmp_path, "haytham.cli.merge_driver", "base.md", "ours.md", "theirs.md", path
+    )
+    git = loaded(tmp_path, "haytham.cli.git", "merge-driver", "base.md", "ours.md", "theirs.md", path)
+    assert "frozen objects: True" in git
+    assert "frozen objects: False" in loaded(tmp_path, "haytham.format.layout")  # the probe can tell
 
 
 def _session(tmp_path: Path) -> Path:

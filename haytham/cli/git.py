@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from haytham.cli.common import Group, base_dir_option, command, emit_json, json_option
+from haytham.cli.ending import leave_to_exit
 from haytham.cli.merge_driver import merge
 from haytham.errors import DriverNotConfigured, HaythamError
 from haytham.git.merge import setup
@@ -310,4 +311,7 @@ COMMANDS: list[click.Command] = [git_group, log_command, sync_command]
 
 
 if __name__ == "__main__":
-    git_group.main(prog_name="haytham git")
+    try:
+        git_group.main(prog_name="haytham git")
+    finally:
+        leave_to_exit()  # the merge driver of clones set up before, once per conflicting file

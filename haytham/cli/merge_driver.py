@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from haytham.cli.ending import leave_to_exit
+
 USAGE = "usage: python -m haytham.cli.merge_driver BASE OURS THEIRS PATH (git's %O %A %B %P)"
 """What a call with other than four arguments prints, with exit code 2 (git never makes one)."""
 
@@ -43,7 +45,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(USAGE, file=sys.stderr, flush=True)
         sys.exit(2)
     base_file, ours_file, theirs_file, path = args
-    sys.exit(merge(base_file, ours_file, theirs_file, path))
+    code = merge(base_file, ours_file, theirs_file, path)
+    leave_to_exit()
+    sys.exit(code)
 
 
 if __name__ == "__main__":
