@@ -96,6 +96,7 @@ def test_status_imports_neither_the_heavy_modules_nor_the_doctor(tmp_path: Path)
     assert not modules & FEATURES
     assert not modules & {"haytham.store.doctor", "haytham.store.validation", "haytham.store.copy"}
     assert not modules & {"haytham.store.scan", "haytham.store.derived"}  # the listing's, not status's
+    assert "haytham.store.orphans" not in modules  # a session folder without a manifest: not this one
     assert "difflib" not in modules  # a near-miss heading or label's, and these files have none
 
 
