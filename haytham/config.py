@@ -50,18 +50,30 @@ from haytham.format import layout
 from haytham.format.reviewer import Reviewer, parse_reviewer
 from haytham.format.schema import describe, schema_errors
 from haytham.format.yamlfile import line_of, parse_yaml, read_yaml
-from haytham.notify import DEFAULT_TIMEOUT, Notifier, NotifyConfig
-from haytham.otel import OtelConfig
-from haytham.retention import RetentionPolicy, cleanup
-from haytham.store.clock import Clock
-from haytham.store.events import logger
-from haytham.store.manager import CheckpointManager
 
-if TYPE_CHECKING:  # PyYAML is imported when a haytham.yaml is read, not by every command
+if TYPE_CHECKING:
+    # PyYAML is imported when a haytham.yaml is read; the notify hook, the otel settings, the
+    # retention policy and the manager when a file names them or a caller asks for them, so
+    # that finding ./projects without a haytham.yaml (every command without --base-dir, the
+    # pre-commit hook's validate among them) imports none of them.
     import yaml
+
+    from haytham.notify import NotifyConfig
+    from haytham.otel import OtelConfig
+    from haytham.retention import RetentionPolicy
+    from haytham.store.clock import Clock
+    from haytham.store.manager import CheckpointManager
 
 CONFIG_FILE = layout.CONFIG_FILE
 DEFAULT_BASE_DIR = layout.DEFAULT_BASE_DIR
+
+
+def _default_policy() -> RetentionPolicy:
+    """``RetentionPolicy()``, which removes nothing (its module imported only when a
+    config is made, not when a command only asks where the sessions are)."""
+    from haytham.retention import RetentionPolicy
+
+    return RetentionPolicy()
 
 
 @dataclass(frozen=True)
@@ -70,7 +82,7 @@ class HaythamConfig:
 
     base_dir: Path = Path(DEFAULT_BASE_DIR)
     """Where the sessions are kept, already joined to the config file's folder."""
-    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    retention: RetentionPolicy = field(default_factory=_default_policy)
     cleanup_on_start: bool = False
     reviewer: Reviewer | None = None
     """``review.reviewer``: who reviews from this clone, when nothing more specific says."""
@@ -84,6 +96,8 @@ class HaythamConfig:
     def manager(self, *, clock: Clock | None = None) -> CheckpointManager:
         """``CheckpointManager(self.base_dir, clock=clock)``: derived from the one way to get
         a manager, with the configured base directory and nothing else."""
+        from haytham.store.manager import CheckpointManager
+
         return CheckpointManager(self.base_dir, clock=clock)
 
 
@@ -112,6 +126,8 @@ def load_config(path: str | os.PathLike[str]) -> HaythamConfig:
     reviewer = (data.get("review") or {}).get("reviewer")
     notify = data.get("notify")
     otel = data.get("otel")
+    from haytham.retention import RetentionPolicy
+
     try:
         policy = RetentionPolicy(**retention)
     except InvalidArgumentError as error:  # what the schema cannot say, such as .inf days
@@ -130,10 +146,27 @@ def load_config(path: str | os.PathLike[str]) -> HaythamConfig:
 
 def find_config(directory: str | os.PathLike[str] = ".") -> HaythamConfig:
     """``{directory}/haytham.yaml`` when it exists, else the defaults (base dir ``projects``)."""
+    path = _config_file(directory)
+    return load_config(path) if path is not None else HaythamConfig(base_dir=_default_base_dir(directory))
+
+
+def find_base_dir(directory: str | os.PathLike[str] = ".") -> Path:
+    """``find_config(directory).base_dir``, without making the other settings when there is
+    no haytham.yaml: what every command without ``--base-dir`` asks first (the pre-commit
+    hook's ``validate`` among them), which needs neither the retention policy nor the hooks."""
+    path = _config_file(directory)
+    return load_config(path).base_dir if path is not None else _default_base_dir(directory)
+
+
+def _config_file(directory: str | os.PathLike[str]) -> Path | None:
+    """``{directory}/haytham.yaml`` when it is a file, else None."""
     candidate = Path(directory) / CONFIG_FILE
-    if candidate.is_file():
-        return load_config(candidate)
-    return HaythamConfig(base_dir=Path(directory) / DEFAULT_BASE_DIR)
+    return candidate if candidate.is_file() else None
+
+
+def _default_base_dir(directory: str | os.PathLike[str]) -> Path:
+    """Where the sessions are kept without a haytham.yaml in ``directory``."""
+    return Path(directory) / DEFAULT_BASE_DIR
 
 
 def open_store(
@@ -149,6 +182,10 @@ def open_store(
     what it removed is logged on the ``haytham`` logger (nobody can have subscribed to the
     new manager's ``cleanup_done`` yet).
     """
+    from haytham.notify import Notifier
+    from haytham.retention import cleanup
+    from haytham.store.events import logger
+
     config = find_config() if config_path is None else load_config(config_path)
     manager = config.manager(clock=clock)
     if config.notify is not None:
@@ -171,6 +208,8 @@ def _reviewer(text: str, node: yaml.Node, path: Path) -> Reviewer:
 
 def _notify(data: dict[str, Any], node: yaml.Node, path: Path) -> NotifyConfig:
     """``notify`` as a NotifyConfig; a DocumentError at the line of the key that is wrong."""
+    from haytham.notify import DEFAULT_TIMEOUT, NotifyConfig
+
     if not data.get("command") and not data.get("url"):
         message = "notify names neither a command nor a url: give one or both, or remove notify"
         raise DocumentError(message, path=path, line=line_of(node, ["notify"]), field="notify")
@@ -183,6 +222,8 @@ def _notify(data: dict[str, Any], node: yaml.Node, path: Path) -> NotifyConfig:
 
 def _otel(data: dict[str, Any], node: yaml.Node, path: Path) -> OtelConfig:
     """``otel`` as an OtelConfig; a DocumentError at the line of a trace_url that cannot be filled."""
+    from haytham.otel import OtelConfig
+
     try:
         return OtelConfig(data.get("endpoint"), dict(data.get("headers") or {}), data.get("trace_url"))
     except InvalidArgumentError as error:

@@ -12,9 +12,10 @@ import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from haytham.records import Claim, LeaseHolder
+if TYPE_CHECKING:  # named in annotations only: every command imports the errors, not all the records
+    from haytham.records import Claim, LeaseHolder
 
 
 class HaythamError(Exception):

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.metadata
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +56,11 @@ EXTRA_HINT = "pip install 'haytham[otel]'"
 
 
 def _version() -> str:
-    """haytham's installed version, for the resource and the User-Agent."""
+    """haytham's installed version, for the resource and the User-Agent (importlib.metadata
+    is imported here, when a trace is made or sent: it costs a command's start-up more than
+    most commands)."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("haytham")
     except importlib.metadata.PackageNotFoundError:

@@ -561,7 +561,7 @@ def test_git_setup_writes_attributes_and_config_once(tmp_path: Path) -> None:
     assert text.startswith("*.png binary\n\n# haytham:")
     assert text.endswith("\n".join(attribute_lines("projects")) + "\n")
     assert git(repo, "config", "--get", "merge.haytham.driver").stdout.strip() == driver_command()
-    assert driver_command() == f"{sys.executable} -m haytham.cli.git merge-driver %O %A %B %P"
+    assert driver_command() == f"{sys.executable} -m haytham.cli.merge_driver %O %A %B %P"
     second = invoke("git", "setup", "--repo", str(repo), "--base-dir", str(repo / "projects"))
     assert second.exit_code == 0
     assert "already set up" in second.output

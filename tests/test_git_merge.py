@@ -2,7 +2,7 @@
 
 Each scenario runs ``git merge`` (or ``git pull --rebase``) on real clones of a bare
 repository, with haytham's merge driver registered by ``haytham.git.merge.setup`` as
-``python -m haytham.cli.git merge-driver``. Below them, the pure merge functions are tested
+``python -m haytham.cli.merge_driver``. Below them, the pure merge functions are tested
 on their own.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -516,6 +518,47 @@ def test_the_driver_falls_back_to_a_line_merge_for_unreadable_manifests(tmp_path
     result = run_driver(str(files["O"]), str(files["A"]), str(files["B"]), MANIFEST)
     assert result.conflicts and "could not read one side" in result.conflicts[0]
     assert b"<<<<<<< ours:" in files["A"].read_bytes()
+
+
+ENTRY_POINTS = (
+    ["-m", "haytham.cli.merge_driver"],  # what `haytham git setup` registers
+    ["-m", "haytham.cli.git", "merge-driver"],  # what clones set up by an earlier haytham run
+)
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=["merge_driver", "cli.git"])
+def test_both_registered_driver_commands_answer_git_alike(tmp_path: Path, entry: list[str]) -> None:
+    # git reads only the exit code, %A and standard error: 0 and the merge, 1 and conflict
+    # markers explained, 2 and one line when the files cannot be merged at all.
+    base, ours, theirs = manifests(tmp_path, save(2, "completed"), save(3, "completed"))
+
+    def drive(a: str, b: str, *names: str) -> subprocess.CompletedProcess[str]:
+        for name, text in (("O", base), ("A", a), ("B", b)):
+            (tmp_path / name).write_text(text, "utf-8")
+        args = [str(tmp_path / n) for n in names or ("O", "A", "B")]
+        return subprocess.run(
+            [sys.executable, *entry, *args, MANIFEST], capture_output=True, text=True, check=False
+        )
+
+    clean = drive(ours, theirs)
+    assert (clean.returncode, clean.stderr) == (0, "")
+    assert (tmp_path / "A").read_text("utf-8") == merge_manifest(base, ours, theirs)[0]
+    conflict = drive(ours, "broken\n")
+    assert conflict.returncode == 1
+    assert conflict.stderr.startswith(f"haytham: cannot merge {MANIFEST} automatically:\n")
+    assert "could not read one side" in conflict.stderr
+    assert "<<<<<<< ours:" in (tmp_path / "A").read_text("utf-8")
+    missing = drive(ours, theirs, "O", "A", "gone")
+    assert missing.returncode == 2
+    assert missing.stderr.startswith(f"haytham: cannot merge {MANIFEST}: ")
+    assert missing.stderr.count("\n") == 1
+
+
+def test_the_driver_entry_point_refuses_other_than_four_arguments() -> None:
+    driver = [sys.executable, "-m", "haytham.cli.merge_driver"]
+    done = subprocess.run([*driver, "a", "b"], capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: python -m haytham.cli.merge_driver BASE OURS THEIRS PATH")
 
 
 CHANGELOG = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,12 +23,11 @@ from haytham.cli.common import (
     progress,
     suggest,
 )
-from haytham.notify import Failure, recent_failures
-from haytham.store import orphans
-from haytham.store.doctor import Finding, check_folders
 from haytham.store.manager import CheckpointManager
-from haytham.store.scan import session_dirs
-from haytham.store.session_files import count_session_files
+from haytham.store.session_files import count_session_files, sessions_under
+
+if TYPE_CHECKING:  # the doctor's modules are imported by `doctor`, not by the pre-commit hook's validate
+    from haytham.store.doctor import Finding
 
 JSON_OUTPUT: dict[str, dict[str, str]] = {
     "validate": {
@@ -54,8 +54,17 @@ JSON_OUTPUT: dict[str, dict[str, str]] = {
     },
 }
 """The ``--json`` keys of ``validate`` and ``doctor``, in the form of ``haytham.cli.main.JSON_OUTPUT``."""
-JSON_RECORDS: dict[str, dict[str, type]] = {"doctor": {"notify_failures[]": Failure}}
-"""Each failed delivery is a ``haytham.notify.Failure``, its fields as keys."""
+
+
+def __getattr__(name: str) -> Any:
+    """``JSON_RECORDS``: each failed delivery of ``doctor`` is a ``haytham.notify.Failure``, its
+    fields as keys; made when asked for (``haytham.cli.main.load_all``), so that ``validate``
+    does not import the notify hook."""
+    if name == "JSON_RECORDS":
+        from haytham.notify import Failure
+
+        return {"doctor": {"notify_failures[]": Failure}}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @command()
@@ -87,7 +96,7 @@ def validate(paths: tuple[Path, ...], strict: bool, base_dir: Path, as_json: boo
         issues = manager.validate_paths(roots)
     issues = sorted(dict.fromkeys(issues), key=lambda i: (str(i.path), i.line or 0))
     files = count_session_files(roots)
-    sessions = len({d for root in roots if root.is_dir() for d in session_dirs(root)})
+    sessions = len(sessions_under(roots))
     failed = any(issue.is_error or strict for issue in issues)
     if as_json:
         emit_json({"ok": not failed, "files": files, "sessions": sessions, "issues": plain(issues)})
@@ -134,6 +143,11 @@ def doctor(project: str | None, session: str | None, fix: bool, base_dir: Path, 
     The newest failed deliveries of haytham.yaml's notify hook are shown as warnings first;
     they are no finding of the files and change neither the result nor the exit code.
     """
+    from haytham.notify import recent_failures
+    from haytham.store import orphans
+    from haytham.store.doctor import check_folders
+    from haytham.store.scan import session_dirs
+
     manager = CheckpointManager(base_dir)
     findings: list[Finding] = check_folders(base_dir, project, fix, manager.lock_timeout)
     if session is not None and project is not None:

@@ -205,9 +205,9 @@ def _resolve_base_dir(ctx: click.Context, param: click.Parameter, value: Path | 
     """
     if value is not None:
         return value
-    from haytham.config import find_config  # reads YAML: only without --base-dir and the variable
+    from haytham.config import find_base_dir  # reads YAML: only without --base-dir and the variable
 
-    return find_config().base_dir
+    return find_base_dir()
 
 
 def _resolve_reviewer(ctx: click.Context, param: click.Parameter, value: str | None) -> Reviewer | None:

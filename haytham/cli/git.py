@@ -5,9 +5,11 @@
 ``COMMANDS`` holds the ``git`` group, ``log`` and ``sync`` for ``haytham.cli.main`` to register.
 
 ``python -m haytham.cli.git`` runs the ``git`` group on its own. ``haytham git setup``
-registers the merge driver as ``<python> -m haytham.cli.git merge-driver %O %A %B %P``,
-which works whether or not the main command line has the ``git`` group. The merge driver
-is the one command that reports errors its own way, for git rather than a person:
+registers the merge driver as ``<python> -m haytham.cli.merge_driver %O %A %B %P``, an entry
+point of its own without click (``haytham.cli.merge_driver``: git starts it once per
+conflicting file). ``git merge-driver`` here, which clones set up before registered as
+``<python> -m haytham.cli.git merge-driver %O %A %B %P``, runs the same merge. The merge
+driver is the one command that reports errors its own way, for git rather than a person:
 ``haytham: cannot merge PATH: ...`` and exit code 2, apart from exit code 1 for a conflict.
 """
 
@@ -21,15 +23,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from haytham.cli.common import Group, base_dir_option, command, emit_json, json_option
-from haytham.errors import HaythamError
-from haytham.git.merge import describe_conflicts, run_driver, setup
-from haytham.git.repository import path_log, repo_root
-from haytham.git.sync import DEFAULT_REMOTE, DriverNotConfigured, SyncResult, driver_configured, sync
-from haytham.store.events import Event
+from haytham.cli.ending import leave_to_exit
+from haytham.cli.merge_driver import merge
+from haytham.errors import DriverNotConfigured, HaythamError
+from haytham.git.merge import setup
+from haytham.git.repository import DEFAULT_REMOTE, path_log, repo_root
 
-if TYPE_CHECKING:  # the manager is imported when a command uses one: the merge driver, which
-    # git starts once per conflicting file, merges three files and needs none of the store
+if TYPE_CHECKING:  # the manager and sync are imported when a command uses them: the merge
+    # driver, which git starts once per conflicting file, merges three files and needs neither
     from haytham.git.autocommit import AutoCommit
+    from haytham.git.sync import SyncResult
+    from haytham.store.events import Event
     from haytham.store.manager import CheckpointManager
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -105,6 +109,8 @@ class Commits:
         """With --push, merge the remote's latest first (``sync`` without a push), so that the
         command works on what the other machines did."""
         if self.auto is not None and self.push:
+            from haytham.git.sync import sync
+
             result = sync(self.auto.root, self.remote, base_dir=self.manager.base_dir, push=False)
             click.echo(describe_sync(result), err=True)
 
@@ -128,6 +134,8 @@ class Commits:
         click.echo(f"Committed: {made} commit{'' if made == 1 else 's'}", err=True)
         if not self.push:
             return True
+        from haytham.git.sync import sync
+
         try:
             result = sync(self.auto.root, self.remote, base_dir=self.manager.base_dir)
         except HaythamError as error:
@@ -202,14 +210,9 @@ def setup_command(repo: Path, base_dir: Path) -> None:
 @click.argument("path")
 def merge_driver_command(base_file: str, ours_file: str, theirs_file: str, path: str) -> None:
     """git's merge driver: merge %O, %A and %B of %P into %A (exit 1 on a conflict)."""
-    try:
-        result = run_driver(base_file, ours_file, theirs_file, path)
-    except (HaythamError, OSError) as error:
-        click.echo(f"haytham: cannot merge {path}: {error}", err=True)
-        click.get_current_context().exit(2)
-    if result.conflicts:
-        click.echo(describe_conflicts(path, result.conflicts), err=True)
-        click.get_current_context().exit(1)
+    code = merge(base_file, ours_file, theirs_file, path)
+    if code:
+        click.get_current_context().exit(code)
 
 
 @command("log")
@@ -276,6 +279,8 @@ def sync_command(remote: str, setup_driver: bool, repo: Path, base_dir: Path, as
     clone (`haytham git setup`): sync checks first, and offers to set it up. See
     docs/many-machines.md.
     """
+    from haytham.git.sync import driver_configured, sync
+
     root = repo_root(repo)
     if not setup_driver and not driver_configured(root) and sys.stdin.isatty():
         setup_driver = click.confirm(
@@ -306,4 +311,7 @@ COMMANDS: list[click.Command] = [git_group, log_command, sync_command]
 
 
 if __name__ == "__main__":
-    git_group.main(prog_name="haytham git")
+    try:
+        git_group.main(prog_name="haytham git")
+    finally:
+        leave_to_exit()  # the merge driver of clones set up before, once per conflicting file

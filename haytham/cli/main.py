@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from haytham.cli.common import Group
+from haytham.cli.ending import leave_to_exit
 
 HOME: dict[str, str] = {
     "demo": "running",
@@ -117,5 +118,9 @@ def __getattr__(name: str) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """The ``haytham`` executable (and ``python -m haytham``)."""
-    cli.main(args=list(argv) if argv is not None else None, prog_name="haytham")
+    """The ``haytham`` executable (and ``python -m haytham``): it ends the process (click
+    raises SystemExit with the exit code), leaving what the command made to the exit."""
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="haytham")
+    finally:
+        leave_to_exit()

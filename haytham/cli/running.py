@@ -22,7 +22,7 @@ from haytham.cli.present import NEXT_KEYS, declare_agents, next_step, print_stat
 from haytham.errors import HaythamError
 from haytham.format.tries import describe_tries
 from haytham.format.workflow import IDEA_VALIDATION, Workflow
-from haytham.git.sync import DEFAULT_REMOTE
+from haytham.git.repository import DEFAULT_REMOTE
 from haytham.run.demo import (
     DEMO_PROJECT,
     REVIEW_MODES,

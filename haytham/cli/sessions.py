@@ -47,10 +47,11 @@ from haytham.store.lease import LeaseHolder
 from haytham.store.lease import holder as lease_holder
 from haytham.store.lifecycle import RUNNING
 from haytham.store.manager import CheckpointManager
-from haytham.store.scan import SessionListing, SessionSummary, iter_sessions
 
-if TYPE_CHECKING:  # rich is imported only to draw on a terminal
+if TYPE_CHECKING:  # rich is imported only to draw on a terminal, the listing only by `list`
     from rich.console import Console
+
+    from haytham.store.scan import SessionListing, SessionSummary
 
 # Each read command's --json keys. ``a[].b`` is key ``b`` of each item of list ``a``; keys in
 # JSON_RECORDS hold a record of haytham.records with its fields as keys (null when absent).
@@ -243,6 +244,8 @@ def list_command(
             "--mine needs to know who you are: give --reviewer, set HAYTHAM_REVIEWER or "
             "review.reviewer in haytham.yaml, or configure git's user.name"
         )
+    from haytham.store.scan import iter_sessions
+
     manager = CheckpointManager(base_dir)
     if project is not None:
         manager.project_dir(project)  # refuses an unsafe project id

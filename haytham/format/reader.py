@@ -6,7 +6,6 @@ so ``validate_session`` can list them all and the parse functions can raise the 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -158,6 +157,8 @@ class Reader:
 
     def near_section(self, spec: SectionSpec) -> Section | None:
         """The first section whose title is no known section's but nearly ``spec``'s."""
+        import difflib  # only when a section is missing: most reads never get here
+
         known = {normalise_label(s.title) for s in self.known_sections}
         title = normalise_label(spec.title)
         for section in self.document.sections:
@@ -178,6 +179,8 @@ class Reader:
         for key, field in fields.items():
             if key in declared:
                 continue
+            import difflib  # only for a label the section does not declare
+
             near = difflib.get_close_matches(key, [k for k in declared if k not in fields], 1, NEAR_MISS)
             if near:
                 meant = declared[near[0]]

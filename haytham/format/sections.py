@@ -8,7 +8,6 @@ schema error messages the label of each record attribute (``labels_of``).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -191,6 +190,8 @@ def _chunk_end(offsets: list[int], section: Section) -> int:
 
 
 def _ratio(a: str, b: str) -> float:
+    import difflib  # only a title no section has is compared: most reads never get here
+
     return difflib.SequenceMatcher(None, normalise_label(a), normalise_label(b)).ratio()
 
 

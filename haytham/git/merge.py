@@ -72,7 +72,7 @@ DERIVED_FIELDS = ("phases", "status", "current", "metrics", "last_updated", "his
 """Manifest fields merged by their meaning; every other field is merged three ways."""
 _EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 _BLOCK_TIME = lazy(r"## (\S+)")
-_DRIVER_COMMAND = "-m haytham.cli.git merge-driver %O %A %B %P"
+_DRIVER_COMMAND = "-m haytham.cli.merge_driver %O %A %B %P"
 
 
 # ----------------------------------------------------------------------------- setup
@@ -99,10 +99,11 @@ class SetupResult:
 
 
 def driver_command(python: str | None = None) -> str:
-    """``<python> -m haytham.cli.git merge-driver %O %A %B %P`` (this interpreter by default).
+    """``<python> -m haytham.cli.merge_driver %O %A %B %P`` (this interpreter by default).
 
-    ``haytham.cli.git`` runs the ``git`` command group on its own, so the driver works
-    whether or not ``haytham git`` is registered in the main command line.
+    ``haytham.cli.merge_driver`` is an entry point of its own, without the command line's
+    click group (git starts it once per conflicting file), so the driver works whether or
+    not ``haytham git`` is registered in the main command line.
     """
     return f"{shlex.quote(python or sys.executable)} {_DRIVER_COMMAND}"
 

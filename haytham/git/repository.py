@@ -9,14 +9,19 @@ git, a directory outside any repository and a failed command all become one type
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from haytham.errors import GitError
 
+if TYPE_CHECKING:  # subprocess and shutil are imported when git runs: the merge driver, which
+    # git starts once per conflicting file, merges most manifests without running git itself
+    import subprocess
+
+DEFAULT_REMOTE = "origin"
+"""The remote that ``sync``, ``--push`` and the worker loop talk to unless told another."""
 GIT_TIMEOUT = 120.0
 """Seconds a single git command may take before it is given up on."""
 _LOG_FORMAT = "%H%x1f%h%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e"
@@ -38,6 +43,8 @@ class Commit:
 
 def git_executable() -> str:
     """The path of ``git`` on the current PATH, or GitError saying it is missing."""
+    import shutil
+
     found = shutil.which("git")
     if found is None:
         raise GitError(
@@ -55,6 +62,8 @@ def run_git(
     check: bool = True,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git ARGS`` in ``cwd``; with ``check`` a non-zero exit is a GitError with git's words."""
+    import subprocess
+
     command = [git_executable(), *args]
     try:
         result = subprocess.run(
@@ -145,7 +154,9 @@ def knows_author(root: Path) -> bool:
 def author(directory: Path) -> str | None:
     """``Name <email>`` of whom git would make the author of a commit in ``directory``
     (its config or environment), or None when git does not know or is not installed."""
-    if shutil.which("git") is None:
+    try:
+        git_executable()
+    except GitError:  # not installed
         return None
     result = run_git(["var", "GIT_AUTHOR_IDENT"], directory, check=False)
     if result.returncode != 0:

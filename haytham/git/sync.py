@@ -37,9 +37,8 @@ from haytham.format.layout import CLAIM_FILE
 from haytham.format.patterns import lazy
 from haytham.git.merge import DRIVER, setup
 from haytham.git.recovery import recover_interrupted, set_aside_for_merge
-from haytham.git.repository import GitError, commit_paths, knows_author, repo_root, run_git
+from haytham.git.repository import DEFAULT_REMOTE, GitError, commit_paths, knows_author, repo_root, run_git
 
-DEFAULT_REMOTE = "origin"
 DEFAULT_ATTEMPTS = 12
 """How many times a rejected push is retried (fetch, merge, push) before giving up."""
 FALLBACK_IDENTITY = ("haytham", "haytham@localhost")

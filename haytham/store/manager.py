@@ -36,15 +36,15 @@ from haytham.records import (
     SessionManifest,
     UserFeedback,
 )
-from haytham.store import lifecycle, orphans
+from haytham.store import lifecycle
 from haytham.store.arguments import feedback_fields, output_fields
 from haytham.store.handle import SessionHandle
 from haytham.store.names import check_path_name
 from haytham.store.shown import Shown
 from haytham.store.store import Store
 
-if TYPE_CHECKING:  # the doctor, the listing and validation are imported by the methods that use
-    # them, so that a command that reads one session (status, the merge driver) never pays for them
+if TYPE_CHECKING:  # the doctor, the listing, validation and orphans are imported by the methods that
+    # use them, so that a command that reads one session (status, the merge driver) never pays for them
     from haytham.store.doctor import Finding
     from haytham.store.scan import SessionListing, SessionSummary
 
@@ -640,12 +640,12 @@ class CheckpointManager(Store):
         in a tree of thousands of sessions reads only ``a`` and ``b``. ``progress(done,
         total)`` is called after each session and each file outside a session.
         """
-        from haytham.store.scan import session_dirs  # imported when used (see the imports)
-        from haytham.store.session_files import kind_of, session_files
+        from haytham.store import orphans
+        from haytham.store.session_files import kind_of, session_files, sessions_under
         from haytham.store.validation import session_issues, validate_sessions
 
         roots = [Path(p) for p in paths] or [self.base_dir]
-        sessions = sorted({d for root in roots if root.is_dir() for d in session_dirs(root)})
+        sessions = sorted(sessions_under(roots))
         loose = list(session_files(roots, outside=sessions))
         total = len(sessions) + len(loose)
 

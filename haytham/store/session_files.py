@@ -5,8 +5,9 @@ A file's kind (manifest, checkpoint, agent output, feedback, history entry) is j
 name and place alone (``kind_of``), so a tree can be sorted into session files without
 opening one. ``session_files`` finds them under any paths, as a linter takes files and
 folders; ``count_session_files`` counts them for a progress bar without making a ``Path``
-for each. The walk lists each folder once (``os.scandir``), enters no symlinked folder and
-passes over a folder it may not read.
+for each; ``sessions_under`` finds the whole sessions among the paths. The walk lists each
+folder once (``os.scandir``), enters no symlinked folder and passes over a folder it may not
+read.
 """
 
 from __future__ import annotations
@@ -70,6 +71,20 @@ def session_files(paths: Iterable[Path], *, outside: Collection[Path] = ()) -> I
             if candidate not in seen and kind_of(candidate) is not None:
                 seen.add(candidate)
                 yield candidate
+
+
+def sessions_under(paths: Iterable[Path]) -> set[Path]:
+    """The session directories under the folders among ``paths`` (files are passed over).
+
+    They are found as the listing finds them (``haytham.store.scan.session_dirs``), whose
+    module is imported only when a folder is given: validating files alone, as a pre-commit
+    hook does, does not pay for the listing."""
+    folders = [path for path in paths if path.is_dir()]
+    if not folders:
+        return set()
+    from haytham.store.scan import session_dirs
+
+    return {directory for folder in folders for directory in session_dirs(folder)}
 
 
 def count_session_files(paths: Iterable[Path]) -> int:

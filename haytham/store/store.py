@@ -29,7 +29,7 @@ from haytham.format.layout import CHECKPOINT_FILE, MANIFEST_FILE, SESSIONS_DIR, 
 from haytham.format.workflow import BUILTIN_WORKFLOWS, Workflow, load_workflow
 from haytham.records import PhaseCheckpoint, SessionManifest
 from haytham.store import fs as _storage
-from haytham.store import journal, lifecycle, orphans
+from haytham.store import journal, lifecycle
 from haytham.store import progress as _progress
 from haytham.store.clock import Clock, format_timestamp, utc_now
 from haytham.store.events import EventBus
@@ -88,6 +88,8 @@ class Store:
                     f"project {project_id!r} does not exist under {self.base_dir}",
                     path=self.project_dir(project_id),
                 )
+            from haytham.store import orphans  # only for a session that is not there
+
             orphan = orphans.find(directory)
             if orphan is not None:  # its folder holds files: say how to get it back
                 raise SessionNotFoundError(f"session {project_id}/{session_id}: {orphan.issue()}", path=path)
