@@ -273,16 +273,26 @@ class Index:
             raise _sqlite_error("the index is not in WAL mode")
         self._connection.execute("BEGIN")
 
-    def summaries_in(self, parent: str) -> sqlite3.Cursor:
+    def summaries_in(self, parent: str, *, facts: bool = True) -> sqlite3.Cursor:
         """``(name, identity, listed, issues, user_id, status, facts, current_reviewers)`` of each remembered
         session folder in ``parent``, by name (the order of Python's ``sorted``: SQLite
-        compares text by its UTF-8 bytes, which order as the code points do)."""
+        compares text by its UTF-8 bytes, which order as the code points do). Without
+        ``facts`` their column is NULL (a listing that will check few rows asks ``facts_of``
+        for those: the longest column is then not read for every row)."""
         return self._connection.execute(
-            "SELECT name, identity, listed, issues, user_id, status, facts, current_reviewers FROM summaries"
-            " WHERE parent = ?"
-            " ORDER BY name",
+            f"SELECT name, identity, listed, issues, user_id, status, {'facts' if facts else 'NULL'},"
+            " current_reviewers FROM summaries WHERE parent = ? ORDER BY name",
             (parent,),
         )
+
+    def facts_of(self, parent: str, name: str) -> str | None:
+        """The remembered fact files of session folder ``{parent}/{name}`` (``summaries_in``'s
+        ``facts``), or None."""
+        for (found,) in self._connection.execute(
+            "SELECT facts FROM summaries WHERE parent = ? AND name = ?", (parent, name)
+        ):
+            return found  # type: ignore[no-any-return]
+        return None
 
     def summary_parents(self) -> list[str]:
         """Every folder of sessions the index remembers a session of (a few: one a project),

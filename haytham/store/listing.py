@@ -288,14 +288,18 @@ class SessionListing:
                 self._fall_back(error)
 
     def count(self, where: Match | None = None) -> int:
-        """How many listed sessions ``where`` keeps."""
+        """How many listed sessions ``where`` keeps (``len`` when it keeps every one)."""
+        if where is None or where == Match():
+            return self._total
         return self._answer(self._count, where)
 
-    def counts(self, column: str, where: Match | None = None) -> dict[Any, int]:
-        """How many listed sessions ``where`` keeps have each value of ``column``, by value."""
-        if column not in _ORDERABLE:
-            raise ValueError(f"a listing cannot count by {column!r}")
-        return self._answer(self._counts, column, where)
+    def counts(self, columns: Sequence[str], where: Match | None = None) -> dict[tuple[Any, ...], int]:
+        """How many listed sessions ``where`` keeps have each combination of values of
+        ``columns``, by those values (one pass over the sessions, however many columns)."""
+        for column in columns:
+            if column not in _ORDERABLE:
+                raise ValueError(f"a listing cannot count by {column!r}")
+        return self._answer(self._counts, tuple(columns), where)
 
     def waiting(
         self,
@@ -398,13 +402,14 @@ class SessionListing:
         sql = f"SELECT count(*) FROM ({self._sessions()}) WHERE {self._where(where, params)}"
         return sum(int(found) for (found,) in self._db.select(sql, params))
 
-    def _counts(self, column: str, where: Match | None) -> dict[Any, int]:
+    def _counts(self, columns: tuple[str, ...], where: Match | None) -> dict[tuple[Any, ...], int]:
         params: list[Any] = []
+        named = ", ".join(columns)
         sql = (
-            f"SELECT {column}, count(*) FROM ({self._sessions()}) WHERE {self._where(where, params)}"
-            f" GROUP BY {column}"
+            f"SELECT {named}, count(*) FROM ({self._sessions()}) WHERE {self._where(where, params)}"
+            f" GROUP BY {named}"
         )
-        return dict(self._db.select(sql, params))
+        return {tuple(found[:-1]): found[-1] for found in self._db.select(sql, params)}
 
     def _phases(self, where: WaitingMatch, params: list[Any]) -> str:
         """The waiting phases ``where`` keeps, as one query (``WAITING_COLUMNS``)."""

@@ -580,8 +580,9 @@ def _from_index(
     still, salt = _derived.still, deriver.salt
     everyone = wanted.everyone
     stat_of = os.stat
+    lazy = trusted is not None  # most rows trusted: the facts of the few checked are asked for
     for parent, names, project in folders:
-        known = index.summaries_in(parent) if _storable((parent,)) else iter(())
+        known = index.summaries_in(parent, facts=not lazy) if _storable((parent,)) else iter(())
         kept = next(known, None)
         prefix = os.path.join(parent, "")
         suffix = os.sep + MANIFEST_FILE
@@ -607,7 +608,7 @@ def _from_index(
                         gone.append((parent, name))
                         issues += _orphans.issues_of(parent, name)
                         continue
-                    facts = remembered[6]
+                    facts = index.facts_of(parent, name) if lazy else remembered[6]
                     now = identity(st) if facts is None else still(prefix + name, st, facts, salt)
                     if now == remembered[1] and seen is not None:
                         verified[(parent, name)] = now

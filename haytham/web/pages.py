@@ -238,7 +238,7 @@ def inbox(
             offset=(query.page - 1) * INBOX_PER_PAGE,
             limit=INBOX_PER_PAGE,
         )
-        projects = sorted(listing.counts("project_id"))
+        projects = sorted(project for (project,) in listing.counts(["project_id"]))
         warnings = [_located(manager.base_dir, issue) for issue in listing.issues]
     items = [
         InboxItem(
@@ -899,11 +899,11 @@ def sessions_page(
     ``SESSIONS_PER_PAGE`` by the listing's queries: a summary is made for the rows of the
     page alone. ``watcher``: as ``inbox``'s."""
     with iter_sessions(manager.base_dir, workflows=manager.workflows, watcher=watcher) as listing:
-        counts: dict[str, dict[str, int]] = {}
-        for choice in SESSION_FILTERS:
-            counted = counts[choice.name] = {}
-            for values, number in listing.counts(choice.column).items():
-                for value in str(values).split(SEPARATOR) if values else ():
+        counts: dict[str, dict[str, int]] = {choice.name: {} for choice in SESSION_FILTERS}
+        for values, number in listing.counts([choice.column for choice in SESSION_FILTERS]).items():
+            for choice, joined in zip(SESSION_FILTERS, values, strict=True):
+                counted = counts[choice.name]
+                for value in str(joined).split(SEPARATOR) if joined else ():
                     counted[value] = counted.get(value, 0) + number
         match = query.match
         total = listing.count(match)
