@@ -10,6 +10,7 @@ none, and with a session changed since the index learnt it. Nothing is timed.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -223,3 +224,20 @@ def test_a_damaged_index_under_a_listing_is_answered_from_the_files(
         assert listing.waiting_counts() != {}
         assert counters.opened > 0  # the files decided
     assert got == expected
+
+
+@pytest.mark.parametrize("index", ["1", "0"], ids=["index", "no-index"])
+def test_a_folder_named_in_bytes_that_are_not_utf8_is_listed_as_it_is_named(
+    base: Path, monkeypatch: pytest.MonkeyPatch, index: str
+) -> None:
+    """SQLite keeps only valid Unicode: such a session is held with its name escaped for the
+    queries, and its summary made from the row itself (its real name and path)."""
+    monkeypatch.setenv("HAYTHAM_INDEX", index)
+    sessions = base / P / "sessions"
+    odd = os.fsdecode(b"s-\xff")
+    shutil.copytree(sessions / "s-000", sessions / odd)
+    for _ in range(2):
+        with scan.iter_sessions(base) as listing:
+            found = [s for s in listing.page(where=Match(search="s-")) if s.session_id == odd]
+            assert [s.path for s in found] == [sessions / odd]
+            assert listing.count(Match(search="s-")) == listing.count(Match(search="s-0")) + 1

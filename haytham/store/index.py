@@ -327,7 +327,7 @@ class Index:
 
         rows, gone, gone_parents, waiting = list(rows), list(gone), list(gone_parents), list(waiting)
         kind, kept = entries if entries is not None else ("", ())
-        kept = list(kept)
+        kept = [entry for entry in kept if _valid_text(entry)]  # a path SQLite cannot keep: read again
         if not rows and not gone and not gone_parents and not kept:
             return True
         below = [os.path.join(parent, name, "") for parent, name in gone] + [
@@ -522,6 +522,17 @@ def _issue_data(issue: Issue) -> list[Any]:
 def _issue(data: list[Any]) -> Issue:
     path, line, field, message, *severity = data  # no severity: remembered by an older haytham
     return Issue(None if path is None else Path(path), line, field, message, *severity)
+
+
+def _valid_text(values: tuple[str, ...]) -> bool:
+    """Whether every text of ``values`` is valid Unicode, as SQLite keeps text (a path of a
+    folder named in bytes that are not UTF-8 is not)."""
+    try:
+        for value in values:
+            value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _sqlite_error(message: str) -> Exception:
