@@ -5,7 +5,9 @@ Sessions live in ``{project}/sessions/{session}`` folders that hold a manifest;
 and ``iter_sessions`` (``haytham list``, the review inbox, ``prune``, ``stats``) make each
 session's summary: the manifest's ids and times, the state derived from its files
 (``haytham.store.derived``), remembered in the index (``haytham.store.index``) while the
-files are unchanged, so a listing stays cheap for thousands of sessions.
+files are unchanged, so a listing stays cheap for thousands of sessions. What a page shows of
+the listing (filtered, ordered, counted, one page of it) is asked of the index's queries
+(``haytham.store.listing``).
 
 The walk of any paths for session files is in ``session_files``, the validation of many
 sessions in ``validation``, and the checks that a path stays inside the base directory in
