@@ -21,6 +21,7 @@ from web_demo import grow
 from workcount import WorkCounters
 
 from haytham import CheckpointManager
+from haytham.errors import InvalidArgumentError
 from haytham.format.reviewer import parse_reviewer
 from haytham.run.demo import run_demo
 from haytham.store import index as _index
@@ -241,3 +242,14 @@ def test_a_folder_named_in_bytes_that_are_not_utf8_is_listed_as_it_is_named(
             found = [s for s in listing.page(where=Match(search="s-")) if s.session_id == odd]
             assert [s.path for s in found] == [sessions / odd]
             assert listing.count(Match(search="s-")) == listing.count(Match(search="s-0")) + 1
+
+
+def test_a_listing_orders_and_counts_by_summary_fields_alone(base: Path) -> None:
+    """A column name goes into the query's SQL: only a summary's fields are accepted."""
+    with scan.iter_sessions(base) as listing:
+        for column in ("facts", "identity", "waiting", "status; DROP TABLE summaries"):
+            with pytest.raises(InvalidArgumentError, match="cannot"):
+                listing.page(order=[(column, True)])
+            with pytest.raises(InvalidArgumentError, match="cannot"):
+                listing.counts([column])
+        assert sum(listing.counts(["status"]).values()) == len(listing) > 0

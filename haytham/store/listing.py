@@ -24,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from haytham.errors import Issue
+from haytham.errors import InvalidArgumentError, Issue
 from haytham.format.reviewer import Reviewer, is_assigned
 from haytham.store import derived as _derived
 from haytham.store import index as _index
@@ -255,13 +255,18 @@ class SessionListing:
     ) -> Iterator[SessionSummary]:
         """The summaries that ``where`` keeps in ``order`` (``(column, descending)`` pairs,
         then the listing's own order), from ``offset`` on, at most ``limit`` of them, made
-        as they are reached."""
+        as they are reached. InvalidArgumentError names a column that cannot order."""
         for column, _ in order:
             if column not in _ORDERABLE:
-                raise ValueError(f"a listing cannot be ordered by {column!r}")
+                raise InvalidArgumentError(f"a listing cannot be ordered by {column!r}", field="order")
         named = {column for column, _ in order}
         terms = [*order, *(term for term in NEWEST_FIRST if term[0] not in named)]
         ordering = ", ".join(f"{column} {'DESC' if descending else 'ASC'}" for column, descending in terms)
+        return self._page(offset, limit, where, ordering)
+
+    def _page(
+        self, offset: int, limit: int | None, where: Match | None, ordering: str
+    ) -> Iterator[SessionSummary]:
         import sqlite3
 
         made = 0
@@ -298,7 +303,7 @@ class SessionListing:
         ``columns``, by those values (one pass over the sessions, however many columns)."""
         for column in columns:
             if column not in _ORDERABLE:
-                raise ValueError(f"a listing cannot count by {column!r}")
+                raise InvalidArgumentError(f"a listing cannot count by {column!r}", field="columns")
         return self._answer(self._counts, tuple(columns), where)
 
     def waiting(
@@ -323,7 +328,7 @@ class SessionListing:
     @property
     def _db(self) -> _index.Index:
         if self._index is None:
-            raise ValueError("the listing is closed")
+            raise InvalidArgumentError("the listing is closed: query it inside its with block")
         return self._index
 
     def _answer(self, query: Callable[..., T], *args: Any) -> T:
