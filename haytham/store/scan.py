@@ -150,7 +150,7 @@ def _scan_sessions(directory: str) -> list[tuple[str, str, os.stat_result]]:
 
 _FIELDS = _index.SUMMARY_COLUMNS
 """The summary fields a listing keeps per session, in ``SessionSummary`` order (``path`` aside)."""
-_UPDATED, _PROJECT, _SESSION = _FIELDS.index("last_updated"), _FIELDS.index("project_id"), 1
+_SESSION = 1
 _USER, _STATUS = _FIELDS.index("user_id"), _FIELDS.index("status")
 _WORKFLOW, _MODE = _FIELDS.index("workflow_type"), _FIELDS.index("execution_mode")
 _CREATED, _TOKENS = _FIELDS.index("created"), _FIELDS.index("total_tokens")
