@@ -1652,7 +1652,11 @@ WEB_PAGES = (
     ("/?kind=awaiting_review&order=oldest", "the inbox, awaiting review, oldest first"),
     ("/sessions", "the sessions page"),
     ("/sessions?state=failed&sort=session", "the sessions page, failed, by session"),
+    ("/?kind=stale&page=5", "the inbox, stale, page 5"),
+    ("/sessions?q=s-0&sort=cost&page=50", "the sessions page, searched, by cost, page 50"),
 )
+"""The listing pages S12 times: each filters, orders, counts and cuts its page of 100 in the
+index's queries (``store.listing``), so a deep page and a search cost what the first does."""
 
 
 def s12(root: Path, sizes: Sizes, repeats: int) -> None:

@@ -214,3 +214,39 @@ def test_every_listing_view_reads_only_the_session_that_changed(
     sessions = client.get("/sessions?state=awaiting_review").text
     assert ">s-030<" in sessions  # unchanged: still awaiting review
     assert all(f">s-{n + 10:03d}<" not in sessions for n in range(len(LISTING_VIEWS)))  # every change shown
+
+
+def test_a_page_makes_summaries_for_its_own_rows_alone(
+    base: Path, client: TestClient, counters: WorkCounters, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paging is done in the index's queries: a page makes a summary for each of its own rows
+    (the sessions page) or none (the inbox, whose items are the index's waiting rows), at 60
+    sessions and at 120; the index rows read beyond the check's one a session and the page's
+    own (the counts' groups) do not grow with the tree."""
+    monkeypatch.setattr(pages, "SESSIONS_PER_PAGE", 50)
+    monkeypatch.setattr(pages, "INBOX_PER_PAGE", 50)
+    views = {  # the rows shown at 60 sessions and at 120 (every session waits for a review)
+        "/sessions": (50, 50),
+        "/sessions?page=2": (10, 50),
+        "/sessions?sort=session&order=desc": (50, 50),
+        "/sessions?q=s-0&page=2": (10, 50),
+        "/": (50, 50),
+        "/?order=oldest&page=2": (10, 50),
+    }
+    beyond: dict[str, list[int]] = {view: [] for view in views}
+    for size, count in enumerate((60, 120)):
+        grow(base, count)
+        for view in views:
+            client.get(view)
+        for view, shown in views.items():
+            _progress.DIGESTS.clear()
+            counters.reset()
+            page = client.get(view)
+            assert page.status_code == 200, view
+            assert counters.opened == 0 and counters.parsed == 0, view
+            rows = len(re.findall(r'<tr class="session"|<a class="phase-link"', page.text))
+            assert rows == shown[size], view
+            assert counters.summaries == (rows if view.startswith("/sessions") else 0), view
+            beyond[view].append(counters.index_rows - count - rows)
+    for view, read in beyond.items():
+        assert read[0] == read[1], (view, read)  # the counts: a few groups, not the tree

@@ -48,6 +48,7 @@ from haytham.integrations.langgraph import files as _lg_files
 from haytham.store import history as _history
 from haytham.store import index as _index
 from haytham.store import journal as _journal
+from haytham.store import listing as _listing
 from haytham.store import progress as _progress
 
 _REAL_STAT = os.stat
@@ -90,8 +91,11 @@ class WorkCounters:
     one). Any loop over the entries shows here, so quadratic ordering grows quadratically."""
     index_rows: int = 0
     """Rows read from a base directory's index: the size of what ``Index.entries`` returns,
-    each row ``Index.summaries_in`` and ``Index.newest_summaries`` yield, and each row
-    ``Index.entry`` finds."""
+    each row ``Index.summaries_in`` and ``Index.select`` (a listing's queries) yield, and each
+    row ``Index.entry`` finds."""
+    summaries: int = 0
+    """Session summaries a listing made for what it shows: calls of ``listing.make_summary``
+    (one a row of the page asked for, however many sessions match)."""
     hashed: int = 0
     """Agent output files read to compute a phase's outputs digest as the files say now:
     calls of ``progress._output_text`` (``progress.outputs_of``; a digest remembered by the
@@ -352,9 +356,10 @@ def counting(root: Path, *, lines: bool = False) -> Iterator[WorkCounters]:
                 patch.setattr(kind, "_canonical", _counting_canonical(vars(kind)["_canonical"]))
         patch.setattr(_index.Index, "entries", _count("index_rows", len)(_index.Index.entries))
         patch.setattr(_index.Index, "entry", _count("index_rows", _found)(_index.Index.entry))
-        for query in ("summaries_in", "newest_summaries"):
+        for query in ("summaries_in", "select"):
             patch.setattr(_index.Index, query, _counting_rows(getattr(_index.Index, query)))
         _everywhere(patch, _progress._output_text, _count("hashed")(_progress._output_text))
+        _everywhere(patch, _listing.make_summary, _count("summaries")(_listing.make_summary))
         _everywhere(patch, _lg_files.split_sections, _count("parsed")(_lg_files.split_sections))
         _everywhere(patch, _history.in_order, _counting_lines(_history.in_order))
         _everywhere(patch, _journal.recover, _counting_recover(_journal.recover))

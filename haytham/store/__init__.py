@@ -33,6 +33,7 @@ PUBLIC_MODULES = (
     "lifecycle",
     "progress",
     "scan",
+    "listing",
     "session_files",
     "doctor",
     "events",

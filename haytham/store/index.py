@@ -55,7 +55,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,11 +71,12 @@ INDEX_DIR = layout.INDEX_DIR
 INDEX_FILE = layout.INDEX_FILE
 RACY_NS = 3_000_000_000
 """How much older than the file system's clock a file's last change must be to be remembered."""
-LAYOUT_VERSION = 6
+LAYOUT_VERSION = 7
 """The layout of the tables; part of ``stamp``, so an index laid out by an older haytham
 (whose ``summary`` entries were JSON, then rows keyed by the manifest alone, then stamped
 with a hash of every source file, then rows without ``current_reviewers``, then without
-``waiting``) starts empty here, and one of a newer haytham there."""
+``waiting``, then without the ``waiting`` table) starts empty here, and one of a newer
+haytham there."""
 RULES_VERSION = 1
 """The version of the rules that turn a session's bytes into what the index remembers: the
 parsers, the state's derivation and the validation rules written as code (the module doc
@@ -128,7 +129,7 @@ def stamp(format_dir: Path | None = None) -> str:
 class Index:
     """One base directory's index. Use ``Index.open``; every method swallows SQLite errors."""
 
-    def __init__(self, connection: sqlite3.Connection, clock_ns: int, file: Path) -> None:
+    def __init__(self, connection: sqlite3.Connection, clock_ns: int, file: Path | None) -> None:
         self._connection = connection
         self._file = file
         self.clock_ns = clock_ns
@@ -178,8 +179,9 @@ class Index:
                         # Other code's rows are never read; its tables may be laid out otherwise.
                         connection.execute("DELETE FROM entries")
                         connection.execute("DROP TABLE IF EXISTS summaries")
-                        connection.execute(_SUMMARIES_TABLE)
-                        connection.execute(_NEWEST_INDEX)
+                        connection.execute("DROP TABLE IF EXISTS waiting")
+                        for statement in _LISTING_TABLES:
+                            connection.execute(statement)
                         connection.execute(
                             "INSERT OR REPLACE INTO meta VALUES ('stamp', ?)", (current_stamp(),)
                         )
@@ -188,6 +190,17 @@ class Index:
             connection.close()
             return None
         return cls(connection, clock_ns, directory / INDEX_FILE)
+
+    @classmethod
+    def in_memory(cls) -> Index:
+        """An index of the listing's tables alone, in memory: where a listing without an index
+        on disk keeps its rows, so that every listing is queried alike (``store.listing``)."""
+        import sqlite3
+
+        connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        for statement in _LISTING_TABLES:
+            connection.execute(statement)
+        return cls(connection, 0, None)
 
     def settled(self, *change_times_ns: int) -> bool:
         """Whether files last changed at these times may be remembered (see the module doc)."""
@@ -245,10 +258,11 @@ class Index:
 
     # ------------------------------------------------------------ session summaries
     #
-    # A listing's rows are kept as columns (``SUMMARY_COLUMNS``), one row a session folder, so
-    # that a listing reads them back newest first straight from ``summaries_newest`` and never
-    # holds them all. These methods raise ``sqlite3.Error``: the listing falls back to the
-    # files (``haytham.store.scan``).
+    # A listing's rows are kept as columns (``SUMMARY_COLUMNS``), one row a session folder, and
+    # the phases that wait for a person one row each (``WAITING_COLUMNS``), so that a listing's
+    # queries (``select``) read back only the rows of the page they show (newest first
+    # straight from ``summaries_newest``) and never hold them all. These methods raise
+    # ``sqlite3.Error``: the listing falls back to the files (``haytham.store.scan``).
 
     def snapshot(self) -> None:
         """Start a read transaction: every read until ``close`` sees the index as it is now.
@@ -259,16 +273,26 @@ class Index:
             raise _sqlite_error("the index is not in WAL mode")
         self._connection.execute("BEGIN")
 
-    def summaries_in(self, parent: str) -> sqlite3.Cursor:
+    def summaries_in(self, parent: str, *, facts: bool = True) -> sqlite3.Cursor:
         """``(name, identity, listed, issues, user_id, status, facts, current_reviewers)`` of each remembered
         session folder in ``parent``, by name (the order of Python's ``sorted``: SQLite
-        compares text by its UTF-8 bytes, which order as the code points do)."""
+        compares text by its UTF-8 bytes, which order as the code points do). Without
+        ``facts`` their column is NULL (a listing that will check few rows asks ``facts_of``
+        for those: the longest column is then not read for every row)."""
         return self._connection.execute(
-            "SELECT name, identity, listed, issues, user_id, status, facts, current_reviewers FROM summaries"
-            " WHERE parent = ?"
-            " ORDER BY name",
+            f"SELECT name, identity, listed, issues, user_id, status, {'facts' if facts else 'NULL'},"
+            " current_reviewers FROM summaries WHERE parent = ? ORDER BY name",
             (parent,),
         )
+
+    def facts_of(self, parent: str, name: str) -> str | None:
+        """The remembered fact files of session folder ``{parent}/{name}`` (``summaries_in``'s
+        ``facts``), or None."""
+        for (found,) in self._connection.execute(
+            "SELECT facts FROM summaries WHERE parent = ? AND name = ?", (parent, name)
+        ):
+            return found  # type: ignore[no-any-return]
+        return None
 
     def summary_parents(self) -> list[str]:
         """Every folder of sessions the index remembers a session of (a few: one a project),
@@ -282,41 +306,37 @@ class Index:
             ).fetchone()
         return found
 
-    def newest_summaries(self) -> sqlite3.Cursor:
-        """The listed rows, newest update first (then project, session and depth, each
-        descending), as ``SUMMARY_COLUMNS`` then ``parent, name``, read from the covering
-        index ``summaries_newest`` a row at a time."""
-        columns = ", ".join(SUMMARY_COLUMNS)
-        return self._connection.execute(
-            f"SELECT {columns}, parent, name FROM summaries INDEXED BY summaries_newest WHERE listed = 1"
-            " ORDER BY last_updated DESC, project_id DESC, session_id DESC, depth DESC"
-        )
-
     def write_summaries(
         self,
         rows: Iterable[tuple[Any, ...]],
         gone: Iterable[tuple[str, str]],
         gone_parents: Iterable[str] = (),
         entries: tuple[str, Iterable[tuple[str, str, str]]] | None = None,
+        waiting: Iterable[tuple[Any, ...]] = (),
     ) -> bool:
         """Remember ``(parent, name, identity, facts, listed, issues, depth, *SUMMARY_COLUMNS)`` rows and
         forget the ``(parent, name)`` of ``gone`` and every row of ``gone_parents``: in one
         transaction, through a connection of its own (this one may hold a ``snapshot``).
+        ``waiting``: the ``WAITING_COLUMNS`` rows of the sessions of ``rows`` (each written
+        session's waiting phases replace those it had).
         ``entries``: a kind and its ``(path, identity, value)`` rows to remember too (as
         ``store``); the entries of that kind below a folder forgotten are forgotten with it.
         Errors are swallowed: a row not remembered is read again next time. Returns whether
         the rows were written (or there were none)."""
         import sqlite3
 
-        rows, gone, gone_parents = list(rows), list(gone), list(gone_parents)
+        rows, gone, gone_parents, waiting = list(rows), list(gone), list(gone_parents), list(waiting)
         kind, kept = entries if entries is not None else ("", ())
-        kept = list(kept)
+        kept = [entry for entry in kept if _valid_text(entry)]  # a path SQLite cannot keep: read again
         if not rows and not gone and not gone_parents and not kept:
             return True
         below = [os.path.join(parent, name, "") for parent, name in gone] + [
             os.path.join(parent, "") for parent in gone_parents
         ]
         marks = ", ".join("?" * (7 + len(SUMMARY_COLUMNS)))
+        waiting_marks = ", ".join("?" * len(WAITING_COLUMNS))
+        if self._file is None:
+            raise _sqlite_error("an index in memory is filled with fill_listing")
         try:
             writer = sqlite3.connect(self._file, timeout=1.0, isolation_level=None, check_same_thread=False)
         except sqlite3.Error:
@@ -328,6 +348,12 @@ class Index:
                     writer.executemany("DELETE FROM summaries WHERE parent = ? AND name = ?", gone)
                     writer.executemany("DELETE FROM summaries WHERE parent = ?", [(p,) for p in gone_parents])
                     writer.executemany(f"INSERT OR REPLACE INTO summaries VALUES ({marks})", rows)
+                    writer.executemany(
+                        "DELETE FROM waiting WHERE parent = ? AND name = ?",
+                        [*gone, *((row[0], row[1]) for row in rows)],
+                    )
+                    writer.executemany("DELETE FROM waiting WHERE parent = ?", [(p,) for p in gone_parents])
+                    writer.executemany(f"INSERT OR REPLACE INTO waiting VALUES ({waiting_marks})", waiting)
                     if kind:
                         writer.executemany(
                             "DELETE FROM entries WHERE kind = ? AND path >= ? AND path < ?",
@@ -346,6 +372,42 @@ class Index:
         finally:
             writer.close()
         return True
+
+    # ------------------------------------------------------------ listing queries
+    #
+    # ``haytham.store.listing`` composes the queries of a listing (its filters, orders, pages
+    # and counts) over ``summaries`` and ``waiting`` and what a listing holds beside them in
+    # this connection's own temporary tables (``hold``). They raise ``sqlite3.Error``.
+
+    def select(self, sql: str, parameters: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """The rows of one query of the listing's tables, a row at a time."""
+        return self._connection.execute(sql, parameters)
+
+    def define(self, name: str, arguments: int, function: Callable[..., Any]) -> None:
+        """Make ``function`` callable in this connection's queries as ``name`` (a Python test
+        of a row, such as who may review it, that SQL cannot say)."""
+        self._connection.create_function(name, arguments, function, deterministic=True)
+
+    def hold(
+        self,
+        fresh: Iterable[tuple[Any, ...]],
+        fresh_waiting: Iterable[tuple[Any, ...]],
+        hidden: Iterable[tuple[str, str]] = (),
+        scanned: Iterable[str] = (),
+    ) -> None:
+        """Fill this connection's temporary tables (seen by no other connection, written
+        without a write lock, so inside a ``snapshot`` too): ``fresh``, rows of
+        ``HELD_COLUMNS`` (sessions read from their files during this listing), their
+        ``waiting`` rows, the ``hidden`` ``(parent, name)`` whose remembered rows must not
+        be listed, and the ``scanned`` folders whose remembered rows may be."""
+        for statement in _HELD_TABLES:
+            self._connection.execute(statement)
+        marks = ", ".join("?" * len(HELD_COLUMNS))
+        self._connection.executemany(f"INSERT INTO temp.fresh VALUES ({marks})", fresh)
+        marks = ", ".join("?" * len(WAITING_COLUMNS))
+        self._connection.executemany(f"INSERT INTO temp.fresh_waiting VALUES ({marks})", fresh_waiting)
+        self._connection.executemany("INSERT OR IGNORE INTO temp.hidden VALUES (?, ?)", hidden)
+        self._connection.executemany("INSERT OR IGNORE INTO temp.scanned VALUES (?)", ((p,) for p in scanned))
 
     def close(self) -> None:
         import sqlite3
@@ -397,6 +459,46 @@ other in a project folder named like the root; the deeper one comes first, as in
 order (``haytham.store.scan``)."""
 
 
+WAITING_COLUMNS = (
+    "parent",
+    "name",
+    "phase",
+    "rank",
+    "since_key",
+    "project_id",
+    "session_id",
+    "state",
+    "reviewers",
+    "item",
+)
+"""A phase of a listed session that waits for a person, one row each (the review inbox's
+items): its session folder, its number, the rank of its state in the inbox's order
+(``lifecycle.NEEDS_A_PERSON``), when it began to wait as a number to sort by (microseconds
+since the epoch, ``clock.sort_time``), the session's ids, its state, who is assigned to
+review it (joined by a line break, "" for anyone) and the phase as the summary's ``waiting``
+keeps it (JSON)."""
+_WAITING_TABLE = (
+    "CREATE TABLE IF NOT EXISTS waiting (parent TEXT, name TEXT, phase INTEGER, rank INTEGER,"
+    " since_key INTEGER, project_id TEXT, session_id TEXT, state TEXT, reviewers TEXT, item TEXT,"
+    " PRIMARY KEY (parent, name, phase)) WITHOUT ROWID"
+)
+_WAITING_INDEX = (
+    "CREATE INDEX IF NOT EXISTS waiting_order ON waiting (rank, since_key, project_id, session_id, phase)"
+)
+_LISTING_TABLES = (_SUMMARIES_TABLE, _NEWEST_INDEX, _WAITING_TABLE, _WAITING_INDEX)
+LISTED_COLUMNS = (*SUMMARY_COLUMNS, "parent", "name", "depth")
+"""What a listing's query reads of a listed session: its summary, then its folder."""
+HELD_COLUMNS = (*LISTED_COLUMNS, "held")
+"""A row a listing holds (``Index.hold``): ``LISTED_COLUMNS`` and the position of the row it
+was made from in the listing's own list, for a row whose text SQLite cannot keep exactly
+(not valid Unicode: it is kept with the invalid characters escaped; NULL for the others)."""
+_HELD_TABLES = (
+    "CREATE TEMP TABLE fresh (" + ", ".join(HELD_COLUMNS) + ")",
+    "CREATE TEMP TABLE fresh_waiting (" + ", ".join(WAITING_COLUMNS) + ")",
+    "CREATE TEMP TABLE hidden (parent TEXT, name TEXT, PRIMARY KEY (parent, name)) WITHOUT ROWID",
+    "CREATE TEMP TABLE scanned (parent TEXT PRIMARY KEY) WITHOUT ROWID",
+)
+
 INDEX_MIN_SESSIONS = 50
 """A base directory gets an index once a listing (or a validation) finds this many sessions;
 an index that exists is always used."""
@@ -420,6 +522,17 @@ def _issue_data(issue: Issue) -> list[Any]:
 def _issue(data: list[Any]) -> Issue:
     path, line, field, message, *severity = data  # no severity: remembered by an older haytham
     return Issue(None if path is None else Path(path), line, field, message, *severity)
+
+
+def _valid_text(values: tuple[str, ...]) -> bool:
+    """Whether every text of ``values`` is valid Unicode, as SQLite keeps text (a path of a
+    folder named in bytes that are not UTF-8 is not)."""
+    try:
+        for value in values:
+            value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _sqlite_error(message: str) -> Exception:

@@ -5,7 +5,9 @@ Sessions live in ``{project}/sessions/{session}`` folders that hold a manifest;
 and ``iter_sessions`` (``haytham list``, the review inbox, ``prune``, ``stats``) make each
 session's summary: the manifest's ids and times, the state derived from its files
 (``haytham.store.derived``), remembered in the index (``haytham.store.index``) while the
-files are unchanged, so a listing stays cheap for thousands of sessions.
+files are unchanged, so a listing stays cheap for thousands of sessions. What a page shows of
+the listing (filtered, ordered, counted, one page of it) is asked of the index's queries
+(``haytham.store.listing``).
 
 The walk of any paths for session files is in ``session_files``, the validation of many
 sessions in ``validation``, and the checks that a path stays inside the base directory in
@@ -15,8 +17,6 @@ sessions in ``validation``, and the checks that a path stays inside the base dir
 from __future__ import annotations
 
 import dataclasses
-import heapq
-import itertools
 import os
 import stat
 from collections.abc import Callable, Iterator, Mapping
@@ -41,39 +41,20 @@ from haytham.store import index as _index
 from haytham.store import orphans as _orphans
 from haytham.store import progress as _progress
 from haytham.store.disagreements import folder_disagreements
+from haytham.store.listing import Match, Row, SessionListing, SessionSummary, waiting_rows
+
+__all__ = [
+    "Found",
+    "SessionListing",
+    "SessionSummary",
+    "iter_sessions",
+    "list_sessions",
+    "session_dirs",
+    "session_manifests",
+]
 
 if TYPE_CHECKING:
     from haytham.store.watch import Watcher
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """One line of ``haytham list``: a session as its files say it is now.
-
-    Status, the Current Phase and the totals are derived from the checkpoints and review
-    files (``lifecycle.derive``, as ``CheckpointManager.state``); the ids, user, workflow,
-    mode and times are the manifest's."""
-
-    project_id: str
-    session_id: str
-    user_id: str
-    workflow_type: str
-    execution_mode: str
-    status: str
-    current_phase: int
-    current_phase_name: str
-    created: str
-    last_updated: str
-    total_tokens: int
-    total_cost: float
-    path: Path
-    current_state: str = ""
-    """The Current Phase's lifecycle state (``awaiting_review``, ``stale``)."""
-    current_reviewers: tuple[str, ...] = ()
-    """Who the workflow assigns to review the Current Phase (its ``reviewers:``); none: anyone."""
-    waiting: tuple[_derived.WaitingPhase, ...] = ()
-    """The phases that wait for a person (``lifecycle.needs_a_person``: the Current Phase
-    awaiting review or failed, every stale phase), as the review inbox shows them."""
 
 
 def session_dirs(root: Path) -> Iterator[Path]:
@@ -169,13 +150,12 @@ def _scan_sessions(directory: str) -> list[tuple[str, str, os.stat_result]]:
 
 _FIELDS = _index.SUMMARY_COLUMNS
 """The summary fields a listing keeps per session, in ``SessionSummary`` order (``path`` aside)."""
-_NAMES = (*_FIELDS, "path")
-_UPDATED, _PROJECT, _SESSION = _FIELDS.index("last_updated"), _FIELDS.index("project_id"), 1
+_SESSION = 1
 _USER, _STATUS = _FIELDS.index("user_id"), _FIELDS.index("status")
 _WORKFLOW, _MODE = _FIELDS.index("workflow_type"), _FIELDS.index("execution_mode")
 _CREATED, _TOKENS = _FIELDS.index("created"), _FIELDS.index("total_tokens")
 _DERIVED_LAYOUT = ("status", "current_phase", "current_phase_name", "created", "last_updated", "total_tokens")
-_REVIEWERS, _WAITING = _FIELDS.index("current_reviewers"), _FIELDS.index("waiting")
+_REVIEWERS = _FIELDS.index("current_reviewers")
 assert _FIELDS[_STATUS:] == (
     *_DERIVED_LAYOUT,
     "total_cost",
@@ -184,75 +164,6 @@ assert _FIELDS[_STATUS:] == (
     "waiting",
 )  # as _know rebuilds a row
 assert _FIELDS.index("session_id") == _SESSION
-Row = tuple[Any, ...]
-"""A listed session: its ``_FIELDS`` values, then its folder as ``parent`` and ``name`` (text)."""
-
-
-class SessionListing:
-    """The sessions under a base directory, newest update first: ``len``, ``issues`` (the
-    manifests that could not be read, and warnings of listed ones), and summaries made one at
-    a time as they are iterated (each iteration reads the rows again, in the same order).
-
-    With an index (``haytham.store.index``) the rows are read from it newest first, a row at
-    a time, inside one read transaction taken when the listing was made, so memory stays flat
-    however many sessions there are; only sessions the index did not know (or whose files
-    changed) are held, as one compact row each. Without an index every session is one compact row,
-    sorted in memory. ``close`` (or leaving a ``with`` block) lets the index go.
-    """
-
-    def __init__(
-        self,
-        rows: Callable[[], Iterator[Row]],
-        total: int,
-        issues: list[Issue],
-        close: Callable[[], None] | None = None,
-    ) -> None:
-        self._rows = rows
-        self._total = total
-        self._close = close
-        self.issues = issues
-
-    def __len__(self) -> int:
-        return self._total
-
-    def __iter__(self) -> Iterator[SessionSummary]:
-        return self.page()
-
-    def __enter__(self) -> SessionListing:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Let the index go (a listing made without one holds nothing to let go)."""
-        if self._close is not None:
-            self._close()
-            self._close = None
-
-    def page(self, offset: int = 0, limit: int | None = None) -> Iterator[SessionSummary]:
-        """The summaries from ``offset`` on, at most ``limit`` of them, made as they are reached."""
-        stop = None if limit is None else offset + limit
-        rows = self._rows() if not offset and stop is None else itertools.islice(self._rows(), offset, stop)
-        folders: dict[str, Path] = {}
-        new = object.__new__
-        for row in rows:
-            parent, name = row[-2:]
-            folder = folders.get(parent)
-            if folder is None:
-                folder = folders[parent] = Path(parent)
-            # SessionSummary(*row, path) without the frozen dataclass's __init__, which sets
-            # each of its fields through object.__setattr__: the same object, field for
-            # field (the tests compare them), made once a session.
-            summary: SessionSummary = new(SessionSummary)
-            summary.__dict__.update(zip(_NAMES, (*row[:-2], folder / name), strict=True))
-            reviewers = row[_REVIEWERS]  # kept as text in a row (and the index): a tuple here
-            summary.__dict__["current_reviewers"] = (
-                tuple(reviewers.split(_derived.SEPARATOR)) if reviewers else ()
-            )
-            waiting = row[_WAITING]  # JSON text in a row (and the index), "" for none
-            summary.__dict__["waiting"] = _derived.waiting_from_text(waiting) if waiting else ()
-            yield summary
 
 
 def list_sessions(
@@ -356,6 +267,11 @@ class _Filter:
     def everyone(self) -> bool:
         """Whether every listed session passes."""
         return self.user_id is None and self.status is None and self.reviewer is None
+
+    @property
+    def match(self) -> Match:
+        """The same filter as a listing's queries apply it."""
+        return Match(user_id=self.user_id, status=self.status, assigned=self.reviewer)
 
     def __call__(self, user: str, status: str, reviewers: str | None) -> bool:
         return (
@@ -543,20 +459,29 @@ def _from_files(
         index = _index.Index.open(base_dir, create=True)
         if index is not None:
             settled = index.settled
+            storing = [
+                stored
+                for parent, name, st, row, found, facts in learnt
+                if _settled(settled, st, row, facts)
+                and _storable(stored := _stored(parent, name, st, row, found, facts))
+            ]
             index.write_summaries(
-                (
-                    stored
-                    for parent, name, st, row, found, facts in learnt
-                    if _settled(settled, st, row, facts)
-                    and _storable(stored := _stored(parent, name, st, row, found, facts))
-                ),
+                storing,
                 (),
                 entries=(_progress.DIGEST_KIND, digests.learnt(settled)),
+                waiting=_waiting_of(storing),
             )
             index.close()
+            del storing
     del learnt
-    rows.sort(key=lambda r: (r[_UPDATED], r[_PROJECT], r[_SESSION]), reverse=True)
-    return SessionListing(lambda: iter(rows), len(rows), issues)
+    return SessionListing(_index.Index.in_memory(), len(rows), issues, remembered=False, fresh=rows)
+
+
+def _waiting_of(stored: list[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    """The ``index.WAITING_COLUMNS`` rows of the listed sessions of ``stored`` rows (``_stored``)."""
+    for parent, name, _, _, listed, _, _, *values in stored:
+        if listed:
+            yield from waiting_rows(parent, name, values)
 
 
 def _sessions_of(root: Path, folders: list[_Folder] | None) -> Iterator[tuple[str, str, str]]:
@@ -635,13 +560,12 @@ def _from_index(
 ) -> SessionListing:
     """The listing with an index: each remembered session whose fact files are unchanged
     (one ``stat`` each, ``derived.still``) is counted and left in the index; the others are
-    read and derived, remembered (once settled) and held as rows; the rows are then read
-    newest first from the index and merged with those held, inside one read transaction.
+    read and derived, remembered (once settled) and held beside the index as rows
+    (``Index.hold``); the listing's queries then read the index with them, inside one read
+    transaction (``listing.SessionListing``).
     With ``seen``, a remembered session whose row is the one last checked, and whose folder
     had no event since, is not checked again (no ``stat``).
     Raises ``sqlite3.Error``."""
-    import sqlite3
-
     index.snapshot()
     changed_folders = None if seen is None else seen.changed
     verified: dict[tuple[str, str], str] = {} if seen is None else seen.verified
@@ -658,8 +582,9 @@ def _from_index(
     still, salt = _derived.still, deriver.salt
     everyone = wanted.everyone
     stat_of = os.stat
+    lazy = trusted is not None  # most rows trusted: the facts of the few checked are asked for
     for parent, names, project in folders:
-        known = index.summaries_in(parent) if _storable((parent,)) else iter(())
+        known = index.summaries_in(parent, facts=not lazy) if _storable((parent,)) else iter(())
         kept = next(known, None)
         prefix = os.path.join(parent, "")
         suffix = os.sep + MANIFEST_FILE
@@ -685,7 +610,7 @@ def _from_index(
                         gone.append((parent, name))
                         issues += _orphans.issues_of(parent, name)
                         continue
-                    facts = remembered[6]
+                    facts = index.facts_of(parent, name) if lazy else remembered[6]
                     now = identity(st) if facts is None else still(prefix + name, st, facts, salt)
                     if now == remembered[1] and seen is not None:
                         verified[(parent, name)] = now
@@ -725,42 +650,25 @@ def _from_index(
     scanned = {parent for parent, _, _ in folders}
     others = [p for p in index.summary_parents() if p not in scanned] if forget_others else []
     written = index.write_summaries(
-        learnt, gone, others, (_progress.DIGEST_KIND, digests.learnt(index.settled))
+        learnt,
+        gone,
+        others,
+        (_progress.DIGEST_KIND, digests.learnt(index.settled)),
+        waiting=_waiting_of(learnt),
     )
     if written:  # trusted from now on only as the index remembers it
         verified.update(checked)
     del learnt
-    fresh.sort(key=_newest_first, reverse=True)
-    hidden = changed.union(gone)
-    every = forget_others and not others and not hidden and wanted.everyone
-
-    def remembered_rows() -> Iterator[Row]:
-        if every:  # the index holds exactly the listed rows it was checked for
-            return index.newest_summaries()
-        return filter(keep, index.newest_summaries())
-
-    def keep(row: Row) -> bool:
-        return (
-            row[-2] in scanned
-            and (row[-2], row[-1]) not in hidden
-            and wanted(row[_USER], row[_STATUS], row[_REVIEWERS])
-        )
-
-    def rows() -> Iterator[Row]:
-        made = 0
-        merged = heapq.merge(remembered_rows(), fresh, key=_newest_first, reverse=True) if fresh else None
-        try:
-            for row in merged or remembered_rows():
-                yield row
-                made += 1
-        except sqlite3.Error:  # the index failed under the listing: the files decide
-            again = _from_files(root, root, folders, wanted, deriver, create=False)
-            yield from itertools.islice(again._rows(), made, None)
-
-    return SessionListing(rows, total, issues, index.close)
-
-
-def _newest_first(row: Row) -> tuple[Any, ...]:
-    """The listing's order (reversed): newest update, then project and session, then the
-    deeper folder (a project's before the root's own ``sessions``, as ``_folders`` finds them)."""
-    return (row[_UPDATED], row[_PROJECT], row[_SESSION], row[-2].count(os.sep))
+    hidden = sorted(changed.union(gone))
+    every = forget_others and not others  # the index holds rows of the scanned folders alone
+    return SessionListing(
+        index,
+        total,
+        issues,
+        remembered=True,
+        fresh=fresh,
+        hidden=hidden,
+        scanned=None if every else sorted(scanned),
+        wanted=wanted.match,
+        fallback=lambda: _from_files(root, root, folders, wanted, deriver, create=False),
+    )

@@ -8,14 +8,16 @@ what exists) before it touches a path, and agent names through ``check_agent_nam
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from haytham.errors import (
@@ -29,16 +31,17 @@ from haytham.errors import (
 from haytham.format.agent_output import MAX_OUTPUT_BYTES, load_start
 from haytham.format.guard import chunks
 from haytham.format.layout import ATTEMPTS_DIR, FEEDBACK_FILE, SESSIONS_DIR
-from haytham.format.reviewer import Reviewer, is_assigned, parse_reviewer
+from haytham.format.reviewer import Reviewer, parse_reviewer
 from haytham.format.run_by import RunBy
 from haytham.format.tries import describe_tries
 from haytham.otel import OtelConfig
 from haytham.records import AgentOutput, Attempt, HistoryEntry, PhaseCheckpoint, SessionManifest, UserFeedback
 from haytham.store import durations, fs, lifecycle
 from haytham.store.advice import Advice, advise, run_by_of
-from haytham.store.clock import parse_timestamp, sort_time
+from haytham.store.clock import parse_timestamp
 from haytham.store.lease import LeaseHolder
 from haytham.store.lifecycle import PhaseView, SessionView
+from haytham.store.listing import SEPARATOR, Match, WaitingMatch
 from haytham.store.manager import CheckpointManager
 from haytham.store.names import check_agent_name, check_path_name
 from haytham.store.scan import SessionSummary, iter_sessions
@@ -204,6 +207,8 @@ class Inbox:
     """How many items match the query (all pages)."""
     pages: int = 1
     query: InboxQuery = field(default_factory=InboxQuery)
+    kinds: dict[str, int] = field(default_factory=dict)
+    """How many items of each kind match the query's project and reviewer (every page)."""
 
 
 def inbox(
@@ -216,51 +221,42 @@ def inbox(
     ``format.reviewer.is_assigned``) and cut to one page of ``INBOX_PER_PAGE``.
 
     Everything comes from the store's listing (``scan.iter_sessions``: each session's waiting
-    phases are part of its summary, remembered in the index while its files are unchanged),
-    so a warm inbox opens no session file; a session whose files changed is read again.
+    phases are remembered in the index while its files are unchanged), which filters, orders,
+    counts and cuts the page in the index's queries: a warm inbox opens no session file and
+    makes the items of its page alone. A session whose files changed is read again.
     ``watcher`` (``haytham serve``'s): only the sessions with file-system events are checked."""
     query = InboxQuery() if query is None else query
-    reviewer = query.reviewer
-    items: list[InboxItem] = []
-    projects: set[str] = set()
     with iter_sessions(manager.base_dir, workflows=manager.workflows, watcher=watcher) as listing:
-        for summary in listing:
-            projects.add(summary.project_id)
-            if query.project and summary.project_id != query.project:
-                continue
-            for waiting in summary.waiting:
-                if query.kind and waiting.state != query.kind:
-                    continue
-                if (
-                    reviewer is not None
-                    and waiting.reviewers
-                    and not is_assigned(reviewer, waiting.reviewers)
-                ):
-                    continue
-                items.append(
-                    InboxItem(
-                        waiting.state,
-                        summary.project_id,
-                        summary.session_id,
-                        waiting.phase,
-                        waiting.name,
-                        waiting.described,
-                        waiting.since,
-                        waiting.tokens,
-                        waiting.cost,
-                        waiting.reviewers,
-                    )
-                )
+        every_kind = WaitingMatch(project_id=query.project or None, assigned=query.reviewer)
+        kinds = listing.waiting_counts(every_kind)
+        total = kinds.get(query.kind, 0) if query.kind else sum(kinds.values())
+        pages = max(1, -(-total // INBOX_PER_PAGE))
+        if query.page > pages:
+            raise NotFoundError(f"page {query.page} of the inbox does not exist (there are {pages})")
+        found = listing.waiting(
+            dataclasses.replace(every_kind, state=query.kind or None),
+            newest=query.order == "newest",
+            offset=(query.page - 1) * INBOX_PER_PAGE,
+            limit=INBOX_PER_PAGE,
+        )
+        projects = sorted(project for (project,) in listing.counts(["project_id"]))
         warnings = [_located(manager.base_dir, issue) for issue in listing.issues]
-    items.sort(key=lambda i: (i.project, i.session, i.phase))
-    items.sort(key=lambda i: sort_time(i.since), reverse=query.order == "newest")
-    items.sort(key=lambda i: INBOX_KINDS.index(i.kind))
-    pages = max(1, -(-len(items) // INBOX_PER_PAGE))
-    if query.page > pages:
-        raise NotFoundError(f"page {query.page} of the inbox does not exist (there are {pages})")
-    start = (query.page - 1) * INBOX_PER_PAGE
-    shown = items[start : start + INBOX_PER_PAGE]
-    return Inbox(shown, sorted(projects), warnings, len(items), pages, query)
+    items = [
+        InboxItem(
+            waiting.state,
+            project,
+            session,
+            waiting.phase,
+            waiting.name,
+            waiting.described,
+            waiting.since,
+            waiting.tokens,
+            waiting.cost,
+            waiting.reviewers,
+        )
+        for project, session, waiting in found
+    ]
+    return Inbox(items, projects, warnings, total, pages, query, kinds)
 
 
 def _located(base_dir: Path, issue: Issue) -> str:
@@ -776,61 +772,49 @@ def raw_output(
 
 @dataclass(frozen=True)
 class Column:
-    """A sortable column of the sessions page: its name in the URL, its heading, its key."""
+    """A sortable column of the sessions page: its name in the URL, its heading, and the
+    summary fields it sorts by (``SessionSummary``'s, the first ones first)."""
 
     name: str
     heading: str
-    key: Callable[[SessionSummary], object]
+    fields: tuple[str, ...]
     numeric: bool = False
 
 
 SESSION_COLUMNS = (
-    Column("session", "Session", lambda s: (s.session_id, s.project_id)),
-    Column("project", "Project", lambda s: (s.project_id, s.session_id)),
-    Column("workflow", "Workflow", lambda s: s.workflow_type),
-    Column("user", "User", lambda s: s.user_id),
-    Column("state", "State", lambda s: s.status),
-    Column("phase", "Current phase", lambda s: s.current_phase),
-    Column("tokens", "Tokens", lambda s: s.total_tokens, numeric=True),
-    Column("cost", "Cost", lambda s: s.total_cost, numeric=True),
-    Column("updated", "Updated", lambda s: s.last_updated),
+    Column("session", "Session", ("session_id", "project_id")),
+    Column("project", "Project", ("project_id", "session_id")),
+    Column("workflow", "Workflow", ("workflow_type",)),
+    Column("user", "User", ("user_id",)),
+    Column("state", "State", ("status",)),
+    Column("phase", "Current phase", ("current_phase",)),
+    Column("tokens", "Tokens", ("total_tokens",), numeric=True),
+    Column("cost", "Cost", ("total_cost",), numeric=True),
+    Column("updated", "Updated", ("last_updated",)),
 )
-"""The columns of the sessions page, in order; any of them sorts it (``?sort=NAME``)."""
+"""The columns of the sessions page, in order; any of them sorts it (``?sort=NAME``), then
+project and session break ties."""
 SORT_ORDERS = ("asc", "desc")
 
 
 @dataclass(frozen=True)
 class ListFilter:
-    """A filter of the sessions page: the query parameter, its label, and the values of a
-    session it compares (a session matches when the chosen value is one of them; the choices
-    are the values the listed sessions have)."""
+    """A filter of the sessions page: the query parameter, its label, the field of the
+    listing's ``Match`` it sets, and the summary field whose values are its choices (joined
+    by line breaks when a session has several)."""
 
     name: str
     label: str
-    values: Callable[[SessionSummary], tuple[str, ...]]
+    match: str
+    column: str
 
 
 SESSION_FILTERS = (
-    ListFilter("project", "Project", lambda s: (s.project_id,)),
-    ListFilter("state", "State", lambda s: (s.status,)),
-    ListFilter("reviewer", "Reviewer", lambda s: s.current_reviewers),
+    ListFilter("project", "Project", "project_id", "project_id"),
+    ListFilter("state", "State", "status", "status"),
+    ListFilter("reviewer", "Reviewer", "reviewer", "current_reviewers"),
 )
 """The filters of the sessions page, as data: a filter is one more entry here."""
-
-
-def _searched(summary: SessionSummary) -> str:
-    """What a search looks in: what the listing already knows of a session (no file is read)."""
-    return "\n".join(
-        (
-            summary.project_id,
-            summary.session_id,
-            summary.user_id,
-            summary.workflow_type,
-            summary.execution_mode,
-            summary.status,
-            summary.current_phase_name,
-        )
-    ).casefold()
 
 
 @dataclass(frozen=True)
@@ -877,6 +861,21 @@ class SessionsQuery:
             return self.link(order="asc" if self.order == "desc" else "desc", page=1)
         return self.link(sort=column, order="", page=1)
 
+    @property
+    def match(self) -> Match:
+        """The sessions the query keeps, as the listing's queries say it."""
+        chosen: dict[str, Any] = {
+            f.match: self.filters[f.name] for f in SESSION_FILTERS if f.name in self.filters
+        }
+        return Match(search=self.search, **chosen)
+
+    @property
+    def ordering(self) -> tuple[tuple[str, bool], ...]:
+        """The listing's order of the query: its column's fields, then project and session."""
+        column = next(c for c in SESSION_COLUMNS if c.name == self.sort)
+        descending = self.order == "desc"
+        return tuple((name, descending) for name in (*column.fields, "project_id", "session_id"))
+
 
 @dataclass(frozen=True)
 class SessionsPage:
@@ -890,6 +889,10 @@ class SessionsPage:
     choices: dict[str, list[str]]
     """Each filter's values among every session listed."""
     warnings: list[str]
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    """How many of every session listed have each choice of each filter."""
+    listed: int = 0
+    """How many sessions are listed in all (no filter, no search)."""
 
 
 def sessions_page(
@@ -898,23 +901,23 @@ def sessions_page(
     """Every session under the base directory as the store's listing knows it
     (``scan.iter_sessions``: the index, one ``stat`` a fact file of an unchanged session,
     nothing opened or parsed), searched, filtered, sorted and cut to one page of
-    ``SESSIONS_PER_PAGE``. ``watcher``: as ``inbox``'s."""
+    ``SESSIONS_PER_PAGE`` by the listing's queries: a summary is made for the rows of the
+    page alone. ``watcher``: as ``inbox``'s."""
     with iter_sessions(manager.base_dir, workflows=manager.workflows, watcher=watcher) as listing:
-        every = list(listing)
+        counts: dict[str, dict[str, int]] = {choice.name: {} for choice in SESSION_FILTERS}
+        for values, number in listing.counts([choice.column for choice in SESSION_FILTERS]).items():
+            for choice, joined in zip(SESSION_FILTERS, values, strict=True):
+                counted = counts[choice.name]
+                for value in str(joined).split(SEPARATOR) if joined else ():
+                    counted[value] = counted.get(value, 0) + number
+        match = query.match
+        total = listing.count(match)
+        pages = max(1, -(-total // SESSIONS_PER_PAGE))
+        if query.page > pages:
+            raise NotFoundError(f"page {query.page} of the sessions page does not exist (there are {pages})")
+        start = (query.page - 1) * SESSIONS_PER_PAGE
+        rows = list(listing.page(start, SESSIONS_PER_PAGE, where=match, order=query.ordering))
         warnings = [f"a session that cannot be read: {issue}" for issue in listing.issues]
-    choices = {f.name: sorted({value for s in every for value in f.values(s)}) for f in SESSION_FILTERS}
-    wanted = [f for f in SESSION_FILTERS if f.name in query.filters]
-    needle = query.search.casefold()
-    found = [
-        s
-        for s in every
-        if all(query.filters[f.name] in f.values(s) for f in wanted)
-        and (not needle or needle in _searched(s))
-    ]
-    column = next(c for c in SESSION_COLUMNS if c.name == query.sort)
-    found.sort(key=lambda s: (column.key(s), s.project_id, s.session_id), reverse=query.order == "desc")
-    pages = max(1, -(-len(found) // SESSIONS_PER_PAGE))
-    if query.page > pages:
-        raise NotFoundError(f"page {query.page} of the sessions page does not exist (there are {pages})")
-    start = (query.page - 1) * SESSIONS_PER_PAGE
-    return SessionsPage(query, found[start : start + SESSIONS_PER_PAGE], len(found), pages, choices, warnings)
+        listed = len(listing)
+    choices = {name: sorted(counted) for name, counted in counts.items()}
+    return SessionsPage(query, rows, total, pages, choices, warnings, counts, listed)
