@@ -29,19 +29,19 @@ from haytham.web import EXTRA_HINT
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-WEB_MODULES = frozenset({"starlette", "jinja2", "markupsafe", "uvicorn", "multipart", "python_multipart"})
-"""The modules of the web extra: a missing one means the extra is not installed."""
 
 
 def _web(module: str) -> ModuleType:
-    """``haytham.web.<module>``, or a one-line error saying how to install the web extra."""
+    """``haytham.web.<module>``, or a one-line error saying how to install the web extra when
+    a module from outside haytham is missing (whichever of the extra's packages, or of theirs,
+    the pages import first)."""
     import importlib
 
     try:
         return importlib.import_module(f"haytham.web.{module}")
     except ModuleNotFoundError as error:
-        if (error.name or "").split(".")[0] not in WEB_MODULES:
-            raise
+        if (error.name or "haytham").split(".")[0] == "haytham":
+            raise  # a module of haytham's own is missing: a broken install, not the extra
         raise click.ClickException(
             f"this command needs the web extra, which is not installed (no module {error.name!r}): "
             f"{EXTRA_HINT}"

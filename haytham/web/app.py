@@ -22,6 +22,7 @@ from urllib.parse import quote, urlencode
 
 import anyio
 import anyio.to_thread
+import python_multipart  # noqa: F401  # the forms' parser, which Starlette imports at the first form
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
