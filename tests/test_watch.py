@@ -186,10 +186,12 @@ def client(base: Path) -> Iterator[TestClient]:
 class Stats:
     """Every ``os.stat`` and ``os.lstat`` of a path inside the sessions folder, recorded."""
 
-    def __init__(self, base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(
+        self, base: Path, monkeypatch: pytest.MonkeyPatch, calls: tuple[str, ...] = ("stat", "lstat")
+    ) -> None:
         self.inside = os.path.join(base, P, "sessions", "")
         self.paths: list[str] = []
-        for name in ("stat", "lstat"):
+        for name in calls:
             real = getattr(os, name)
 
             def recording(path: object, *args: object, _real: object = real, **kwargs: object) -> object:
@@ -288,3 +290,35 @@ def test_a_change_the_index_could_not_remember_yet_is_checked_until_it_is(
     review.write_text(approved(review.read_text("utf-8")), "utf-8")
     for _ in range(3):  # the event was read by the first of these loads
         assert not awaiting(client.get("/").text, "s-020")
+
+
+def test_a_session_too_new_to_remember_is_read_once_a_change_not_on_every_load(
+    base: Path, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session being written stays too new for the index for seconds (the racy rule); the
+    server reads its files once after each change (the event says when), not on every load."""
+    grow(base, 60)
+    assert awaiting(client.get("/").text, "s-020")  # every session read into the index
+    assert awaiting(client.get("/").text, "s-020")  # and checked against it
+    monkeypatch.setattr(_index, "RACY_NS", 10**15)  # no listing row settles from now on
+    files = Stats(base, monkeypatch, ("stat", "lstat", "open"))
+    review = review_file(base, "s-020")
+    waiting = review.read_text("utf-8")
+    review.write_text(approved(waiting), "utf-8")
+    assert not awaiting(client.get("/").text, "s-020")  # read on this load
+    assert files.sessions() == {"s-020"}
+    assert any(path.endswith("user_feedback.md") for path in files.paths)
+    files.paths.clear()
+    for view in ("/", "/sessions", "/", "/sessions?state=awaiting_review"):
+        page = client.get(view).text
+        assert ">s-020<" not in page if "state=" in view else not awaiting(page, "s-020"), view
+        assert files.paths == [], view  # no event since: what was read stands
+    review.write_text(waiting, "utf-8")
+    assert awaiting(client.get("/").text, "s-020")  # the next change: read again, once
+    assert files.sessions() == {"s-020"}
+    files.paths.clear()
+    assert awaiting(client.get("/").text, "s-020")
+    assert files.paths == []
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))  # settled: remembered by the index
+    assert awaiting(client.get("/").text, "s-020")
+    assert client.app.state.watcher.recent == {}  # type: ignore[attr-defined]

@@ -19,7 +19,9 @@ folder holding a symbolic link is in every answer, for the same reason.
 
 The listing also keeps here (``verified``) the index key it last checked against each
 session's files, under the watcher's ``lock``: a remembered row is trusted without a ``stat``
-only while it is the row this process checked and no event came for its folder since.
+only while it is the row this process checked and no event came for its folder since. What it
+learnt of a session too new for the index (``recent``) is trusted the same way: the kernel
+queues an event for any write after the read, so no racy window opens.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import struct
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from haytham.format.layout import SESSIONS_DIR
 
@@ -110,8 +113,14 @@ class Watcher:
         self.verified: dict[tuple[str, str], str] = {}
         """``(parent, name)`` of a session folder: the index key this process last found its
         files to have (``scan._from_index``)."""
+        self.recent: dict[str, tuple[Any, ...]] = {}
+        """A session folder (as text, as ``changed_sessions`` names it) whose files changed
+        too recently for the index to remember them (the racy rule, ``Index.settled``): what
+        this process learnt of it (``scan._know``), trusted while no event came for the folder,
+        so a session being written is read once a change, not on every listing."""
         self.salt = ""
-        """The workflows' salt ``verified`` was checked with (another one clears it)."""
+        """The workflows' salt ``verified`` and ``recent`` were checked with (another one
+        clears them)."""
         self._libc = _libc() if enabled() else None
         self._fd = -1
         self._paths: dict[int, str] = {}
