@@ -322,3 +322,24 @@ def test_a_session_too_new_to_remember_is_read_once_a_change_not_on_every_load(
     monkeypatch.setattr(_index, "RACY_NS", -(10**15))  # settled: remembered by the index
     assert awaiting(client.get("/").text, "s-020")
     assert client.app.state.watcher.recent == {}  # type: ignore[attr-defined]
+
+
+def test_folders_made_and_removed_leave_no_watch_or_entry_behind(base: Path, watcher: Watcher) -> None:
+    """A writer makes and removes folders all the time: the watches and what the watcher
+    keeps of them (each folder's watched folders, for ``_forget``) come back to the same."""
+    sessions = base / P / "sessions"
+    before = (dict(watcher._paths), dict(watcher._watches), {k: set(v) for k, v in watcher._below.items()})
+    assert len(before[0]) == len(before[1]) > 5
+    for number in range(5):
+        copy_session(sessions / "s-000", sessions / f"new-{number}")
+        assert folder(base, f"new-{number}") in watcher.changed_sessions()  # type: ignore[operator]
+        assert len(watcher._paths) > len(before[0])
+        staged = sessions / f"new-{number}" / "phase_9"
+        staged.mkdir()
+        os.rename(staged, sessions / f"new-{number}" / "phase_9_moved")
+        assert watcher.changed_sessions() == {folder(base, f"new-{number}")}
+        shutil.rmtree(sessions / f"new-{number}")
+        assert folder(base, f"new-{number}") in watcher.changed_sessions()  # type: ignore[operator]
+    assert len(watcher._paths) == len(before[0])
+    assert watcher._watches == before[1]
+    assert watcher._below == before[2]

@@ -124,6 +124,11 @@ class Watcher:
         self._libc = _libc() if enabled() else None
         self._fd = -1
         self._paths: dict[int, str] = {}
+        self._watches: dict[str, int] = {}
+        """Each watched directory's watch (``_paths`` the other way round)."""
+        self._below: dict[str, set[str]] = {}
+        """The watched directories in each watched directory: what ``_forget`` drops with it,
+        found without going through every watch (a writer's save makes folders all the time)."""
         self._linked: set[str] = set()
         self._fresh = False
         """Whether the events since the watches were made are complete and were all read."""
@@ -157,6 +162,8 @@ class Watcher:
                 os.close(self._fd)
         self._fd = -1
         self._paths.clear()
+        self._watches.clear()
+        self._below.clear()
         self._linked.clear()
         self._fresh = False
 
@@ -184,6 +191,9 @@ class Watcher:
                     continue  # gone meanwhile: its parent's event says so
                 return False  # ENOSPC (the limit), EACCES, ...: events would be incomplete
             self._paths[wd] = directory
+            self._watches[directory] = wd
+            if not top_of_all:
+                self._below.setdefault(os.path.dirname(directory), set()).add(directory)
             depth = self._depth(directory)
             if changed is not None:
                 changed.update(self._sessions_of(directory))
@@ -269,6 +279,11 @@ class Watcher:
             return True  # a watch dropped already (its IN_IGNORED, or events queued before)
         if mask & _IN_IGNORED:
             del self._paths[wd]
+            if self._watches.get(directory) == wd:
+                del self._watches[directory]
+                if not self._below.get(directory):  # nothing under it watched: forgotten
+                    self._below.pop(directory, None)
+                    self._below.get(os.path.dirname(directory), set()).discard(directory)
             return True
         if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF):
             changed.update(self._sessions_of(directory))
@@ -293,10 +308,13 @@ class Watcher:
     def _forget(self, path: str) -> None:
         """Drop the watches of ``path`` and below (moved away or removed)."""
         assert self._libc is not None
-        below = os.path.join(path, "")
-        for wd, directory in list(self._paths.items()):
-            if directory == path or directory.startswith(below):
-                del self._paths[wd]
+        self._below.get(os.path.dirname(path), set()).discard(path)
+        pending = [path]
+        while pending:
+            directory = pending.pop()
+            pending += self._below.pop(directory, ())
+            wd = self._watches.pop(directory, None)
+            if wd is not None and self._paths.pop(wd, None) is not None:
                 self._libc.rm_watch(self._fd, wd)
 
 
