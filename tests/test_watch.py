@@ -319,6 +319,14 @@ def test_a_session_too_new_to_remember_is_read_once_a_change_not_on_every_load(
     files.paths.clear()
     assert awaiting(client.get("/").text, "s-020")
     assert files.paths == []
+    before = review.stat()
+    same_size = approved(waiting).replace("Reviewed: true", "Reviewed: true  ")
+    assert len(same_size) == len(waiting)
+    review.write_text(same_size, "utf-8")  # same size, same modification time: still an event
+    os.utime(review, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert not awaiting(client.get("/").text, "s-020")
+    assert files.sessions() == {"s-020"}
+    review.write_text(waiting, "utf-8")
     monkeypatch.setattr(_index, "RACY_NS", -(10**15))  # settled: remembered by the index
     assert awaiting(client.get("/").text, "s-020")
     assert client.app.state.watcher.recent == {}  # type: ignore[attr-defined]
@@ -343,3 +351,25 @@ def test_folders_made_and_removed_leave_no_watch_or_entry_behind(base: Path, wat
     assert len(watcher._paths) == len(before[0])
     assert watcher._watches == before[1]
     assert watcher._below == before[2]
+
+
+def test_without_events_a_session_too_new_to_remember_is_read_on_every_load(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no events to say when it changes (``HAYTHAM_WATCH=0``), what was read of a session
+    too new for the index is not trusted: every load reads it again."""
+    monkeypatch.setenv("HAYTHAM_WATCH", "0")
+    grow(base, 60)
+    app = create_app(str(base), watch=True)
+    with TestClient(app, base_url="http://127.0.0.1") as off:
+        assert not app.state.watcher.active
+        assert awaiting(off.get("/").text, "s-020")
+        assert awaiting(off.get("/").text, "s-020")
+        monkeypatch.setattr(_index, "RACY_NS", 10**15)
+        review = review_file(base, "s-020")
+        review.write_text(approved(review.read_text("utf-8")), "utf-8")
+        files = Stats(base, monkeypatch, ("open",))
+        for _ in range(3):
+            assert not awaiting(off.get("/").text, "s-020")
+            assert any(path.endswith("s-020/phase_1_concept/user_feedback.md") for path in files.paths)
+            files.paths.clear()
