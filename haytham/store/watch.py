@@ -281,9 +281,7 @@ class Watcher:
             del self._paths[wd]
             if self._watches.get(directory) == wd:
                 del self._watches[directory]
-                if not self._below.get(directory):  # nothing under it watched: forgotten
-                    self._below.pop(directory, None)
-                    self._below.get(os.path.dirname(directory), set()).discard(directory)
+                self._unlink(directory)
             return True
         if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF):
             changed.update(self._sessions_of(directory))
@@ -304,6 +302,18 @@ class Watcher:
             if self._depth(path) <= 2 and _is_dir(path):
                 return False  # a linked project, sessions or session folder
         return True
+
+    def _unlink(self, directory: str) -> None:
+        """Drop ``directory``, no longer watched, from ``_below`` once nothing under it is
+        watched either, and each folder above it that this leaves empty and unwatched."""
+        while directory not in self._watches and not self._below.get(directory):
+            self._below.pop(directory, None)
+            parent = os.path.dirname(directory)
+            siblings = self._below.get(parent)
+            if siblings is None or directory not in siblings:
+                return
+            siblings.discard(directory)
+            directory = parent
 
     def _forget(self, path: str) -> None:
         """Drop the watches of ``path`` and below (moved away or removed)."""
