@@ -186,10 +186,12 @@ def client(base: Path) -> Iterator[TestClient]:
 class Stats:
     """Every ``os.stat`` and ``os.lstat`` of a path inside the sessions folder, recorded."""
 
-    def __init__(self, base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(
+        self, base: Path, monkeypatch: pytest.MonkeyPatch, calls: tuple[str, ...] = ("stat", "lstat")
+    ) -> None:
         self.inside = os.path.join(base, P, "sessions", "")
         self.paths: list[str] = []
-        for name in ("stat", "lstat"):
+        for name in calls:
             real = getattr(os, name)
 
             def recording(path: object, *args: object, _real: object = real, **kwargs: object) -> object:
@@ -288,3 +290,86 @@ def test_a_change_the_index_could_not_remember_yet_is_checked_until_it_is(
     review.write_text(approved(review.read_text("utf-8")), "utf-8")
     for _ in range(3):  # the event was read by the first of these loads
         assert not awaiting(client.get("/").text, "s-020")
+
+
+def test_a_session_too_new_to_remember_is_read_once_a_change_not_on_every_load(
+    base: Path, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session being written stays too new for the index for seconds (the racy rule); the
+    server reads its files once after each change (the event says when), not on every load."""
+    grow(base, 60)
+    assert awaiting(client.get("/").text, "s-020")  # every session read into the index
+    assert awaiting(client.get("/").text, "s-020")  # and checked against it
+    monkeypatch.setattr(_index, "RACY_NS", 10**15)  # no listing row settles from now on
+    files = Stats(base, monkeypatch, ("stat", "lstat", "open"))
+    review = review_file(base, "s-020")
+    waiting = review.read_text("utf-8")
+    review.write_text(approved(waiting), "utf-8")
+    assert not awaiting(client.get("/").text, "s-020")  # read on this load
+    assert files.sessions() == {"s-020"}
+    assert any(path.endswith("user_feedback.md") for path in files.paths)
+    files.paths.clear()
+    for view in ("/", "/sessions", "/", "/sessions?state=awaiting_review"):
+        page = client.get(view).text
+        assert ">s-020<" not in page if "state=" in view else not awaiting(page, "s-020"), view
+        assert files.paths == [], view  # no event since: what was read stands
+    review.write_text(waiting, "utf-8")
+    assert awaiting(client.get("/").text, "s-020")  # the next change: read again, once
+    assert files.sessions() == {"s-020"}
+    files.paths.clear()
+    assert awaiting(client.get("/").text, "s-020")
+    assert files.paths == []
+    before = review.stat()
+    same_size = approved(waiting).replace("Reviewed: true", "Reviewed: true  ")
+    assert len(same_size) == len(waiting)
+    review.write_text(same_size, "utf-8")  # same size, same modification time: still an event
+    os.utime(review, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert not awaiting(client.get("/").text, "s-020")
+    assert files.sessions() == {"s-020"}
+    review.write_text(waiting, "utf-8")
+    monkeypatch.setattr(_index, "RACY_NS", -(10**15))  # settled: remembered by the index
+    assert awaiting(client.get("/").text, "s-020")
+    assert client.app.state.watcher.recent == {}  # type: ignore[attr-defined]
+
+
+def test_folders_made_and_removed_leave_no_watch_or_entry_behind(base: Path, watcher: Watcher) -> None:
+    """A writer makes and removes folders all the time: the watches and what the watcher
+    keeps of them (each folder's watched folders, for ``_forget``) come back to the same."""
+    sessions = base / P / "sessions"
+    before = (dict(watcher._paths), dict(watcher._watches), {k: set(v) for k, v in watcher._below.items()})
+    assert len(before[0]) == len(before[1]) > 5
+    for number in range(5):
+        copy_session(sessions / "s-000", sessions / f"new-{number}")
+        assert folder(base, f"new-{number}") in watcher.changed_sessions()  # type: ignore[operator]
+        assert len(watcher._paths) > len(before[0])
+        staged = sessions / f"new-{number}" / "phase_9"
+        staged.mkdir()
+        os.rename(staged, sessions / f"new-{number}" / "phase_9_moved")
+        assert watcher.changed_sessions() == {folder(base, f"new-{number}")}
+        shutil.rmtree(sessions / f"new-{number}")
+        assert folder(base, f"new-{number}") in watcher.changed_sessions()  # type: ignore[operator]
+    assert len(watcher._paths) == len(before[0])
+    assert watcher._watches == before[1]
+    assert watcher._below == before[2]
+
+
+def test_without_events_a_session_too_new_to_remember_is_read_on_every_load(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no events to say when it changes (``HAYTHAM_WATCH=0``), what was read of a session
+    too new for the index is not trusted: every load reads it again."""
+    monkeypatch.setenv("HAYTHAM_WATCH", "0")
+    grow(base, 60)
+    app = create_app(str(base), watch=True)
+    with TestClient(app, base_url="http://127.0.0.1") as off:
+        assert not app.state.watcher.active
+        assert awaiting(off.get("/").text, "s-020")
+        assert awaiting(off.get("/").text, "s-020")
+        monkeypatch.setattr(_index, "RACY_NS", 10**15)
+        review = review_file(base, "s-020")
+        review.write_text(approved(review.read_text("utf-8")), "utf-8")
+        files = Stats(base, monkeypatch, ("open",))
+        for _ in range(3):
+            assert not awaiting(off.get("/").text, "s-020")
+            assert any(path.endswith("s-020/phase_1_concept/user_feedback.md") for path in files.paths)
+            files.paths.clear()

@@ -212,6 +212,36 @@ def test_times_are_time_elements_to_the_second_with_the_iso_value(
     assert started and any(iso == started for iso, _, _ in TIME.findall(phase))
 
 
+def test_a_time_shown_again_is_not_parsed_again_and_is_escaped(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The times of a page are remembered by their text (bounded): a page loaded again parses
+    none; the text is escaped, and text that is not a time is shown as it is."""
+    from haytham.web import templating
+
+    templating._when_text.cache_clear()
+    parsed: list[str] = []
+    real = templating.parse_timestamp
+
+    def counting(text: str) -> object:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(templating, "parse_timestamp", counting)
+    first = client.get(f"/p/{P}/s/{S}").text
+    assert parsed and len(parsed) == len(set(parsed))  # each distinct time once
+    parsed.clear()
+    assert TIME.findall(client.get(f"/p/{P}/s/{S}").text) == TIME.findall(first) and parsed == []
+    odd = '2026-01-02T03:04:05+00:00"><b'
+    assert templating._when(odd) == odd  # not a time: as it is (the template escapes it)
+    quoted = str(templating._when("2026-01-02T03:04:05+00:00"))
+    assert quoted == (
+        '<time datetime="2026-01-02T03:04:05+00:00" title="2026-01-02T03:04:05+00:00">'
+        "2026-01-02 03:04:05 UTC</time>"
+    )
+    assert templating._when(None) == "-" and templating._when("") == "-"
+
+
 def test_app_js_rewrites_times_and_the_report_inlines_it_by_hash(
     manager: CheckpointManager, tmp_path: Path
 ) -> None:

@@ -242,8 +242,9 @@ def iter_sessions(
                     with watcher.lock:  # from the events read to the keys checked: one listing at a time
                         if watcher.salt != deriver.salt:
                             watcher.verified.clear()
+                            watcher.recent.clear()
                             watcher.salt = deriver.salt
-                        seen = _Seen(watcher.changed_sessions(), watcher.verified)
+                        seen = _Seen(watcher.changed_sessions(), watcher.verified, watcher.recent)
                         return _from_index(
                             index, root, folders, wanted, deriver, forget_others=root == base_dir, seen=seen
                         )
@@ -546,6 +547,8 @@ class _Seen:
 
     changed: set[str] | None
     verified: dict[tuple[str, str], str]
+    recent: dict[str, tuple[Any, ...]]
+    """What was learnt of each session folder too new for the index (``Watcher.recent``)."""
 
 
 def _from_index(
@@ -564,12 +567,21 @@ def _from_index(
     (``Index.hold``); the listing's queries then read the index with them, inside one read
     transaction (``listing.SessionListing``).
     With ``seen``, a remembered session whose row is the one last checked, and whose folder
-    had no event since, is not checked again (no ``stat``).
+    had no event since, is not checked again (no ``stat``); nor is a session read by an
+    earlier listing while its files were too new to remember (``Watcher.recent``): what was
+    learnt of it then stands until an event comes for its folder, or until it settles and is
+    remembered.
     Raises ``sqlite3.Error``."""
     index.snapshot()
     changed_folders = None if seen is None else seen.changed
     verified: dict[tuple[str, str], str] = {} if seen is None else seen.verified
     trusted = verified.get if changed_folders is not None else None
+    recent: dict[str, tuple[Any, ...]] = {} if seen is None else seen.recent
+    if changed_folders is None:
+        recent.clear()
+    else:
+        for folder in changed_folders:
+            recent.pop(folder, None)
     checked: list[tuple[tuple[str, str], str]] = []
     digests = deriver.digests = _progress.IndexedDigests(index)
     issues: list[Issue] = []
@@ -596,7 +608,9 @@ def _from_index(
             remembered = None
             if kept is not None and kept[0] == name:
                 remembered, kept = kept, next(known, None)
-                if (
+                if recent and prefix + name in recent:
+                    now = ""  # learnt since this row, no event since: the learnt one stands
+                elif (
                     trusted is not None
                     and trusted((parent, name)) == remembered[1]
                     and prefix + name not in changed_folders
@@ -625,19 +639,24 @@ def _from_index(
                             issues += _index.issues_from_json(remembered[3])
                     continue
                 changed.add((parent, name))
-            got = _know(parent, name, project, deriver, identify=True)
+            got = recent.pop(prefix + name, None) or _know(parent, name, project, deriver, identify=True)
             if got is None:
                 issues += _orphans.issues_of(parent, name)
                 if remembered is not None:
                     gone.append((parent, name))
                 continue
             row, found, st, learnt_facts = got
+            stored = None
             if st is not None and _settled(index.settled, st, row, learnt_facts):
                 stored = _stored(parent, name, st, row, found, learnt_facts)
                 if _storable(stored):
                     learnt.append(stored)
                     if seen is not None:
                         checked.append(((parent, name), stored[2]))
+                else:
+                    stored = None
+            if stored is None and seen is not None:
+                recent[prefix + name] = got  # not remembered yet: trusted until an event
             if row is None:
                 issues += found
             elif wanted(row[_USER], row[_STATUS], row[_REVIEWERS]):

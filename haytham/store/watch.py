@@ -19,7 +19,9 @@ folder holding a symbolic link is in every answer, for the same reason.
 
 The listing also keeps here (``verified``) the index key it last checked against each
 session's files, under the watcher's ``lock``: a remembered row is trusted without a ``stat``
-only while it is the row this process checked and no event came for its folder since.
+only while it is the row this process checked and no event came for its folder since. What it
+learnt of a session too new for the index (``recent``) is trusted the same way: the kernel
+queues an event for any write after the read, so no racy window opens.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import struct
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from haytham.format.layout import SESSIONS_DIR
 
@@ -110,11 +113,22 @@ class Watcher:
         self.verified: dict[tuple[str, str], str] = {}
         """``(parent, name)`` of a session folder: the index key this process last found its
         files to have (``scan._from_index``)."""
+        self.recent: dict[str, tuple[Any, ...]] = {}
+        """A session folder (as text, as ``changed_sessions`` names it) whose files changed
+        too recently for the index to remember them (the racy rule, ``Index.settled``): what
+        this process learnt of it (``scan._know``), trusted while no event came for the folder,
+        so a session being written is read once a change, not on every listing."""
         self.salt = ""
-        """The workflows' salt ``verified`` was checked with (another one clears it)."""
+        """The workflows' salt ``verified`` and ``recent`` were checked with (another one
+        clears them)."""
         self._libc = _libc() if enabled() else None
         self._fd = -1
         self._paths: dict[int, str] = {}
+        self._watches: dict[str, int] = {}
+        """Each watched directory's watch (``_paths`` the other way round)."""
+        self._below: dict[str, set[str]] = {}
+        """The watched directories in each watched directory: what ``_forget`` drops with it,
+        found without going through every watch (a writer's save makes folders all the time)."""
         self._linked: set[str] = set()
         self._fresh = False
         """Whether the events since the watches were made are complete and were all read."""
@@ -148,6 +162,8 @@ class Watcher:
                 os.close(self._fd)
         self._fd = -1
         self._paths.clear()
+        self._watches.clear()
+        self._below.clear()
         self._linked.clear()
         self._fresh = False
 
@@ -175,6 +191,9 @@ class Watcher:
                     continue  # gone meanwhile: its parent's event says so
                 return False  # ENOSPC (the limit), EACCES, ...: events would be incomplete
             self._paths[wd] = directory
+            self._watches[directory] = wd
+            if not top_of_all:
+                self._below.setdefault(os.path.dirname(directory), set()).add(directory)
             depth = self._depth(directory)
             if changed is not None:
                 changed.update(self._sessions_of(directory))
@@ -260,6 +279,9 @@ class Watcher:
             return True  # a watch dropped already (its IN_IGNORED, or events queued before)
         if mask & _IN_IGNORED:
             del self._paths[wd]
+            if self._watches.get(directory) == wd:
+                del self._watches[directory]
+                self._unlink(directory)
             return True
         if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF):
             changed.update(self._sessions_of(directory))
@@ -281,13 +303,28 @@ class Watcher:
                 return False  # a linked project, sessions or session folder
         return True
 
+    def _unlink(self, directory: str) -> None:
+        """Drop ``directory``, no longer watched, from ``_below`` once nothing under it is
+        watched either, and each folder above it that this leaves empty and unwatched."""
+        while directory not in self._watches and not self._below.get(directory):
+            self._below.pop(directory, None)
+            parent = os.path.dirname(directory)
+            siblings = self._below.get(parent)
+            if siblings is None or directory not in siblings:
+                return
+            siblings.discard(directory)
+            directory = parent
+
     def _forget(self, path: str) -> None:
         """Drop the watches of ``path`` and below (moved away or removed)."""
         assert self._libc is not None
-        below = os.path.join(path, "")
-        for wd, directory in list(self._paths.items()):
-            if directory == path or directory.startswith(below):
-                del self._paths[wd]
+        self._below.get(os.path.dirname(path), set()).discard(path)
+        pending = [path]
+        while pending:
+            directory = pending.pop()
+            pending += self._below.pop(directory, ())
+            wd = self._watches.pop(directory, None)
+            if wd is not None and self._paths.pop(wd, None) is not None:
                 self._libc.rm_watch(self._fd, wd)
 
 

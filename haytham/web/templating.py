@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from haytham.records import AgentOutput
 from haytham.store.clock import parse_timestamp
@@ -55,13 +55,26 @@ def _when(value: str | datetime | None) -> Markup | str:
     time; a value that is not a time is shown as it is (escaped)."""
     if value is None or value == "":
         return "-"
+    if isinstance(value, str):
+        return _when_text(value)
+    return _time_element(value.isoformat().replace("+00:00", "Z"), value)
+
+
+@lru_cache(maxsize=4096)
+def _when_text(value: str) -> Markup | str:
+    """``_when`` of a time as a file writes it, remembered: a listing page shows the same
+    rows' times on every load (bounded, so a long-running server's memory stays flat)."""
     try:
-        moment = value if isinstance(value, datetime) else parse_timestamp(value)
+        moment = parse_timestamp(value)
     except ValueError:
-        return str(value)
-    iso = value if isinstance(value, str) else value.isoformat().replace("+00:00", "Z")
+        return value
+    return _time_element(value, moment)
+
+
+def _time_element(iso: str, moment: datetime) -> Markup:
     shown = moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return Markup('<time datetime="{0}" title="{0}">{1}</time>').format(iso, shown)
+    quoted = escape(iso)
+    return Markup(f'<time datetime="{quoted}" title="{quoted}">{shown}</time>')
 
 
 def _output_meta(output: AgentOutput) -> str:
