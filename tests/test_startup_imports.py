@@ -37,7 +37,7 @@ HEAVY = frozenset(
 haytham's version is read for ``--version`` and a trace export, never at start)."""
 WRITE_PATH = frozenset(
     {"haytham.store.transaction", "haytham.store.saving", "haytham.store.reruns", "haytham.store.journal"}
-    | {"haytham.store.reads", "haytham.store.shown", "haytham.store.review_time"}
+    | {"haytham.store.reads", "haytham.store.shown", "haytham.store.review_time", "haytham.store.arguments"}
 )
 """The modules of a session's writes, which a command that only reads imports none of."""
 SESSION_CHECKS = frozenset(

@@ -37,17 +37,6 @@ from haytham.store import fs as _storage
 from haytham.store import lease as _lease
 from haytham.store import lifecycle
 from haytham.store import progress as _progress
-from haytham.store.arguments import (
-    agent_row,
-    check_budget,
-    check_choice,
-    check_count,
-    check_flag,
-    check_timestamp,
-    checkpoint_args,
-    feedback_fields,
-    output_fields,
-)
 from haytham.store.events import Event
 from haytham.store.names import (
     PhaseDirs,
@@ -62,8 +51,9 @@ from haytham.store.phase_files import agent_files
 from haytham.store.session import Session
 from haytham.store.store import Store
 
-if TYPE_CHECKING:  # the write path and the reads of history and attempts are imported by the
-    # methods that use them: a read of where a session stands (haytham status) needs none of them
+if TYPE_CHECKING:  # the write path (the transaction, the saves, the checks of their arguments)
+    # and the reads of history and attempts are imported by the methods that use them: a read of
+    # where a session stands (haytham status, validate of files) needs none of them
     from haytham.store.attempts import OutputReader
     from haytham.store.shown import Shown
     from haytham.store.transaction import Transaction
@@ -271,6 +261,9 @@ class SessionHandle:
         until: str | None = None,
     ) -> list[HistoryEntry]:
         """The session's history entries, oldest first, matching every criterion given."""
+        # the checks of a caller's arguments, imported where a filter is given (see the imports)
+        from haytham.store.arguments import check_choice, check_timestamp
+
         session = self.open()
         if phase is not None:
             session.phase(phase)
@@ -493,6 +486,9 @@ class SessionHandle:
     ) -> Path:
         """``CheckpointManager.save_checkpoint``: the phase's checkpoint, its history entry and
         the manifest, in one change."""
+        # the checks of a write's arguments, imported by the write (see the imports)
+        from haytham.store.arguments import checkpoint_args
+
         checked = checkpoint_args(
             status,
             agents,
@@ -582,6 +578,9 @@ class SessionHandle:
         built_from: Mapping[int, str] | None = None,
     ) -> Path:
         """``CheckpointManager.save_phase``: a phase's outputs, checkpoint and review in one change."""
+        # the checks of a write's arguments, imported by the write (see the imports)
+        from haytham.store.arguments import agent_row, checkpoint_args, feedback_fields, output_fields
+
         checked_outputs: dict[str, dict[str, Any]] = {}
         try:
             for agent, value in (outputs or {}).items():
@@ -633,6 +632,9 @@ class SessionHandle:
         """``CheckpointManager.correct_output``: a reviewer's correction of one agent's output,
         the original kept in the history, the review's action ``modified``, in one change;
         None when ``content`` is the output already (nothing is written)."""
+        # the checks of a write's arguments, imported by the write (see the imports)
+        from haytham.store.arguments import check_flag, feedback_fields
+
         check_agent_name(agent_name)
         if not isinstance(content, str):
             raise InvalidArgumentError(
@@ -707,6 +709,9 @@ class SessionHandle:
         raised_budget: str | None = None,
     ) -> UserFeedback:
         """``CheckpointManager.update_feedback``: only the given fields of the review change."""
+        # the checks of a write's arguments, imported by the write (see the imports)
+        from haytham.store.arguments import check_budget, check_choice, check_count, check_flag
+
         updates: dict[str, bool | int | str] = {}
         for key, flag in (("reviewed", reviewed), ("approved", approved)):
             if flag is not None:

@@ -37,7 +37,6 @@ from haytham.records import (
     UserFeedback,
 )
 from haytham.store import lifecycle
-from haytham.store.arguments import feedback_fields, output_fields
 from haytham.store.handle import SessionHandle
 from haytham.store.names import check_path_name
 from haytham.store.store import Store
@@ -201,6 +200,9 @@ class CheckpointManager(Store):
         """Write ``{agent_name}.md`` with the output exactly as given; ``tries``: every try
         of the run that made it (``## Tries``, written only when there are some);
         ``trace_id``: the agent's own trace id, kept as its ``Trace ID``."""
+        # the checks of a write's arguments, imported by the write (see the imports)
+        from haytham.store.arguments import output_fields
+
         fields = output_fields(
             agent_name,
             output_content,
@@ -258,6 +260,9 @@ class CheckpointManager(Store):
         (``reviewed=True``) is a lifecycle move the phase as it stands must allow a reviewer
         (``lifecycle.check_move``): otherwise MoveRefusedError, and nothing is written. The
         blank template (``reviewed=False``) decides nothing and is no move."""
+        # the checks of a write's arguments, imported by the write (see the imports)
+        from haytham.store.arguments import feedback_fields
+
         fields = feedback_fields(
             reviewed,
             approved,
