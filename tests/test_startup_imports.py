@@ -32,6 +32,7 @@ runpy.run_module(module, run_name="__main__")
 HEAVY = frozenset(
     {"yaml", "jsonschema", "fastjsonschema", "mistune", "sqlite3", "rich", "jinja2", "starlette", "asyncio"}
     | {"email", "http", "tarfile", "importlib.metadata", "haytham.web", "haytham.transfer"}
+    | {"decimal"}  # the generated schema predicates test numbers against checks.Decimal
 )
 """Modules none of the three commands needs when the files are valid (``importlib.metadata``:
 haytham's version is read for ``--version`` and a trace export, never at start)."""
