@@ -120,6 +120,7 @@ def test_validate_of_two_files_imports_none_of_the_heavy_modules(tmp_path: Path)
     assert "haytham.store.session_files" in modules  # the probe saw the command run
     assert not modules & SESSION_CHECKS  # two files, no session folder
     assert not modules & WRITE_PATH
+    assert "hashlib" not in modules  # no digest is made of two valid files: OpenSSL is not loaded
     assert not modules & HEAVY
     assert not modules & FEATURES
     assert not modules & {"haytham.store.doctor", "haytham.config"}  # doctor's; the variable answered
@@ -160,6 +161,7 @@ def test_the_merge_driver_imports_no_command_line_no_store_and_no_yaml(tmp_path:
     assert not modules & FEATURES
     assert not modules & {"click", "haytham.cli.common", "haytham.cli.git", "haytham.cli.main"}
     assert not modules & {"haytham.store.manager", "haytham.git.autocommit", "haytham.git.sync"}
+    assert "hashlib" not in modules  # a merge makes no digest
 
 
 def test_the_driver_of_clones_set_up_before_imports_no_store_and_no_yaml(tmp_path: Path) -> None:

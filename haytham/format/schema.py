@@ -14,7 +14,6 @@ says "not sure", and jsonschema decides), never looser: the tests check that.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -52,6 +51,8 @@ def schemas_digest(folder: Path = _HERE) -> str:
     Content, never a file's time: reinstalling or upgrading haytham rewrites these files with
     the same bytes, and must not change the hash (``haytham.store.index`` keys on it).
     """
+    import hashlib  # imported by a digest: OpenSSL costs 3 ms of a start (issue 26)
+
     digest = hashlib.sha256(json.dumps([sorted(ENUMERATIONS.items()), MAX_AMOUNT, MAX_WHOLE_NUMBER]).encode())
     for sub, suffix in ((SCHEMAS_FOLDER, ".json"), (CHECKS_FOLDER, ".py")):
         directory = folder / sub
@@ -215,6 +216,8 @@ _CHECKS = "haytham.format.checks"
 
 def schema_digest(schema: Any) -> str:
     """What a generated predicate was made from: a hash of the loaded schema."""
+    import hashlib  # imported by a digest: OpenSSL costs 3 ms of a start (issue 26)
+
     return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()[:16]
 
 

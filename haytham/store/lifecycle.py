@@ -23,11 +23,10 @@ does not run it again, and every phase built on the old outputs is ``stale``.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from haytham.records import (
     ACTION_VERDICTS,
@@ -39,6 +38,9 @@ from haytham.records import (
     UserFeedback,
 )
 from haytham.records import PHASE_STATES as _PHASE_STATES
+
+if TYPE_CHECKING:  # named in an annotation: hashlib is imported where a digest is made
+    import hashlib
 
 SessionState = SessionStatus
 """Where a whole session stands: the state of its first phase that is not done."""
@@ -495,6 +497,8 @@ def outputs_digest(outputs: Mapping[str, str]) -> str:
     Equal outputs give equal digests on every machine, so a re-run that produces the same
     text leaves the phases after it current.
     """
+    import hashlib  # imported by a digest: OpenSSL costs 3 ms of a start (issue 26)
+
     digest = hashlib.sha256()
     for name in sorted(outputs):
         for part in (name, outputs[name]):
