@@ -158,3 +158,25 @@ def test_the_generated_predicate_is_the_one_in_use(kind: str) -> None:
 
     module = importlib.import_module(f"haytham.format.checks.{kind}")
     assert certainly_valid(kind).__closure__[0].cell_contents is module.validate  # type: ignore[index]
+
+
+def test_a_generated_predicate_takes_a_decimal_for_a_number_as_fastjsonschema_does(tmp_path: Path) -> None:
+    # The generated code tests numbers against haytham.format.checks.Decimal, which stands in
+    # for decimal.Decimal without importing it: it must answer as fastjsonschema's own code.
+    import decimal
+
+    from haytham import CheckpointManager
+    from haytham.format.checks import Decimal
+    from haytham.format.document import to_json
+    from haytham.format.schema import certainly_valid, compile_schema
+
+    manager = CheckpointManager(tmp_path)
+    manager.create_session("P", "S", "ada", execution_mode="mvp")
+    manager.save_checkpoint("P", "S", 1, "completed", [{"agent_name": "writer", "tokens": 5}], duration=2.5)
+    data = to_json(manager.load_checkpoint("P", "S", 1))
+    generated, compiled = certainly_valid("checkpoint"), compile_schema(load_schema("checkpoint"))
+    for duration, valid in ((decimal.Decimal("1.5"), True), ("1.5", False), (1.5, True), (None, True)):
+        instance = {**data, "duration": duration}
+        assert generated(instance) is compiled(instance) is valid, duration
+    assert isinstance(decimal.Decimal("1.5"), Decimal)
+    assert not isinstance(1.5, Decimal) and not isinstance("1.5", Decimal)

@@ -32,9 +32,19 @@ runpy.run_module(module, run_name="__main__")
 HEAVY = frozenset(
     {"yaml", "jsonschema", "fastjsonschema", "mistune", "sqlite3", "rich", "jinja2", "starlette", "asyncio"}
     | {"email", "http", "tarfile", "importlib.metadata", "haytham.web", "haytham.transfer"}
+    | {"decimal"}  # the generated schema predicates test numbers against checks.Decimal
 )
 """Modules none of the three commands needs when the files are valid (``importlib.metadata``:
 haytham's version is read for ``--version`` and a trace export, never at start)."""
+WRITE_PATH = frozenset(
+    {"haytham.store.transaction", "haytham.store.saving", "haytham.store.reruns", "haytham.store.journal"}
+    | {"haytham.store.reads", "haytham.store.shown", "haytham.store.review_time", "haytham.store.arguments"}
+)
+"""The modules of a session's writes, which a command that only reads imports none of."""
+SESSION_CHECKS = frozenset(
+    {"haytham.store.validation", "haytham.store.orphans", "haytham.store.disagreements"}
+)
+"""What validate checks whole session folders with, which files given alone do not need."""
 FEATURES = frozenset({"haytham.notify", "haytham.otel", "haytham.retention", "haytham.projects"})
 """What haytham.yaml can switch on (the notify hook, trace exports, pruning) and the project
 manager: a command that only asks where the sessions are imports none of them."""
@@ -98,13 +108,20 @@ def test_status_imports_neither_the_heavy_modules_nor_the_doctor(tmp_path: Path)
     assert not modules & {"haytham.store.scan", "haytham.store.derived"}  # the listing's, not status's
     assert "haytham.store.orphans" not in modules  # a session folder without a manifest: not this one
     assert "difflib" not in modules  # a near-miss heading or label's, and these files have none
+    # a write's: the transaction, the saves and re-runs, the journal and what a reviewer was shown
+    assert not modules & WRITE_PATH
+    assert not modules & {"haytham.store.history", "haytham.store.attempts", "haytham.store.fork"}
+    assert "hashlib" not in modules  # its digests are the interpreter's own SHA-256 (format.digest)
 
 
 def test_validate_of_two_files_imports_none_of_the_heavy_modules(tmp_path: Path) -> None:
     session = _session(tmp_path)
     files = [session / "session_manifest.md", next(session.glob("phase_1_*")) / "checkpoint.md"]
     modules = loaded(tmp_path, "haytham", "validate", *map(str, files))
-    assert "haytham.store.validation" in modules
+    assert "haytham.store.session_files" in modules  # the probe saw the command run
+    assert not modules & SESSION_CHECKS  # two files, no session folder
+    assert not modules & WRITE_PATH
+    assert "hashlib" not in modules  # no digest is made of two valid files: OpenSSL is not loaded
     assert not modules & HEAVY
     assert not modules & FEATURES
     assert not modules & {"haytham.store.doctor", "haytham.config"}  # doctor's; the variable answered
@@ -118,7 +135,8 @@ def test_validate_as_a_pre_commit_hook_runs_it_reads_no_settings_it_does_not_nee
     assert not (tmp_path / "haytham.yaml").exists()
     files = [session / "session_manifest.md", next(session.glob("phase_1_*")) / "checkpoint.md"]
     modules = loaded(tmp_path, "haytham", "validate", *map(str, files), base_dir_variable=False)
-    assert {"haytham.config", "haytham.store.validation"} <= modules
+    assert {"haytham.config", "haytham.store.session_files"} <= modules
+    assert not modules & SESSION_CHECKS
     assert not modules & HEAVY
     assert not modules & FEATURES
     assert "haytham.store.doctor" not in modules
@@ -144,6 +162,7 @@ def test_the_merge_driver_imports_no_command_line_no_store_and_no_yaml(tmp_path:
     assert not modules & FEATURES
     assert not modules & {"click", "haytham.cli.common", "haytham.cli.git", "haytham.cli.main"}
     assert not modules & {"haytham.store.manager", "haytham.git.autocommit", "haytham.git.sync"}
+    assert "hashlib" not in modules  # a merge makes no digest
 
 
 def test_the_driver_of_clones_set_up_before_imports_no_store_and_no_yaml(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ phase (the policy types live in ``haytham.format.policy``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -152,6 +151,8 @@ class Workflow:
             "modes": {k: list(v) for k, v in sorted(self.modes.items())},
             "max_retries": self.max_retries,
         }
+        import hashlib  # imported by a digest: OpenSSL costs 3 ms of a start (issue 26)
+
         digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
         return f"sha256:{digest[:16]}"
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import stat
 import time
@@ -146,6 +145,8 @@ def file_version(path: Path) -> tuple[str, bytes | None]:
         data = read_file(path)
     except FileNotFoundError:
         return NO_FILE, None
+    import hashlib  # imported by a digest: OpenSSL costs 3 ms of a start (issue 26)
+
     return hashlib.sha256(data).hexdigest()[:20], data
 
 

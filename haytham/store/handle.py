@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from haytham.errors import InvalidArgumentError, Issue, NotFoundError, PhaseNotFoundError, SessionExistsError
 from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
@@ -33,24 +33,11 @@ from haytham.records import (
     SessionManifest,
     UserFeedback,
 )
-from haytham.store import attempts as _attempts
 from haytham.store import fs as _storage
-from haytham.store import history, journal, lifecycle, reruns, saving
 from haytham.store import lease as _lease
+from haytham.store import lifecycle
 from haytham.store import progress as _progress
-from haytham.store.arguments import (
-    agent_row,
-    check_budget,
-    check_choice,
-    check_count,
-    check_flag,
-    check_timestamp,
-    checkpoint_args,
-    feedback_fields,
-    output_fields,
-)
 from haytham.store.events import Event
-from haytham.store.fork import files_at_entry, fork_files
 from haytham.store.names import (
     PhaseDirs,
     check_agent_name,
@@ -61,11 +48,15 @@ from haytham.store.names import (
     check_user_id,
 )
 from haytham.store.phase_files import agent_files
-from haytham.store.review_time import hand_review_time
 from haytham.store.session import Session
-from haytham.store.shown import Shown, shown_now
 from haytham.store.store import Store
-from haytham.store.transaction import Transaction, transaction
+
+if TYPE_CHECKING:  # the write path (the transaction, the saves, the checks of their arguments)
+    # and the reads of history and attempts are imported by the methods that use them: a read of
+    # where a session stands (haytham status, validate of files) needs none of them
+    from haytham.store.attempts import OutputReader
+    from haytham.store.shown import Shown
+    from haytham.store.transaction import Transaction
 
 
 class SessionHandle:
@@ -128,6 +119,8 @@ class SessionHandle:
             return found
         checkpoint = self.store.load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
         completed = checkpoint.completed if checkpoint is not None else None
+        from haytham.store.review_time import hand_review_time  # a hand review's only
+
         return hand_review_time(found, directory / FEEDBACK_FILE, completed)  # a hand review's time
 
     def shown(self, phase_num: int) -> Shown:
@@ -137,6 +130,8 @@ class SessionHandle:
         (``save_user_feedback(expected_version=...)``), which is refused if any of them changed."""
         directory = self.open().read_phase_dir(phase_num)
         checkpoint = self.store.load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
+        from haytham.store.shown import shown_now  # a review's only (see the imports)
+
         return shown_now(directory, checkpoint, self.store.digests, self.store.cache)
 
     def state(self) -> lifecycle.SessionView:
@@ -231,7 +226,7 @@ class SessionHandle:
     def attempts(
         self,
         phase_num: int,
-        read_output: _attempts.OutputReader | None = None,
+        read_output: OutputReader | None = None,
         *,
         problems: list[Issue] | None = None,
     ) -> list[Attempt]:
@@ -239,6 +234,8 @@ class SessionHandle:
         Each output's content is what ``read_output`` reads of its file (all of it by default).
         ``problems``: collects the mistakes of review files that do not read, whose attempts
         then have no feedback, instead of raising (``attempts.load_all``)."""
+        from haytham.store import attempts as _attempts  # imported when used (see the imports)
+
         directory = self.phase_dir(phase_num)
         current = self.store.load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
         return _attempts.load_all(directory, current, read_output or _attempts.whole_output, problems)
@@ -250,6 +247,8 @@ class SessionHandle:
         directory = self.open().read_phase_dir(phase_num)
         checkpoint = self.store.load_optional(CHECKPOINT, directory / CHECKPOINT_FILE)
         completed = checkpoint.completed if checkpoint is not None else None
+        from haytham.store import attempts as _attempts  # imported when used (see the imports)
+
         return _attempts.read_review(directory / FEEDBACK_FILE, completed, problems)
 
     def history(
@@ -262,6 +261,9 @@ class SessionHandle:
         until: str | None = None,
     ) -> list[HistoryEntry]:
         """The session's history entries, oldest first, matching every criterion given."""
+        # the checks of a caller's arguments, imported where a filter is given (see the imports)
+        from haytham.store.arguments import check_choice, check_timestamp
+
         session = self.open()
         if phase is not None:
             session.phase(phase)
@@ -269,6 +271,8 @@ class SessionHandle:
             check_choice("status", status, PHASE_STATUSES)
         since = check_timestamp("since", since)
         until = check_timestamp("until", until)
+        from haytham.store import history  # imported when used (see the imports)
+
         entries, _ = history.read_entries(session.directory, cache=self.store.cache)
         return history.select(entries, phase=phase, status=status, name=name, since=since, until=until)
 
@@ -380,8 +384,11 @@ class SessionHandle:
             self.recover()  # an entry an interrupted save committed counts
             entry = self.history_entry(from_entry)
             from_phase = entry.phase_number
+        from haytham.store import history
         from haytham.store.copy import read_session_files, write_session_dir  # imported when used: it
+
         # brings the doctor, which a read of one session (haytham status) never needs
+        from haytham.store.fork import files_at_entry, fork_files
 
         store, project_id, session_id = self.store, self.project_id, self.session_id
         target = check_inside(store.base_dir, store.session_dir(project_id, new_session_id))
@@ -438,6 +445,8 @@ class SessionHandle:
 
     def transact(self) -> AbstractContextManager[Transaction]:
         """The one write path: hold the lock, recover, read once (``store.transaction``)."""
+        from haytham.store.transaction import transaction  # a write's (see the imports)
+
         return transaction(self.store, self.project_id, self.session_id)
 
     def recover(self) -> bool:
@@ -445,6 +454,8 @@ class SessionHandle:
         (its journal record), under the session's lock; return whether there was one. For code
         that decides from the session's state before it writes: the decision is then made on
         the whole change. A session with no record is not locked and nothing is written."""
+        from haytham.store import journal  # a writer's (see the imports)
+
         directory = self.store.session_home(self.project_id, self.session_id)
         if journal.pending(directory) is None:
             return False
@@ -475,6 +486,9 @@ class SessionHandle:
     ) -> Path:
         """``CheckpointManager.save_checkpoint``: the phase's checkpoint, its history entry and
         the manifest, in one change."""
+        # the checks of a write's arguments, imported by the write (see the imports)
+        from haytham.store.arguments import checkpoint_args
+
         checked = checkpoint_args(
             status,
             agents,
@@ -489,6 +503,8 @@ class SessionHandle:
             built_from,
             held,
         )
+        from haytham.store import saving  # the write path, imported by a write (see the imports)
+
         with self.transact() as tx:
             path, events = saving.save_checkpoint(tx, phase_num, checked, name, reason)
         self.store.events.emit(events)
@@ -497,6 +513,8 @@ class SessionHandle:
     def save_agent_output(self, phase_num: int, fields: Mapping[str, Any]) -> Path:
         """``CheckpointManager.save_agent_output``: ``{agent_name}.md`` with the output exactly
         as given (``fields``: ``arguments.output_fields``)."""
+        from haytham.store import saving  # the write path, imported by a write (see the imports)
+
         with self.transact() as tx:
             path, events = saving.save_agent_output(tx, phase_num, fields)
         self.store.events.emit(events)
@@ -507,6 +525,8 @@ class SessionHandle:
     ) -> Path:
         """``CheckpointManager.save_user_feedback``: the review file, its history entry and the
         manifest, in one change (``fields``: ``arguments.feedback_fields``)."""
+        from haytham.store import saving  # the write path, imported by a write (see the imports)
+
         with self.transact() as tx:
             path, events = saving.save_user_feedback(tx, phase_num, fields, expected_version)
         self.store.events.emit(events)
@@ -532,6 +552,8 @@ class SessionHandle:
                 "(a lone surrogate)",
                 field="text",
             ) from None
+        from haytham.store import saving  # the write path, imported by a write (see the imports)
+
         with self.transact() as tx:
             record, events = saving.save_feedback_text(tx, phase_num, text, expected, who)
         self.store.events.emit(events)
@@ -556,6 +578,9 @@ class SessionHandle:
         built_from: Mapping[int, str] | None = None,
     ) -> Path:
         """``CheckpointManager.save_phase``: a phase's outputs, checkpoint and review in one change."""
+        # the checks of a write's arguments, imported by the write (see the imports)
+        from haytham.store.arguments import agent_row, checkpoint_args, feedback_fields, output_fields
+
         checked_outputs: dict[str, dict[str, Any]] = {}
         try:
             for agent, value in (outputs or {}).items():
@@ -587,6 +612,8 @@ class SessionHandle:
             reason,
             built_from,
         )
+        from haytham.store import saving  # the write path, imported by a write (see the imports)
+
         with self.transact() as tx:
             path, events = saving.save_phase(tx, phase_num, checked_outputs, checked, review, name, reason)
         self.store.events.emit(events)
@@ -605,6 +632,9 @@ class SessionHandle:
         """``CheckpointManager.correct_output``: a reviewer's correction of one agent's output,
         the original kept in the history, the review's action ``modified``, in one change;
         None when ``content`` is the output already (nothing is written)."""
+        # the checks of a write's arguments, imported by the write (see the imports)
+        from haytham.store.arguments import check_flag, feedback_fields
+
         check_agent_name(agent_name)
         if not isinstance(content, str):
             raise InvalidArgumentError(
@@ -621,6 +651,8 @@ class SessionHandle:
         check_flag("approve", approve)
         who = feedback_fields(True, True, reviewer=reviewer)["reviewer"]  # checked as a review's
         self.open().phase(phase_num)
+        from haytham.store import saving  # the write path, imported by a write (see the imports)
+
         with self.transact() as tx:
             saved = saving.correct_output(tx, phase_num, agent_name, content, approve, expected_version, who)
         if saved is None:
@@ -638,6 +670,8 @@ class SessionHandle:
         if checkpoint is None:
             return []
         attempt = checkpoint.retry_count + 1
+        from haytham.store import history  # imported when used (see the imports)
+
         entries, _ = history.read_entries(session.directory, cache=self.store.cache)
         first: dict[str, HistoryEntry] = {}
         for entry in entries:
@@ -659,6 +693,8 @@ class SessionHandle:
     def keep_edited_outputs(self, phase_num: int) -> bool:
         """``CheckpointManager.keep_edited_outputs``: a person's correction of a phase's outputs
         becomes its output of record; returns whether anything was written."""
+        from haytham.store import saving  # the write path, imported by a write (see the imports)
+
         with self.transact() as tx:
             return saving.keep_edited_outputs(tx, phase_num)
 
@@ -673,6 +709,9 @@ class SessionHandle:
         raised_budget: str | None = None,
     ) -> UserFeedback:
         """``CheckpointManager.update_feedback``: only the given fields of the review change."""
+        # the checks of a write's arguments, imported by the write (see the imports)
+        from haytham.store.arguments import check_budget, check_choice, check_count, check_flag
+
         updates: dict[str, bool | int | str] = {}
         for key, flag in (("reviewed", reviewed), ("approved", approved)):
             if flag is not None:
@@ -686,6 +725,8 @@ class SessionHandle:
         if raised_budget is not None:
             updates["raised_budget"] = check_budget("raised_budget", raised_budget)
         self.open().phase(phase_num)
+        from haytham.store import saving  # the write path, imported by a write (see the imports)
+
         with self.transact() as tx:
             return saving.update_feedback(tx, phase_num, updates)
 
@@ -720,18 +761,23 @@ class SessionHandle:
     def start_attempt(self, phase_num: int) -> int:
         """Keep the phase's current attempt in ``attempts/{n}/`` and open attempt ``n + 1``."""
         self.open().phase(phase_num)
+        from haytham.store import reruns  # the write path, imported by a write (see the imports)
+
         with self.transact() as tx:
             return reruns.start_attempt(tx, phase_num)
 
     def archive_from(self, from_phase: int) -> list[int]:
         """Keep ``from_phase`` and every later phase with a checkpoint as attempts."""
         self.open().phase(from_phase)
+        from haytham.store import reruns  # the write path, imported by a write (see the imports)
+
         with self.transact() as tx:
             return reruns.archive_from(tx, from_phase)
 
     def repair(self) -> None:
         """Finish an interrupted change, rebuild the manifest's progress from the files and
         remove what killed writers left (``CheckpointManager.repair``)."""
+        from haytham.store import history
         from haytham.store.doctor import remove_traces, written_folders  # imported when used: the
         # doctor is for repairs, and a read of one session (haytham status) never needs it
 

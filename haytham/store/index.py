@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import importlib.util
 import json
 import os
@@ -112,6 +111,8 @@ def stamp(format_dir: Path | None = None) -> str:
     (a few kilobytes, read once a process), so reinstalling the same schemas keeps the index;
     a parser by a ``stat`` of its defining file, so importing it is not needed.
     """
+    import hashlib  # imported by a digest: OpenSSL costs 3 ms of a start (issue 26)
+
     digest = hashlib.sha256(
         f"{LAYOUT_VERSION}:{RULES_VERSION}:{FORMAT_VERSION}:{sys.version_info[:2]}".encode()
     )

@@ -23,12 +23,12 @@ does not run it again, and every phase built on the old outputs is ``stale``.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
+from haytham.format.digest import sha256
 from haytham.records import (
     ACTION_VERDICTS,
     APPROVAL_ACTIONS,
@@ -39,6 +39,9 @@ from haytham.records import (
     UserFeedback,
 )
 from haytham.records import PHASE_STATES as _PHASE_STATES
+
+if TYPE_CHECKING:  # named in an annotation: hashlib is imported where a digest is made
+    import hashlib
 
 SessionState = SessionStatus
 """Where a whole session stands: the state of its first phase that is not done."""
@@ -495,7 +498,7 @@ def outputs_digest(outputs: Mapping[str, str]) -> str:
     Equal outputs give equal digests on every machine, so a re-run that produces the same
     text leaves the phases after it current.
     """
-    digest = hashlib.sha256()
+    digest = sha256(sum(len(name) + len(text) for name, text in outputs.items()))
     for name in sorted(outputs):
         for part in (name, outputs[name]):
             _hash_text(digest, part)

@@ -37,16 +37,15 @@ from haytham.records import (
     UserFeedback,
 )
 from haytham.store import lifecycle
-from haytham.store.arguments import feedback_fields, output_fields
 from haytham.store.handle import SessionHandle
 from haytham.store.names import check_path_name
-from haytham.store.shown import Shown
 from haytham.store.store import Store
 
 if TYPE_CHECKING:  # the doctor, the listing, validation and orphans are imported by the methods that
     # use them, so that a command that reads one session (status, the merge driver) never pays for them
     from haytham.store.doctor import Finding
     from haytham.store.scan import SessionListing, SessionSummary
+    from haytham.store.shown import Shown
 
 
 class CheckpointManager(Store):
@@ -201,6 +200,9 @@ class CheckpointManager(Store):
         """Write ``{agent_name}.md`` with the output exactly as given; ``tries``: every try
         of the run that made it (``## Tries``, written only when there are some);
         ``trace_id``: the agent's own trace id, kept as its ``Trace ID``."""
+        # the checks of a write's arguments, imported by the write (see the imports)
+        from haytham.store.arguments import output_fields
+
         fields = output_fields(
             agent_name,
             output_content,
@@ -258,6 +260,9 @@ class CheckpointManager(Store):
         (``reviewed=True``) is a lifecycle move the phase as it stands must allow a reviewer
         (``lifecycle.check_move``): otherwise MoveRefusedError, and nothing is written. The
         blank template (``reviewed=False``) decides nothing and is no move."""
+        # the checks of a write's arguments, imported by the write (see the imports)
+        from haytham.store.arguments import feedback_fields
+
         fields = feedback_fields(
             reviewed,
             approved,
@@ -640,14 +645,38 @@ class CheckpointManager(Store):
         in a tree of thousands of sessions reads only ``a`` and ``b``. ``progress(done,
         total)`` is called after each session and each file outside a session.
         """
-        from haytham.store import orphans
         from haytham.store.session_files import kind_of, session_files, sessions_under
-        from haytham.store.validation import session_issues, validate_sessions
 
         roots = [Path(p) for p in paths] or [self.base_dir]
         sessions = sorted(sessions_under(roots))
         loose = list(session_files(roots, outside=sessions))
         total = len(sessions) + len(loose)
+
+        def step(done: int) -> None:
+            if progress is not None:
+                progress(done, total)
+
+        issues: list[Issue] = []
+        if sessions:  # the checks of whole sessions, imported only for them: not for the files
+            # of a commit that touches no session folder's manifest (the pre-commit hook's A B)
+            issues += self._validate_sessions(sessions, step)
+        folders = [root for root in roots if root.is_dir()]
+        if folders:  # a folder that lost its manifest is an error, not nothing
+            from haytham.store import orphans
+
+            known = set(sessions)
+            issues += [o.issue() for root in folders for o in orphans.under(root, known)]
+        for done, path in enumerate(loose, len(sessions) + 1):
+            kind = kind_of(path)
+            assert kind is not None
+            issues += kind.read_path(path)[1]
+            step(done)
+        unique = dict.fromkeys(issues)
+        return sorted(unique, key=lambda i: (str(i.path), i.line or 0))
+
+    def _validate_sessions(self, sessions: list[Path], step: Callable[[int], None]) -> list[Issue]:
+        """``validate_paths`` of whole session folders: each one's files and how they agree."""
+        from haytham.store.validation import session_issues, validate_sessions
 
         def validate(directory: Path) -> list[Issue]:
             try:
@@ -657,23 +686,10 @@ class CheckpointManager(Store):
             except HaythamError as error:
                 return [Issue(error.path or directory / MANIFEST_FILE, error.line, error.field, str(error))]
 
-        def step(done: int) -> None:
-            if progress is not None:
-                progress(done, total)
-
         # A session's result is remembered in the base directory's index while its files
         # stay unchanged (haytham/store/index.py); the definitions it was checked against count.
         definitions = sorted((name, w.fingerprint()) for name, w in self.workflows.items())
-        issues = validate_sessions(sessions, validate, repr(definitions), progress=step)
-        known = set(sessions)  # a folder that lost its manifest is an error, not nothing
-        issues += [o.issue() for root in roots if root.is_dir() for o in orphans.under(root, known)]
-        for done, path in enumerate(loose, len(sessions) + 1):
-            kind = kind_of(path)
-            assert kind is not None
-            issues += kind.read_path(path)[1]
-            step(done)
-        unique = dict.fromkeys(issues)
-        return sorted(unique, key=lambda i: (str(i.path), i.line or 0))
+        return validate_sessions(sessions, validate, repr(definitions), progress=step)
 
     def check(self, project_id: str, session_id: str, fix: bool = False) -> list[Finding]:
         """Compare the manifest with the files on disk; with ``fix`` repair what is safe.

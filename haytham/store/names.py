@@ -21,7 +21,6 @@ on every operation).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -152,6 +151,8 @@ def user_dir_name(user_id: str) -> str:
         for index, byte in enumerate(data)
     )
     if len(encoded) > MAX_NAME_LENGTH:
+        import hashlib  # imported by a digest: OpenSSL costs 3 ms of a start (issue 26)
+
         return "%%" + hashlib.sha256(data).hexdigest()
     return encoded
 

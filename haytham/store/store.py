@@ -14,7 +14,7 @@ import dataclasses
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from haytham.errors import (
     DocumentError,
@@ -29,13 +29,15 @@ from haytham.format.layout import CHECKPOINT_FILE, MANIFEST_FILE, SESSIONS_DIR, 
 from haytham.format.workflow import BUILTIN_WORKFLOWS, Workflow, load_workflow
 from haytham.records import PhaseCheckpoint, SessionManifest
 from haytham.store import fs as _storage
-from haytham.store import journal, lifecycle
+from haytham.store import lifecycle
 from haytham.store import progress as _progress
 from haytham.store.clock import Clock, format_timestamp, utc_now
 from haytham.store.events import EventBus
 from haytham.store.names import check_below, check_path_name
-from haytham.store.reads import Reads
 from haytham.store.session import Session
+
+if TYPE_CHECKING:  # a writer's (store.transaction), as the journal is: a read of a session needs neither
+    from haytham.store.reads import Reads
 
 R = TypeVar("R")
 
@@ -212,6 +214,8 @@ class Store:
         and remove what one that never committed staged (``journal.recover``), so every
         writer starts from a whole, clean state. Yields the names the session folder holds
         then (its one listing)."""
+        from haytham.store import journal  # a writer's: a read of a session never takes the lock
+
         what = f"session {project_id}/{session_id}"
         names: set[str] = set()
         with _storage.locked(directory, self.lock_timeout, what, root=self.base_dir):

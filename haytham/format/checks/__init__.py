@@ -2,11 +2,13 @@
 
 ``python3 dev.py schemas`` writes the modules; a test fails when one is stale. The code
 fastjsonschema generates raises its own exception classes; the modules here raise these
-instead, so that reading valid files never imports fastjsonschema (and what it imports).
+instead, so that reading valid files never imports fastjsonschema (and what it imports);
+and they test numbers against ``Decimal`` here, so that they never import ``decimal`` either.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 
@@ -35,3 +37,18 @@ class JsonSchemaValuesException(ValueError):
     def __init__(self, errors: Any = None) -> None:
         super().__init__(errors)
         self.errors = errors
+
+
+class _DecimalType(type):
+    """``isinstance(value, Decimal)`` without importing ``decimal`` (a millisecond of every
+    command's start, issue 26): a value can be a ``decimal.Decimal`` only once something
+    imported that module, so the check asks the module only if it is there."""
+
+    def __instancecheck__(cls, value: object) -> bool:
+        decimal = sys.modules.get("decimal")
+        return decimal is not None and isinstance(value, decimal.Decimal)
+
+
+class Decimal(metaclass=_DecimalType):
+    """What the generated predicates test numbers against in place of ``decimal.Decimal``
+    (fastjsonschema's code takes a ``Decimal`` for a number): ``isinstance`` answers alike."""

@@ -4,7 +4,7 @@
 # fmt: off
 SCHEMA_DIGEST = "d67b7d095acaab11"
 VERSION = "2.22.3"
-from decimal import Decimal
+from haytham.format.checks import Decimal
 import re
 from haytham.format.checks import JsonSchemaValueException, JsonSchemaValuesException
 

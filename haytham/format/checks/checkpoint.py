@@ -4,7 +4,7 @@
 # fmt: off
 SCHEMA_DIGEST = "27306717251ef91d"
 VERSION = "2.22.3"
-from decimal import Decimal
+from haytham.format.checks import Decimal
 import re
 from haytham.format.checks import JsonSchemaValueException, JsonSchemaValuesException
 

@@ -4,7 +4,7 @@
 # fmt: off
 SCHEMA_DIGEST = "93da1ba0c00346af"
 VERSION = "2.22.3"
-from decimal import Decimal
+from haytham.format.checks import Decimal
 import re
 from haytham.format.checks import JsonSchemaValueException, JsonSchemaValuesException
 

@@ -4,7 +4,7 @@
 # fmt: off
 SCHEMA_DIGEST = "376c87749f0b7255"
 VERSION = "2.22.3"
-from decimal import Decimal
+from haytham.format.checks import Decimal
 import re
 from haytham.format.checks import JsonSchemaValueException, JsonSchemaValuesException
 

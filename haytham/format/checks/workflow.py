@@ -4,7 +4,7 @@
 # fmt: off
 SCHEMA_DIGEST = "6278d3e48c810a47"
 VERSION = "2.22.3"
-from decimal import Decimal
+from haytham.format.checks import Decimal
 import re
 from haytham.format.checks import JsonSchemaValueException, JsonSchemaValuesException
 
