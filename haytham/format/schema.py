@@ -27,7 +27,6 @@ if TYPE_CHECKING:  # jsonschema is imported only when a record is not certainly 
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError
 
-from haytham.format.digest import sha256
 from haytham.format.patterns import lazy
 from haytham.format.values import MAX_AMOUNT, MAX_WHOLE_NUMBER
 from haytham.records import ENUMERATIONS
@@ -217,10 +216,9 @@ _CHECKS = "haytham.format.checks"
 
 def schema_digest(schema: Any) -> str:
     """What a generated predicate was made from: a hash of the loaded schema."""
-    text = json.dumps(schema, sort_keys=True).encode()
-    digest = sha256(len(text))  # a few kilobytes, made in every process that checks a record
-    digest.update(text)
-    return digest.hexdigest()[:16]
+    import hashlib  # imported by a digest: OpenSSL costs 3 ms of a start (issue 26)
+
+    return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def generated_check(kind: str) -> str:

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, get_args
 
-from haytham.format.digest import sha256
 from haytham.records import (
     ACTION_VERDICTS,
     APPROVAL_ACTIONS,
@@ -498,7 +497,9 @@ def outputs_digest(outputs: Mapping[str, str]) -> str:
     Equal outputs give equal digests on every machine, so a re-run that produces the same
     text leaves the phases after it current.
     """
-    digest = sha256(sum(len(name) + len(text) for name, text in outputs.items()))
+    import hashlib  # imported by a digest: OpenSSL costs 3 ms of a start (issue 26)
+
+    digest = hashlib.sha256()
     for name in sorted(outputs):
         for part in (name, outputs[name]):
             _hash_text(digest, part)
