@@ -48,8 +48,19 @@ def _install(extra: str, where: Path = VENV) -> None:
     marker.write_text(stamp)
 
 
-def _run(*args: str) -> int:
-    return subprocess.run([str(PYTHON), *args], cwd=ROOT).returncode
+def _run(*args: str, environment: dict[str, str] | None = None) -> int:
+    return subprocess.run([str(PYTHON), *args], cwd=ROOT, env=environment).returncode
+
+
+def _with_bytecode() -> dict[str, str]:
+    """This environment, with Python writing its bytecode caches (``PYTHONDONTWRITEBYTECODE``
+    removed): the tests start hundreds of ``haytham`` processes, which, as from an installed
+    haytham (pip compiles it), should not each compile every module from source; pytest's
+    rewritten test modules are cached the same way. On two cores the default run took 182-194 s
+    with the variable set, 143-159 s without."""
+    environment = dict(os.environ)
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+    return environment
 
 
 WORKERS = "auto"
@@ -80,7 +91,7 @@ def main(argv: list[str]) -> int:
         return _run("examples/idea_validation.py", *rest)
     if command == "test":
         _install("dev,web")  # the route and browser tests of haytham serve need the web extra
-        return _run("-m", "pytest", *_pytest_args(rest))
+        return _run("-m", "pytest", *_pytest_args(rest), environment=_with_bytecode())
     if command == "lint":
         _install("dev,web")  # mypy checks haytham/web/ against the web extra's types
         return (
