@@ -598,10 +598,8 @@ def sessions(top):
             for name in sorted(os.listdir(folder)):
                 yield os.path.join(folder, name)
 
-top, mode = sys.argv[1], sys.argv[2]
-if mode == 'stat':  # what a warm index stats; the paths it remembers are found untimed
-    known = [fact_paths(folder) for folder in sessions(top)]
-    began = time.perf_counter()
+def stat_walk(top, known):
+    # What a warm index stats: the session folders listed, then each remembered path stat'ed.
     for folder in sessions(top):
         pass
     for files, folders in known:
@@ -609,6 +607,12 @@ if mode == 'stat':  # what a warm index stats; the paths it remembers are found 
             os.stat(path)
         for path in files:
             os.stat(path)
+
+top, mode = sys.argv[1], sys.argv[2]
+if mode == 'stat':  # what a warm index stats; the paths it remembers are found untimed
+    known = [fact_paths(folder) for folder in sessions(top)]
+    began = time.perf_counter()
+    stat_walk(top, known)
 else:  # read: list each session folder and its phase folders, read+decode every fact file
     began = time.perf_counter()
     for folder in sessions(top):
@@ -1631,13 +1635,7 @@ for _ in range(repeats):
         times[path].append(time.perf_counter() - began)
         sizes[path] = len(page.content)
     began = time.perf_counter()
-    for folder in sessions(top):
-        pass
-    for files, folders in known:
-        for path in folders:
-            os.stat(path)
-        for path in files:
-            os.stat(path)
+    stat_walk(top, known)
     times['stat'].append(time.perf_counter() - began)
 print(json.dumps({**times, 'bytes': sizes}))
 """
