@@ -17,27 +17,25 @@ from importlib.metadata import packages_distributions, requires
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from haytham import CheckpointManager
 from haytham.run.demo import run_demo
 
 
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def web_extra_distributions() -> dict[str, list[str]]:
     """The distributions the ``web`` extra requires, each with its top-level modules."""
     wanted = {
-        canonical(re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0])
-        for requirement in requires("haytham") or []
-        if re.search(r"""extra\s*==\s*["']web["']""", requirement)
+        canonicalize_name(requirement.name)
+        for requirement in map(Requirement, requires("haytham") or [])
+        if requirement.marker is not None and requirement.marker.evaluate({"extra": "web"})
     }
     modules: dict[str, list[str]] = {name: [] for name in wanted}
     for module, distributions in packages_distributions().items():
-        for distribution in distributions:
-            if canonical(distribution) in wanted and not module.startswith("_"):
-                modules[canonical(distribution)].append(module)
+        for distribution in map(canonicalize_name, distributions):
+            if distribution in wanted and not module.startswith("_"):
+                modules[distribution].append(module)
     return {name: sorted(found) for name, found in sorted(modules.items())}
 
 
