@@ -21,7 +21,9 @@ flow with ``resume_from_review`` and prints the session's files.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,7 +41,9 @@ os.environ.update(  # CrewAI's documented opt-outs: no telemetry, no tracing, no
         "OTEL_SDK_DISABLED": "true",
     }
 )
-os.environ.setdefault("CREWAI_STORAGE_DIR", tempfile.mkdtemp(prefix="crewai-storage-"))
+if "CREWAI_STORAGE_DIR" not in os.environ:  # CrewAI's own store, made (and removed) by this process
+    os.environ["CREWAI_STORAGE_DIR"] = tempfile.mkdtemp(prefix="crewai-storage-")
+    atexit.register(shutil.rmtree, os.environ["CREWAI_STORAGE_DIR"], ignore_errors=True)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # CrewAI's import warns about its own packages

@@ -4,8 +4,10 @@ test and example that uses it (and inherited by the processes they start)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import tempfile
 import warnings
 
@@ -17,7 +19,9 @@ OFFLINE = {
     "OTEL_SDK_DISABLED": "true",
 }
 os.environ.update(OFFLINE)
-os.environ.setdefault("CREWAI_STORAGE_DIR", tempfile.mkdtemp(prefix="haytham-crewai-"))
+if "CREWAI_STORAGE_DIR" not in os.environ:  # made here (a child process inherits it): removed here
+    os.environ["CREWAI_STORAGE_DIR"] = tempfile.mkdtemp(prefix="haytham-crewai-")
+    atexit.register(shutil.rmtree, os.environ["CREWAI_STORAGE_DIR"], ignore_errors=True)
 
 with warnings.catch_warnings():
     # CrewAI's own import warns about its packages (ImportWarning from crewai.rag): not
