@@ -312,6 +312,7 @@ def test_plain_history_entries_take_the_canonical_path(counters: WorkCounters) -
     for entry in (made, review):
         text = HISTORY_ENTRY.render(entry)
         assert HISTORY_ENTRY._canonical(text) == entry
+        assert vars(HISTORY_ENTRY._canonical(text)) == vars(entry)  # made without __init__: same fields
         counters.reset()
         assert HISTORY_ENTRY.read(text, PATH) == (entry, [])
         assert counters.canonical == counters.parsed == 1

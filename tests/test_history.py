@@ -153,3 +153,59 @@ def test_a_projects_changelog_is_not_taken_for_a_history_entry(tmp_path: Path) -
     projects.complete_session(project["project_id"], session["session_id"], "# Requirements\n")
     assert (tmp_path / project["project_id"] / "history" / "changelog.md").is_file()
     assert CheckpointManager(base_dir=tmp_path).validate_paths() == []
+
+
+def test_an_entry_that_is_a_symlink_inside_the_tree_is_still_read(manager: CheckpointManager) -> None:
+    """Entries are opened by name in their folder without following a link; a link is then
+    read by its path, which follows one that stays inside the base directory."""
+    manager.save_checkpoint(P, S, 1, "completed", [], name="kept")
+    folder = manager.session_dir(P, S) / "history"
+    (entry,) = folder.iterdir()
+    elsewhere = manager.session_dir(P, S) / "moved.md"
+    entry.rename(elsewhere)
+    entry.symlink_to(elsewhere)
+    assert [e.name for e in CheckpointManager(manager.base_dir).history(P, S)] == ["kept"]
+
+
+def test_a_history_folder_linked_out_of_the_tree_shows_nothing_of_it(
+    manager: CheckpointManager, tmp_path: Path
+) -> None:
+    from haytham.store import history
+
+    manager.save_checkpoint(P, S, 1, "completed", [], name="outside")
+    session = manager.session_dir(P, S)
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    (session / "history").rename(outside)
+    (session / "history").symlink_to(outside)
+    entries, issues = history.read_entries(session)
+    assert entries == []
+    assert len(issues) == 1 and "leads out of" in issues[0].message, issues
+    assert issues[0].path is not None and issues[0].path.parent == session / "history"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        (None, 1, "Concept", 1, "completed", "2024-01-01T00:00:00Z", None, None, "x\n", None, None),
+        ("3f2a9c1b04de", 2, "é\u2028\ud800", 3, "failed", "t", 'n"\\', "r\x00", "😀", "fb\n", ("a", "o")),
+        (None, True, "p", 1, "s", "t", None, None, "c", None, None),  # JSON's true, not 1
+        (None, 1, "p", 1.0, "s", "t", None, None, "c", None, None),
+        (None, 1, "p", 1, "s", "t", 5, None, "c", None, None),
+        (None, 10**40, "p", -1, "s", "t", "", "", "", None, ("a", "b", "c")),
+    ],
+)
+def test_an_entry_id_hashes_the_json_text_of_its_values(values: tuple[object, ...]) -> None:
+    """``_digest`` writes the JSON text itself for speed; it must be ``json.dumps``'s, byte
+    for byte, or every id already written stops verifying."""
+    import hashlib
+    import json
+
+    from haytham.store import history
+
+    *content, feedback, original = values
+    if feedback is not None:
+        content += ["review", feedback]
+    if original is not None:
+        content += ["correction", *original]  # type: ignore[misc]
+    expected = hashlib.sha256(json.dumps(content).encode("utf-8")).hexdigest()[:12]
+    assert history._digest(*values) == expected  # type: ignore[arg-type]

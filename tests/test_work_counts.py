@@ -418,7 +418,10 @@ def test_reading_a_history_opens_each_entry_once(template: Path, counters: WorkC
                 P, "s-000", 1, "completed", [{"agent_name": "writer"}], name=f"save {made}"
             )
         runs.append(_work(counters, lambda: CheckpointManager(base).history(P, "s-000")))
+        entries = sorted(str(p) for p in (template / "history").iterdir())
+        assert sorted(f for f in counters.files if f"{os.sep}history{os.sep}" in f) == entries  # each once
     _assert_linear(runs, ("opened", "parsed", "steps"))
+    assert runs[1]["opened"] - runs[0]["opened"] == 3  # one file a checkpoint saved, no more
 
 
 def test_forking_phase_two_reads_only_phase_one(template: Path, counters: WorkCounters) -> None:

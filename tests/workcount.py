@@ -43,6 +43,7 @@ from typing import Any
 import pytest
 
 from haytham.format import document as _document
+from haytham.format import guard as _guard
 from haytham.format.layout import JOURNAL_FILE
 from haytham.integrations.langgraph import files as _lg_files
 from haytham.store import history as _history
@@ -64,7 +65,8 @@ class WorkCounters:
     (``os.open``, ``open``, ``Path.read_bytes``) whose flags ask for no write, for a path
     that is a regular file when the event is raised (the event comes before the open: a
     missing file, which the open will not find, is no file read; a folder opened to be
-    fsynced is none either)."""
+    fsynced is none either), and calls of ``guard.read_small_in`` for a regular file (it
+    opens the file by name in an open folder: its event names no folder)."""
     parsed: int = 0
     """Texts parsed into a record: calls of ``DocumentFormat._read_with`` (the general
     reader) and canonical reads that gave a record (below), and LangGraph checkpoint and
@@ -187,6 +189,23 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 
 
 sys.addaudithook(_hook)
+
+
+def _counting_read_in(real: Callable[..., Any]) -> Callable[..., Any]:
+    """``guard.read_small_in``, its file counted as the ``open`` hook counts a file opened by
+    path: it opens the file by name in an open folder, and the audit event then names the
+    file alone, which says nothing of where it is."""
+
+    @functools.wraps(real)
+    def counted(folder: int, name: str, *args: Any, **kwargs: Any) -> Any:
+        if _ACTIVE:
+            path = _ACTIVE[-1].inside(os.path.join(os.readlink(f"/proc/self/fd/{folder}"), name))
+            if path is not None and _is(path, stat.S_ISREG):
+                _ACTIVE[-1].counts.opened += 1
+                _ACTIVE[-1].counts.files.append(path)
+        return real(folder, name, *args, **kwargs)
+
+    return counted
 
 
 def _counting_stat(real: Callable[..., os.stat_result]) -> Callable[..., os.stat_result]:
@@ -363,6 +382,7 @@ def counting(root: Path, *, lines: bool = False) -> Iterator[WorkCounters]:
         _everywhere(patch, _lg_files.split_sections, _count("parsed")(_lg_files.split_sections))
         _everywhere(patch, _history.in_order, _counting_lines(_history.in_order))
         _everywhere(patch, _journal.recover, _counting_recover(_journal.recover))
+        _everywhere(patch, _guard.read_small_in, _counting_read_in(_guard.read_small_in))
         _ACTIVE.append(_Active(counts, os.path.join(os.path.abspath(root), "")))
         before = sys.gettrace()
         if lines:

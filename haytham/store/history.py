@@ -14,11 +14,12 @@ import json
 import operator
 import os
 from collections.abc import Callable, Iterable
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
 from haytham.errors import DocumentError, Issue
 from haytham.format import HISTORY_ENTRY, ReadCache, layout
-from haytham.format.guard import read_small
+from haytham.format.guard import open_folder, read_small, read_small_in
 from haytham.records import HistoryEntry, PhaseStatus
 from haytham.store.clock import parse_timestamp
 
@@ -90,23 +91,48 @@ def _digest(
     feedback_text: str | None,
     original: tuple[str, str] | None = None,
 ) -> str:
-    """The 12 hex digits of an entry's id: a hash of everything it records."""
-    content: list[object] = [
-        parent,
-        phase_number,
-        phase_name,
-        attempt,
-        status,
-        timestamp,
-        name,
-        reason,
-        checkpoint_text,
-    ]
-    if feedback_text is not None:
-        content += ["review", feedback_text]
-    if original is not None:
-        content += ["correction", *original]
-    return hashlib.sha256(json.dumps(content).encode("utf-8")).hexdigest()[:12]
+    """The 12 hex digits of an entry's id: a hash of everything it records (the JSON text of
+    the list of its values, as ``json.dumps`` writes it)."""
+    text = None
+    if type(phase_number) is int and type(attempt) is int:  # a bool would be "true" in JSON
+        try:  # the JSON text written here, without the encoder's set-up per call: a history's
+            # every entry is hashed each time it is read (encode_basestring_ascii refuses a
+            # value that is not text: then json.dumps writes it, whatever it is)
+            text = (
+                f"[{'null' if parent is None else _quoted(parent)}, {phase_number:d}, "
+                f"{_quoted(phase_name)}, {attempt:d}, {_quoted(status)}, {_quoted(timestamp)}, "
+                f"{'null' if name is None else _quoted(name)}, "
+                f"{'null' if reason is None else _quoted(reason)}, {_quoted(checkpoint_text)}"
+            )
+            if feedback_text is not None:
+                text += f', "review", {_quoted(feedback_text)}'
+            if original is not None:
+                text += ', "correction", ' + ", ".join(map(_quoted, original))
+            text += "]"
+        except TypeError:
+            text = None
+    if text is None:
+        content: list[object] = [
+            parent,
+            phase_number,
+            phase_name,
+            attempt,
+            status,
+            timestamp,
+            name,
+            reason,
+            checkpoint_text,
+        ]
+        if feedback_text is not None:
+            content += ["review", feedback_text]
+        if original is not None:
+            content += ["correction", *original]
+        text = json.dumps(content)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+_quoted: Callable[[str], str] = encode_basestring_ascii
+"""A text as ``json.dumps`` writes it (quoted, every character past ASCII escaped)."""
 
 
 def file_name(entry: HistoryEntry) -> str:
@@ -126,26 +152,28 @@ def read_entries(
     folder = os.fspath(directory)
     entries: list[HistoryEntry] = []
     issues: list[Issue] = []
-    for name in _entry_names(folder):
-        data = _small_file(os.path.join(folder, name))
-        entry = None if data is None else HISTORY_ENTRY.read_canonical(data)
-        found: list[Issue] = []
-        if entry is None:  # not in render's exact shape (or not read yet): the reader decides
-            entry, found = _read_entry(directory / name, data, cache)
-        if entry is None:
-            issues += found
-        else:
+    read_canonical = HISTORY_ENTRY.read_canonical
+    with open_folder(folder) as opened:
+        for name in _entry_names(folder):
+            data = _small_file(folder, opened, name)
+            entry = None if data is None else read_canonical(data)
+            found: list[Issue] = []
+            if entry is None:  # not in render's exact shape (or not read yet): the reader decides
+                entry, found = _read_entry(directory / name, data, cache)
+            if entry is None:
+                issues += found
+                continue
             entries.append(entry)
-        if entry is not None and not verify(entry):
-            issues.append(
-                Issue(
-                    directory / name,
-                    None,
-                    "Entry",
-                    f"the entry's id {entry.entry_id} is not the hash of what it records: it was cut "
-                    "short or changed by hand (history entries are never edited)",
+            if not verify(entry):
+                issues.append(
+                    Issue(
+                        directory / name,
+                        None,
+                        "Entry",
+                        f"the entry's id {entry.entry_id} is not the hash of what it records: it was "
+                        "cut short or changed by hand (history entries are never edited)",
+                    )
                 )
-            )
     return in_order(entries), issues
 
 
@@ -159,11 +187,12 @@ def _entry_names(folder: str) -> list[str]:
     return sorted(name for name in names if name.endswith(".md"))
 
 
-def _small_file(location: str) -> bytes | None:
-    """The bytes of a file of at most 64 KiB (every entry haytham writes but one of a huge
-    checkpoint), in one guarded read; None for a larger file or anything else, which
-    ``read_path`` then meets and reports as it always does."""
-    found = read_small(location)
+def _small_file(folder: str, opened: int | None, name: str) -> bytes | None:
+    """The bytes of the file ``name`` of ``folder`` when it has less than 64 KiB (every entry
+    haytham writes but one of a huge checkpoint), in one guarded read (by name in the folder
+    ``opened``, checked once, when there is one); None for a larger file or anything else,
+    which ``read_path`` then meets and reports as it always does."""
+    found = read_small(os.path.join(folder, name)) if opened is None else read_small_in(opened, name)
     return None if found is None else found[0]
 
 
