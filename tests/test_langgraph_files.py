@@ -298,3 +298,20 @@ def test_every_thread_id_gets_a_safe_session_id_of_its_own(first: str, second: s
     assert (one == two) == (first == second)
     assert check_name("folder", lgfiles.namespace_folder(first))
     assert (lgfiles.namespace_folder(first) == lgfiles.namespace_folder(second)) == (first == second)
+
+
+@PROPERTY
+@given(
+    text=st.text(alphabet="`a\n#", max_size=300),
+    marker=st.sampled_from(["```", "````", "`````"]),
+    start=st.integers(0, 300),
+)
+def test_the_fence_search_finds_what_str_find_finds(text: str, marker: str, start: int) -> None:
+    """``_find_run`` (backtick to backtick, then ``str.find``) answers as ``str.find`` does,
+    in values with few backticks and in values with more than it hops over."""
+    assert lgfiles._find_run(text, marker, start) == text.find(marker, start)
+
+
+def test_the_fence_search_past_its_hops_still_finds_the_closing_fence() -> None:
+    text = "x`" * (lgfiles._BACKTICK_HOPS * 3) + "\n```\n"
+    assert lgfiles._find_run(text, "```", 0) == text.find("```") == len(text) - 4

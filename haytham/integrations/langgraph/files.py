@@ -320,6 +320,27 @@ def render_document(title: str, sections: Sequence[str]) -> str:
     return f"# {title}\n\n" + "\n".join(sections)
 
 
+_BACKTICK_HOPS = 64
+"""How many backticks ``_find_run`` steps over one at a time before it leaves the rest of
+the search to ``str.find`` of the whole run."""
+
+
+def _find_run(text: str, marker: str, start: int) -> int:
+    """``text.find(marker, start)`` for a run of backticks, faster on a long value: CPython
+    finds one character with ``memchr`` (a 50 KB value in under a microsecond) but a run of
+    three by stepping through every character (about 35 microseconds), so this hops from
+    backtick to backtick, and after ``_BACKTICK_HOPS`` of them (a value full of code) leaves
+    the rest to ``str.find``."""
+    find, starts_with = text.find, text.startswith
+    position = start
+    for _ in range(_BACKTICK_HOPS):
+        position = find("`", position)
+        if position < 0 or starts_with(marker, position):
+            return position
+        position += 1
+    return find(marker, position)
+
+
 def _canonical_sections(text: str, newline: int) -> list[Section] | None:
     """The sections of a document in exactly the shape ``render_document`` writes (its first
     line break at ``newline``), found by stepping from section to section: a fenced value is
@@ -346,7 +367,7 @@ def _canonical_sections(text: str, newline: int) -> list[Section] | None:
             if "\r" in info or info != info.strip():
                 return None
             body_start = header.start(3)
-            close = find(marker, offset)
+            close = _find_run(text, marker, offset)
             body_end = close + len(marker)
             if close < 0 or (close > offset and text[close - 1] != "\n") or not starts_with("\n", body_end):
                 return None
