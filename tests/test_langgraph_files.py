@@ -315,3 +315,40 @@ def test_the_fence_search_finds_what_str_find_finds(text: str, marker: str, star
 def test_the_fence_search_past_its_hops_still_finds_the_closing_fence() -> None:
     text = "x`" * (lgfiles._BACKTICK_HOPS * 3) + "\n```\n"
     assert lgfiles._find_run(text, "```", 0) == text.find("```") == len(text) - 4
+
+
+def _ids_by_definition(names: set[str]) -> list[str]:
+    """The checkpoint ids of a folder as docs/langgraph.md defines them: ``{id}.md`` files,
+    not pending writes, not hidden, oldest (least) first."""
+    return sorted(
+        n[:-3] for n in names if n.endswith(".md") and not n.endswith(".writes.md") and not n.startswith(".")
+    )
+
+
+folder_names = st.sets(
+    st.lists(
+        st.sampled_from(["a", "b", "0", ".", "-", "_", "md", ".md", ".writes", ".writes.md", "\n", "x.txt"]),
+        min_size=1,
+        max_size=4,
+    ).map("".join),
+    max_size=8,
+)
+
+
+@PROPERTY
+@given(names=folder_names)
+def test_a_folders_checkpoint_ids_and_its_newest_are_as_defined(names: set[str]) -> None:
+    """The fast ways (the hidden names cut out after the sort; the newest found from the
+    greatest name) give what the definition gives, whatever else the folder holds."""
+    ids = _ids_by_definition(names)
+    assert lgfiles.checkpoint_ids(names) == ids
+    assert lgfiles.newest_checkpoint_id(frozenset(names)) == (ids[-1] if ids else None)
+
+
+def test_the_newest_of_ids_that_are_prefixes_of_each_other_is_the_greatest_id() -> None:
+    """``a-1`` is newer than ``a`` though ``a.md`` sorts after ``a-1.md``: the fast answer
+    sees the other name starting with ``a`` and leaves it to the sort."""
+    names = frozenset({"a.md", "a-1.md", "a-1.writes.md", "a.writes.md"})
+    assert lgfiles.newest_checkpoint_id(names) == "a-1"
+    uuids = frozenset({"1f1e-0001.md", "1f1e-0001.writes.md", "1f1e-0002.md", ".1f1e-0003.md.tmp"})
+    assert lgfiles.newest_checkpoint_id(uuids) == "1f1e-0002"

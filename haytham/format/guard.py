@@ -148,9 +148,21 @@ def read_file(
     (``too_long(size)`` when given, for a kind that words its limit its own way), judged by
     its size before it is read. An OSError other than a missing file is a StorageError
     naming ``path`` in plain words ("... is a folder where a file should be")."""
-    found = _read(path, limit, None, too_long)
+    return read_file_stat(path, limit, too_long=too_long)[0]
+
+
+def read_file_stat(
+    path: str | os.PathLike[str],
+    limit: int | None = None,
+    *,
+    too_long: Callable[[int], DocumentError] | None = None,
+) -> tuple[bytes, os.stat_result]:
+    """``read_file``, and the ``fstat`` of the file it read: the identity of those very
+    bytes, for a cache keyed by what each file is, which then needs no ``stat`` of its own
+    before a file it has never read."""
+    found, info = _read(path, limit, None, too_long)
     assert isinstance(found, bytes)
-    return found
+    return found, info
 
 
 def map_file(path: Path, limit: int | None, smallest: int) -> bytes | mmap.mmap:
@@ -159,7 +171,7 @@ def map_file(path: Path, limit: int | None, smallest: int) -> bytes | mmap.mmap:
     output's header and content, ``str(memoryview(mapped)[a:b], "utf-8")``) then never holds
     the file's bytes beside its text. The mapped pages are the system's page cache, which it
     may evict; the caller closes the mapping."""
-    return _read(path, limit, smallest, None)
+    return _read(path, limit, smallest, None)[0]
 
 
 def read_start(path: str | os.PathLike[str], most: int) -> tuple[bytes, int]:
@@ -226,23 +238,26 @@ def chunks(path: str | os.PathLike[str], limit: int) -> Iterator[bytes]:
 
 
 def _read(
-    path: Path, limit: int | None, map_from: int | None, too_long: Callable[[int], DocumentError] | None
-) -> bytes | mmap.mmap:
+    path: str | os.PathLike[str],
+    limit: int | None,
+    map_from: int | None,
+    too_long: Callable[[int], DocumentError] | None,
+) -> tuple[bytes | mmap.mmap, os.stat_result]:
     most = MAX_DOCUMENT_BYTES if limit is None else limit
-    refuse = too_long or (lambda size: _too_long(path, size, limit))
+    refuse = too_long or (lambda size: _too_long(Path(path), size, limit))
     with opened(path) as (fd, info):
         if info.st_size > most:
             raise refuse(info.st_size)
         if map_from is not None and info.st_size > map_from:
             with contextlib.suppress(ValueError, OSError):  # shrunk since fstat: read it
-                return mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ)  # outlives fd
+                return mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ), info  # outlives fd
         try:
             pieces: list[bytes] = []
             total = 0
             while True:
                 chunk = os.read(fd, max(_CHUNK, info.st_size + 1 - total))
                 if not chunk:
-                    return b"".join(pieces)
+                    return b"".join(pieces), info
                 total += len(chunk)
                 if total > most:  # grew while it was read
                     raise refuse(total)
