@@ -7,7 +7,9 @@ Skipped only where LangGraph is not installed and CI is not set (in CI it must r
 from __future__ import annotations
 
 import datetime
+import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -352,3 +354,25 @@ def test_the_newest_of_ids_that_are_prefixes_of_each_other_is_the_greatest_id() 
     assert lgfiles.newest_checkpoint_id(names) == "a-1"
     uuids = frozenset({"1f1e-0001.md", "1f1e-0001.writes.md", "1f1e-0002.md", ".1f1e-0003.md.tmp"})
     assert lgfiles.newest_checkpoint_id(uuids) == "1f1e-0002"
+
+
+@PROPERTY
+@given(
+    value=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+        max_leaves=6,
+    ),
+    before=st.sampled_from(["", " ", "\n"]),
+    after=st.sampled_from(["", "\n", " \r\n", "\x0b", "x", " 1", "]"]),
+)
+def test_a_json_block_reads_as_json_loads_reads_it(value: Any, before: str, after: str) -> None:
+    """The scanner's fast read of a JSON block gives json.loads's value, or its error."""
+    content = before + json.dumps(value, indent=2) + after
+    try:
+        expected: Any = json.loads(content)
+    except ValueError as error:
+        with pytest.raises(ValueError, match=re.escape(str(error))):
+            lgfiles._json(content)
+    else:
+        assert lgfiles._json(content) == expected

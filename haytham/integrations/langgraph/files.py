@@ -31,7 +31,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -249,6 +249,24 @@ def _python_type(value: object) -> str:
     return name
 
 
+_SCAN_JSON: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
+"""The JSON decoder's scanner (C): one value from a position, without ``json.loads``'s
+layers (``decode``, ``raw_decode``, a whitespace match at each end) around it."""
+
+
+def _json(content: str) -> Any:
+    """``json.loads(content)``: a block as ``render_value`` writes it (no space before the
+    value, none or a line break after it) by the scanner alone, anything else by
+    ``json.loads``, which also words the error."""
+    try:
+        value, end = _SCAN_JSON(content, 0)
+    except (StopIteration, ValueError):
+        return json.loads(content)
+    if end != len(content) and content[end:].strip(" \t\n\r"):  # JSON's whitespace, as json.loads
+        return json.loads(content)
+    return value
+
+
 def parse_value(section: Section, serde: Serde, path: Path | None = None) -> Any:
     """The value a section's ``Type`` field and body hold (the inverse of render_value);
     ``path``: the file, for the error that names it."""
@@ -267,7 +285,7 @@ def parse_value(section: Section, serde: Serde, path: Path | None = None) -> Any
         return read_fenced_text(info, content)
     if kind == "json":
         try:
-            return json.loads(content)
+            return _json(content)
         except ValueError as error:
             raise section.error(f"holds JSON that does not parse: {error}", path) from None
     try:
@@ -404,7 +422,9 @@ def _canonical_sections(text: str, newline: int) -> list[Section] | None:
             if "\r" in info or info != info.strip():
                 return None
             body_start = header.start(3)
-            close = _find_run(text, marker, offset)
+            close = find("`", offset)  # most values hold no backtick: the closing fence's first
+            if close >= 0 and not starts_with(marker, close):
+                close = _find_run(text, marker, close + 1)
             body_end = close + len(marker)
             if close < 0 or (close > offset and text[close - 1] != "\n") or not starts_with("\n", body_end):
                 return None
