@@ -155,7 +155,9 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         return self._sessions / self.session_id(thread_id)
 
     def _namespace_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
-        return self.session_dir(thread_id) / LANGGRAPH_DIR / files.namespace_folder(checkpoint_ns)
+        return self._sessions.joinpath(
+            self.session_id(thread_id), LANGGRAPH_DIR, files.namespace_folder(checkpoint_ns)
+        )
 
     @contextlib.contextmanager
     def _one_writer(self, session_id: str) -> Iterator[None]:
