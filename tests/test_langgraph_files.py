@@ -7,7 +7,9 @@ Skipped only where LangGraph is not installed and CI is not set (in CI it must r
 from __future__ import annotations
 
 import datetime
+import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -298,3 +300,79 @@ def test_every_thread_id_gets_a_safe_session_id_of_its_own(first: str, second: s
     assert (one == two) == (first == second)
     assert check_name("folder", lgfiles.namespace_folder(first))
     assert (lgfiles.namespace_folder(first) == lgfiles.namespace_folder(second)) == (first == second)
+
+
+@PROPERTY
+@given(
+    text=st.text(alphabet="`a\n#", max_size=300),
+    marker=st.sampled_from(["```", "````", "`````"]),
+    start=st.integers(0, 300),
+)
+def test_the_fence_search_finds_what_str_find_finds(text: str, marker: str, start: int) -> None:
+    """``_find_run`` (backtick to backtick, then ``str.find``) answers as ``str.find`` does,
+    in values with few backticks and in values with more than it hops over."""
+    assert lgfiles._find_run(text, marker, start) == text.find(marker, start)
+
+
+def test_the_fence_search_past_its_hops_still_finds_the_closing_fence() -> None:
+    text = "x`" * (lgfiles._BACKTICK_HOPS * 3) + "\n```\n"
+    assert lgfiles._find_run(text, "```", 0) == text.find("```") == len(text) - 4
+
+
+def _ids_by_definition(names: set[str]) -> list[str]:
+    """The checkpoint ids of a folder as docs/langgraph.md defines them: ``{id}.md`` files,
+    not pending writes, not hidden, oldest (least) first."""
+    return sorted(
+        n[:-3] for n in names if n.endswith(".md") and not n.endswith(".writes.md") and not n.startswith(".")
+    )
+
+
+folder_names = st.sets(
+    st.lists(
+        st.sampled_from(["a", "b", "0", ".", "-", "_", "md", ".md", ".writes", ".writes.md", "\n", "x.txt"]),
+        min_size=1,
+        max_size=4,
+    ).map("".join),
+    max_size=8,
+)
+
+
+@PROPERTY
+@given(names=folder_names)
+def test_a_folders_checkpoint_ids_and_its_newest_are_as_defined(names: set[str]) -> None:
+    """The fast ways (the hidden names cut out after the sort; the newest found from the
+    greatest name) give what the definition gives, whatever else the folder holds."""
+    ids = _ids_by_definition(names)
+    assert lgfiles.checkpoint_ids(names) == ids
+    assert lgfiles.newest_checkpoint_id(frozenset(names)) == (ids[-1] if ids else None)
+
+
+def test_the_newest_of_ids_that_are_prefixes_of_each_other_is_the_greatest_id() -> None:
+    """``a-1`` is newer than ``a`` though ``a.md`` sorts after ``a-1.md``: the fast answer
+    sees the other name starting with ``a`` and leaves it to the sort."""
+    names = frozenset({"a.md", "a-1.md", "a-1.writes.md", "a.writes.md"})
+    assert lgfiles.newest_checkpoint_id(names) == "a-1"
+    uuids = frozenset({"1f1e-0001.md", "1f1e-0001.writes.md", "1f1e-0002.md", ".1f1e-0003.md.tmp"})
+    assert lgfiles.newest_checkpoint_id(uuids) == "1f1e-0002"
+
+
+@PROPERTY
+@given(
+    value=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+        max_leaves=6,
+    ),
+    before=st.sampled_from(["", " ", "\n"]),
+    after=st.sampled_from(["", "\n", " \r\n", "\x0b", "x", " 1", "]"]),
+)
+def test_a_json_block_reads_as_json_loads_reads_it(value: Any, before: str, after: str) -> None:
+    """The scanner's fast read of a JSON block gives json.loads's value, or its error."""
+    content = before + json.dumps(value, indent=2) + after
+    try:
+        expected: Any = json.loads(content)
+    except ValueError as error:
+        with pytest.raises(ValueError, match=re.escape(str(error))):
+            lgfiles._json(content)
+    else:
+        assert lgfiles._json(content) == expected

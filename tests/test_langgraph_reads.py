@@ -148,6 +148,36 @@ def test_a_hand_edit_that_keeps_the_size_is_seen_at_the_next_read(
     assert [t.checkpoint["channel_values"]["draft"] for t in saver.list(THREAD, limit=1)] == ["draft 9199"]
 
 
+def test_a_checkpoint_kept_through_a_link_is_read_again_when_its_target_changes(
+    tmp_path: Path, counters: WorkCounters, settled_at_once: None
+) -> None:
+    """A checkpoint file that is a link inside the tree is kept under its target's identity
+    (the ``fstat`` of what was read), so an edit of the target, which leaves the link itself
+    as it was, is seen at the next read."""
+    ids = _thread(HaythamSaver(tmp_path, P), 3)
+    folder = HaythamSaver(tmp_path, P).session_dir("long") / "langgraph" / "root"
+    newest = folder / f"{ids[-1]}.md"
+    target = tmp_path / "kept-elsewhere.md"
+    os.replace(newest, target)
+    newest.symlink_to(target)
+    _settle(tmp_path)
+    saver = HaythamSaver(tmp_path, P)
+    assert saver.get_tuple(THREAD).checkpoint["channel_values"]["draft"] == "draft 0002"  # type: ignore[union-attr]
+    link_before = os.lstat(newest)
+    target.write_text(target.read_text("utf-8").replace("draft 0002", "draft 7777"), "utf-8")
+    assert os.lstat(newest) == link_before
+
+    counters.reset()
+    found = saver.get_tuple(THREAD)
+    assert found is not None and found.checkpoint["channel_values"]["draft"] == "draft 7777"
+    assert (counters.opened, counters.parsed) == (1, 1)
+    _settle(tmp_path)
+    saver.get_tuple(THREAD)
+    counters.reset()
+    assert saver.get_tuple(THREAD) == saver.get_tuple(THREAD)
+    assert (counters.opened, counters.parsed) == (0, 0)  # kept while the target stays as it is
+
+
 def test_a_checkpoint_another_saver_added_is_seen_at_the_next_read(
     tmp_path: Path, settled_at_once: None
 ) -> None:

@@ -123,6 +123,17 @@ def opened(path: str | os.PathLike[str]) -> Iterator[tuple[int, os.stat_result]]
     regular file or that lies out of its tree, and a StorageError naming the file for any
     other OSError.
     """
+    fd, info = _open(path)
+    try:
+        yield fd, info
+    finally:
+        os.close(fd)
+
+
+def _open(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
+    """``opened``'s descriptor and ``fstat``, which the caller closes (none is left open
+    when this raises): the same guards, without a generator for a read that is all in one
+    function (``_read``, every markdown file a store reads)."""
     try:
         fd = os.open(path, _FLAGS)
     except OSError as error:
@@ -138,9 +149,10 @@ def opened(path: str | os.PathLike[str]) -> Iterator[tuple[int, os.stat_result]]
         if not stat.S_ISREG(info.st_mode):
             raise _not_regular(path, info.st_mode)
         _check_inside(fd, path)
-        yield fd, info
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd, info
 
 
 def read_file(
@@ -152,9 +164,21 @@ def read_file(
     (``too_long(size)`` when given, for a kind that words its limit its own way), judged by
     its size before it is read. An OSError other than a missing file is a StorageError
     naming ``path`` in plain words ("... is a folder where a file should be")."""
-    found = _read(path, limit, None, too_long)
+    return read_file_stat(path, limit, too_long=too_long)[0]
+
+
+def read_file_stat(
+    path: str | os.PathLike[str],
+    limit: int | None = None,
+    *,
+    too_long: Callable[[int], DocumentError] | None = None,
+) -> tuple[bytes, os.stat_result]:
+    """``read_file``, and the ``fstat`` of the file it read: the identity of those very
+    bytes, for a cache keyed by what each file is, which then needs no ``stat`` of its own
+    before a file it has never read."""
+    found, info = _read(path, limit, None, too_long)
     assert isinstance(found, bytes)
-    return found
+    return found, info
 
 
 def map_file(path: Path, limit: int | None, smallest: int) -> bytes | mmap.mmap:
@@ -163,7 +187,7 @@ def map_file(path: Path, limit: int | None, smallest: int) -> bytes | mmap.mmap:
     output's header and content, ``str(memoryview(mapped)[a:b], "utf-8")``) then never holds
     the file's bytes beside its text. The mapped pages are the system's page cache, which it
     may evict; the caller closes the mapping."""
-    return _read(path, limit, smallest, None)
+    return _read(path, limit, smallest, None)[0]
 
 
 def read_start(path: str | os.PathLike[str], most: int) -> tuple[bytes, int]:
@@ -287,29 +311,35 @@ def chunks(path: str | os.PathLike[str], limit: int) -> Iterator[bytes]:
 
 
 def _read(
-    path: Path, limit: int | None, map_from: int | None, too_long: Callable[[int], DocumentError] | None
-) -> bytes | mmap.mmap:
+    path: str | os.PathLike[str],
+    limit: int | None,
+    map_from: int | None,
+    too_long: Callable[[int], DocumentError] | None,
+) -> tuple[bytes | mmap.mmap, os.stat_result]:
     most = MAX_DOCUMENT_BYTES if limit is None else limit
-    refuse = too_long or (lambda size: _too_long(path, size, limit))
-    with opened(path) as (fd, info):
+    refuse = too_long or (lambda size: _too_long(Path(path), size, limit))
+    fd, info = _open(path)
+    try:
         if info.st_size > most:
             raise refuse(info.st_size)
         if map_from is not None and info.st_size > map_from:
             with contextlib.suppress(ValueError, OSError):  # shrunk since fstat: read it
-                return mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ)  # outlives fd
+                return mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ), info  # outlives fd
         try:
             pieces: list[bytes] = []
             total = 0
             while True:
                 chunk = os.read(fd, max(_CHUNK, info.st_size + 1 - total))
                 if not chunk:
-                    return b"".join(pieces)
+                    return b"".join(pieces), info
                 total += len(chunk)
                 if total > most:  # grew while it was read
                     raise refuse(total)
                 pieces.append(chunk)
         except OSError as error:
             raise storage_error(error, path, "read") from error
+    finally:
+        os.close(fd)
 
 
 def _check_inside(fd: int, path: str | os.PathLike[str]) -> None:

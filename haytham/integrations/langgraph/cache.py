@@ -1,8 +1,8 @@
 """What a ``HaythamSaver`` has read of its threads' files, kept while the files are unchanged.
 
 The files are the truth; this is a cache of what they say, in the saver's memory, keyed by
-what each file is now. A read asks the file system first (one ``lstat`` a file, one ``stat``
-a namespace folder) and uses what it kept only while that answer is the one it kept:
+what each file is now. A read asks the file system first (one ``stat`` a file it kept, one
+``stat`` a namespace folder) and uses what it kept only while that answer is the one it kept:
 
 - a checkpoint or writes file: its sections (``files.split_sections``, the markdown parse)
   under the file's inode, size, modification and change times in nanoseconds. Values are
@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from haytham.format.guard import read_file
+from haytham.format.guard import read_file_stat
 from haytham.integrations.langgraph import files
 
 RACY_NS = 100_000_000
@@ -49,6 +49,17 @@ def _settled(st: os.stat_result, now_ns: int) -> bool:
     return max(st.st_mtime_ns, st.st_ctime_ns) < now_ns - RACY_NS
 
 
+class _Listing:
+    """The names of a namespace folder's files, and its checkpoint ids once asked for
+    (a ``get_tuple`` of the newest needs only the greatest, ``ThreadFiles.newest``)."""
+
+    __slots__ = ("ids", "names")
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+        self.ids: list[str] | None = None
+
+
 class ThreadFiles:
     """The sections of the files a saver read and the listings of its namespace folders,
     each under the identity it had when read (the module doc says when one is used)."""
@@ -56,12 +67,38 @@ class ThreadFiles:
     def __init__(self, limit: int = LIMIT) -> None:
         self._limit = limit
         self._sections: OrderedDict[str, tuple[_Key, _Sections]] = OrderedDict()
-        self._folders: dict[str, tuple[_Key, list[str], frozenset[str]]] = {}
+        self._folders: dict[str, tuple[_Key, _Listing]] = {}
         self._lock = threading.Lock()
 
     def listing(self, folder: Path) -> tuple[list[str], frozenset[str]]:
         """The checkpoint ids of a namespace folder (oldest first) and the names of its
         files; nothing for a folder that does not exist."""
+        found = self._listed(folder)
+        if found is None:
+            return [], frozenset()
+        if found.ids is None:
+            found.ids = files.checkpoint_ids(found.names)
+        return found.ids, found.names
+
+    def newest(self, folder: Path) -> tuple[str | None, frozenset[str]]:
+        """The newest checkpoint id of a namespace folder (None without one) and the names of
+        its files, without sorting every id when the folder was not listed before
+        (``files.newest_checkpoint_id``)."""
+        found = self._listed(folder)
+        if found is None:
+            return None, frozenset()
+        if found.ids is not None:
+            return (found.ids[-1] if found.ids else None), found.names
+        return files.newest_checkpoint_id(found.names), found.names
+
+    def names(self, folder: Path) -> frozenset[str]:
+        """The names of a namespace folder's files (none for a folder that does not exist)."""
+        found = self._listed(folder)
+        return frozenset() if found is None else found.names
+
+    def _listed(self, folder: Path) -> _Listing | None:
+        """The names of a namespace folder's files, listed only when the folder is not the
+        one kept; None for a folder that does not exist."""
         where = os.fspath(folder)
         now = time.time_ns()
         try:
@@ -69,35 +106,41 @@ class ThreadFiles:
             with self._lock:
                 kept = self._folders.get(where)
             if kept is not None and kept[0] == _key(st):
-                return kept[1], kept[2]
-            names = os.listdir(where)
+                return kept[1]
+            found = _Listing(frozenset(os.listdir(where)))
         except (FileNotFoundError, NotADirectoryError):
             with self._lock:
                 self._folders.pop(where, None)
-            return [], frozenset()
-        ids, present = files.checkpoint_ids(names), frozenset(names)
+            return None
         if _settled(st, now):
             with self._lock:
-                self._folders[where] = (_key(st), ids, present)
-        return ids, present
+                self._folders[where] = (_key(st), found)
+        return found
 
     def sections(self, path: Path) -> _Sections | None:
         """The sections of a checkpoint or writes file (``files.split_sections``), read and
         parsed only when the file is not the one kept; None when there is no such file.
-        A file that does not parse raises ``DocumentError``, as ``split_sections`` does."""
+        A file that does not parse raises ``DocumentError``, as ``split_sections`` does.
+
+        A file kept is ``stat``-ed to see that it is still the one kept; a file not kept is
+        read at once, keyed by the ``fstat`` of the descriptor it was read from (the very
+        bytes read, and a link's target, not the link)."""
         where = os.fspath(path)
         now = time.time_ns()
-        try:
-            st = os.lstat(where)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
         with self._lock:
             kept = self._sections.get(where)
-            if kept is not None and kept[0] == _key(st):
-                self._sections.move_to_end(where)
+        if kept is not None:
+            try:
+                st = os.stat(where)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            if kept[0] == _key(st):
+                with self._lock:
+                    if where in self._sections:
+                        self._sections.move_to_end(where)
                 return kept[1]
         try:
-            data = read_file(path)  # the guarded read: a regular file, bounded, in the tree
+            data, st = read_file_stat(where)  # the guarded read: a regular file, bounded, in the tree
         except (FileNotFoundError, NotADirectoryError):
             return None
         _, sections = files.split_sections(data.decode("utf-8"), path)

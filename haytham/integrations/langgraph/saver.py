@@ -155,7 +155,9 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         return self._sessions / self.session_id(thread_id)
 
     def _namespace_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
-        return self.session_dir(thread_id) / LANGGRAPH_DIR / files.namespace_folder(checkpoint_ns)
+        return self._sessions.joinpath(
+            self.session_id(thread_id), LANGGRAPH_DIR, files.namespace_folder(checkpoint_ns)
+        )
 
     @contextlib.contextmanager
     def _one_writer(self, session_id: str) -> Iterator[None]:
@@ -384,12 +386,10 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         except UnsafeNameError:
             return None
         checkpoint_id = get_checkpoint_id(config)
-        ids, names = self._files.listing(folder)
-        if checkpoint_id is None:
-            if not ids:
-                return None
-            checkpoint_id = ids[-1]
-        return self._tuple(folder, checkpoint_id, names)
+        if checkpoint_id is not None:
+            return self._tuple(folder, checkpoint_id, self._files.names(folder))
+        newest, names = self._files.newest(folder)
+        return None if newest is None else self._tuple(folder, newest, names)
 
     def list(
         self,
@@ -463,7 +463,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         if stored is None:
             return None
         name = files.writes_file(checkpoint_id)
-        present = self._files.listing(folder)[1] if names is None else names
+        present = self._files.names(folder) if names is None else names
         writes = self._read_writes(folder / name) if name in present else []
 
         def config_of(checkpoint_id: str) -> RunnableConfig:
