@@ -11,7 +11,8 @@ is their whole run (issue 26). ``@frozen`` makes the same class:
   ``__dataclass_params__``, and a type checker reads it as one (``dataclass_transform``);
 - its ``__init__`` is compiled as ``dataclass``'s is (one ``exec``, the same parameters,
   defaults, default factories, keyword-only fields and ``__post_init__`` call, the same
-  signature), since a hand-written generic one would make every record slower to build;
+  signature), since a generic one (``*args, **kwargs``) would make every record slower to
+  build; it sets the fields in one update of the instance's ``__dict__``;
 - ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__`` and ``__delattr__`` are closures over
   the class's field names, not compiled text, with the results of ``dataclass``'s: the same
   repr (recursion shown as ``...``), equal when the classes are the same and the compared
@@ -107,13 +108,16 @@ def _hashed(f: dataclasses.Field[Any]) -> bool:
 
 
 def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
-    """``dataclass``'s ``__init__`` for these fields: compiled from text, as it is there (its own
-    names are spelled ``__frozen_...__``, so that no field's name can hide one)."""
-    names: dict[str, Any] = {"__frozen_set__": object.__setattr__, "__frozen_factory__": _FACTORY}
+    """``dataclass``'s ``__init__`` for these fields, compiled from text as it is there (its own
+    names are spelled ``__frozen_...__``, so that no field's name can hide one), but setting
+    the fields in one update of the instance's ``__dict__`` instead of one
+    ``object.__setattr__`` call each: the same attributes (a field is never a descriptor),
+    about a third less to compile and to run."""
+    names: dict[str, Any] = {"__frozen_factory__": _FACTORY}
     me = "__frozen_self__" if any(f.name == "self" for f in fields) else "self"
     parameters: list[str] = []
     keywords: list[str] = []
-    body: list[str] = []
+    values: list[str] = []
     defaulted = False
     for f in fields:
         factory = f"__frozen_factory_{f.name}__"
@@ -132,7 +136,8 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[...
             value = f"{factory}()" if has_factory else default
         else:
             continue
-        body.append(f"  __frozen_set__({me}, {f.name!r}, {value})")
+        values.append(f"{f.name!r}: {value}")
+    body = [f"  {me}.__dict__.update({{{', '.join(values)}}})"] if values else []
     if hasattr(cls, "__post_init__"):
         body.append(f"  {me}.__post_init__()")
     signature = ", ".join([me, *parameters, *(["*", *keywords] if keywords else [])])
