@@ -81,8 +81,9 @@ def frozen(cls: C) -> C:
         if name in made.__dict__:
             raise TypeError(f"Cannot overwrite attribute {name} in class {made.__name__}")
     made.__dataclass_params__ = _PARAMS
-    methods = {
-        "__init__": _init(made, fields),
+    _check_order(fields)
+    methods: dict[str, Any] = {
+        "__init__": _LazyInit(made, fields),
         "__repr__": _repr(tuple(f.name for f in fields if f.repr)),
         "__eq__": _eq(_values(tuple(f.name for f in fields if f.compare))),
     }
@@ -92,14 +93,48 @@ def frozen(cls: C) -> C:
     if own_hash is dataclasses.MISSING or (own_hash is None and "__eq__" in made.__dict__):
         # no __hash__ of its own (None is Python's, for a class body that defines __eq__)
         methods["__hash__"] = _hash(_values(tuple(f.name for f in fields if _hashed(f))))
-    for name, method in methods.items():  # named as dataclass names them
-        method.__name__ = name
-        method.__qualname__ = f"{made.__qualname__}.{name}"
-        method.__module__ = made.__module__
-        setattr(made, name, method)
+    for name, method in methods.items():
+        setattr(made, name, _named(method, made, name))
     if not documented:  # dataclass's doc, written before __init__ existed: again, with it
         made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
     return made  # type: ignore[no-any-return]
+
+
+def _named(method: Any, cls: type, name: str) -> Any:
+    """``method`` named as ``dataclass`` names the methods it makes for ``cls``."""
+    if not isinstance(method, _LazyInit):
+        method.__name__ = name
+        method.__qualname__ = f"{cls.__qualname__}.{name}"
+        method.__module__ = cls.__module__
+    return method
+
+
+class _LazyInit:
+    """A ``@frozen`` class's ``__init__`` until it is first looked up: it is compiled then and
+    put in this one's place on the class (most records a command's modules define, it never
+    makes: ``haytham status`` makes 24 of 40 kinds). Any lookup compiles it, so making an
+    instance, ``inspect.signature`` and ``cls.__init__`` see the compiled function."""
+
+    def __init__(self, cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> None:
+        self.cls = cls
+        self.fields = fields
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        init = _named(_init(self.cls, self.fields), self.cls, "__init__")
+        type.__setattr__(self.cls, "__init__", init)  # (two threads may both compile: the same)
+        return init if instance is None else init.__get__(instance, owner)
+
+
+def _check_order(fields: tuple[dataclasses.Field[Any], ...]) -> None:
+    """``dataclass``'s refusal, as the class is made, of a field without a default after one
+    with a default among the positional parameters."""
+    defaulted = False
+    for f in fields:
+        if f.init and not f.kw_only:
+            has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+            if defaulted and not has_default:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument")
+            defaulted = defaulted or has_default
 
 
 def _hashed(f: dataclasses.Field[Any]) -> bool:
@@ -118,7 +153,6 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[...
     parameters: list[str] = []
     keywords: list[str] = []
     values: list[str] = []
-    defaulted = False
     for f in fields:
         factory = f"__frozen_factory_{f.name}__"
         default = f"__frozen_default_{f.name}__"
@@ -126,9 +160,6 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[...
         has_default = has_factory or f.default is not dataclasses.MISSING
         names[factory if has_factory else default] = f.default_factory if has_factory else f.default
         if f.init:
-            if not f.kw_only and not has_default and defaulted:
-                raise TypeError(f"non-default argument {f.name!r} follows default argument")
-            defaulted = defaulted or (has_default and not f.kw_only)
             given = "__frozen_factory__" if has_factory else default
             (keywords if f.kw_only else parameters).append(f"{f.name}={given}" if has_default else f.name)
             value = f"{factory}() if {f.name} is __frozen_factory__ else {f.name}" if has_factory else f.name

@@ -302,6 +302,37 @@ def test_subclasses_and_single_and_empty_records_are_dataclass_s() -> None:
     assert _refused(lambda: setattr(plain, "value", 3)) == "cannot assign to field 'value'"
 
 
+def test_init_is_compiled_when_first_looked_up_by_an_instance_a_subclass_or_inspect() -> None:
+    def make() -> type:
+        @frozen
+        class Late:
+            """Made, never built until asked."""
+
+            key: str
+            note: str = ""
+
+        return Late
+
+    late = make()
+    assert type(vars(late)["__init__"]).__name__ == "_LazyInit"  # nothing compiled yet
+
+    class Sub(late):  # type: ignore[valid-type, misc]
+        """Built first: the record's __init__ is compiled through the subclass."""
+
+    assert repr(Sub("k")) == repr(Sub(key="k", note=""))
+    assert repr(Sub("k")).endswith("Sub(key='k', note='')")
+    init = vars(late)["__init__"]
+    assert inspect.isfunction(init)
+    assert init.__qualname__.endswith("Late.__init__")
+    assert init.__module__ == late.__module__ == __name__
+    assert late("a") == late("a", "")
+    assert vars(late)["__init__"] is init  # compiled once
+
+    other = make()
+    assert str(inspect.signature(other)) == "(key: 'str', note: 'str' = '') -> None"
+    assert inspect.isfunction(vars(other)["__init__"])
+
+
 def test_what_dataclass_refuses_frozen_refuses() -> None:
     with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
 

@@ -32,6 +32,8 @@ def compiled():
             if isinstance(value, type) and hasattr(value, "__dataclass_fields__") and code is not None:
                 if value.__module__ == name and code.co_filename == "<string>":
                     yield f"compiled dataclass: {name}.{value.__qualname__}"
+                if value.__module__ == name and type(vars(value).get("__init__")).__name__ == "_LazyInit":
+                    yield f"uncompiled init: {name}.{value.__qualname__}"
 def dump():
     with open(out, "w", encoding="utf-8") as handle:
         handle.write("\\n".join(sorted(sys.modules)))
@@ -64,6 +66,12 @@ manager: a command that only asks where the sessions are imports none of them.""
 
 ONE_COMPILED = {"haytham.frozen._Params"}
 """The dataclasses whose methods ``dataclass`` compiles when ``haytham.frozen`` is imported."""
+
+
+def uncompiled(modules: set[str]) -> set[str]:
+    """The ``@frozen`` classes whose ``__init__`` was never compiled (none was made), from ``loaded``."""
+    prefix = "uncompiled init: "
+    return {line.removeprefix(prefix) for line in modules if line.startswith(prefix)}
 
 
 def compiled(modules: set[str]) -> set[str]:
@@ -135,6 +143,11 @@ def test_status_imports_neither_the_heavy_modules_nor_the_doctor(tmp_path: Path)
     assert not modules & {"haytham.store.history", "haytham.store.attempts", "haytham.store.fork"}
     assert {"haytham.records", "haytham.store.lifecycle", "haytham.format.policy"} <= modules
     assert compiled(modules) == ONE_COMPILED  # the records, lifecycle views, policies: @frozen
+    # and the __init__ of a record it never makes is never compiled
+    assert {"haytham.records.HistoryEntry", "haytham.records.Claim", "haytham.errors.Issue"} <= uncompiled(
+        modules
+    )
+    assert not {"haytham.records.SessionManifest", "haytham.records.PhaseCheckpoint"} & uncompiled(modules)
 
 
 def test_validate_of_two_files_imports_none_of_the_heavy_modules(tmp_path: Path) -> None:
