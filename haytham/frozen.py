@@ -12,7 +12,8 @@ is their whole run (issue 26). ``@frozen`` makes the same class:
 - its ``__init__`` is compiled as ``dataclass``'s is (one ``exec``, the same parameters,
   defaults, default factories, keyword-only fields and ``__post_init__`` call, the same
   signature), since a generic one (``*args, **kwargs``) would make every record slower to
-  build; it sets the fields in one update of the instance's ``__dict__``;
+  build; but only when it is first looked up (``_LazyInit``), and it sets the fields in one
+  update of the instance's ``__dict__``;
 - ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__`` and ``__delattr__`` are closures over
   the class's field names, not compiled text, with the results of ``dataclass``'s: the same
   repr (recursion shown as ``...``), equal when the classes are the same and the compared
@@ -20,8 +21,10 @@ is their whole run (issue 26). ``@frozen`` makes the same class:
   the same message on assignment or deletion. ``tests/test_frozen.py`` checks each of these
   against ``@dataclass(frozen=True)`` of the running Python, for every ``@frozen`` class.
 
-It takes no arguments (a record is frozen, compared, hashed and shown); a class that needs
-``order``, ``slots`` or ``InitVar`` fields uses ``dataclass`` itself.
+What it costs: ``==`` and ``repr`` of a record take a call more than compiled code does (on
+3.11 about 0.6 against 0.2 microseconds for a six-field ``==``); building one is as fast or
+faster. It takes no arguments (a record is frozen, compared, hashed and shown); a class that
+needs ``order``, ``slots`` or ``InitVar`` fields uses ``dataclass`` itself.
 """
 
 from __future__ import annotations
