@@ -41,7 +41,7 @@ starts awaiting its review and when a review decides it (``haytham.notify``, doc
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +50,7 @@ from haytham.format import layout
 from haytham.format.reviewer import Reviewer, parse_reviewer
 from haytham.format.schema import describe, schema_errors
 from haytham.format.yamlfile import line_of, parse_yaml, read_yaml
+from haytham.frozen import frozen
 
 if TYPE_CHECKING:
     # PyYAML is imported when a haytham.yaml is read; the notify hook, the otel settings, the
@@ -76,7 +77,7 @@ def _default_policy() -> RetentionPolicy:
     return RetentionPolicy()
 
 
-@dataclass(frozen=True)
+@frozen
 class HaythamConfig:
     """The settings of ``haytham.yaml``, or the defaults when there is none."""
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+from haytham.frozen import frozen
 
 if TYPE_CHECKING:  # named in annotations only: every command imports the errors, not all the records
     from haytham.records import Claim, LeaseHolder
@@ -319,7 +320,7 @@ class DriverNotConfigured(GitError):
     """The haytham merge driver is not configured in this clone; nothing was merged."""
 
 
-@dataclass(frozen=True)
+@frozen
 class ConflictSpot:
     """Where a merge left a conflict: a file and the line of its first conflict marker."""
 
@@ -338,7 +339,7 @@ class SyncConflict(GitError):
         self.spots = spots
 
 
-@dataclass(frozen=True)
+@frozen
 class Issue:
     """One problem found in a session file, located like a linter's message."""
 

@@ -8,10 +8,12 @@ nothing in between can change one behind the manager's back. The dict API of
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, get_args
+
+from haytham.frozen import frozen
 
 # Each enumeration is written once, here, as a Literal. The tuples below are derived from
 # them, and the JSON schemas take their ``enum`` lists from ENUMERATIONS when loaded.
@@ -120,7 +122,7 @@ DONE_STATUSES: frozenset[str] = frozenset({"completed", "skipped"})
 """Phase statuses after which a resume moves on to the next phase."""
 
 
-@dataclass(frozen=True)
+@frozen
 class PhaseRow:
     """One row of the manifest's Phase Status table."""
 
@@ -135,7 +137,7 @@ class PhaseRow:
     """Seconds, or None when unknown."""
 
 
-@dataclass(frozen=True)
+@frozen
 class CurrentPhase:
     """The manifest's Current Phase: the phase a resume would run next."""
 
@@ -146,7 +148,7 @@ class CurrentPhase:
     can_resume: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class SessionMetrics:
     """Totals over the session's phase checkpoints."""
 
@@ -155,7 +157,7 @@ class SessionMetrics:
     total_cost: float = 0.0
 
 
-@dataclass(frozen=True)
+@frozen
 class SessionManifest:
     """``session_manifest.md``: who, what, and how far each phase has got."""
 
@@ -179,7 +181,7 @@ class SessionManifest:
     """``{session_id} at phase {n}`` for a session made by ``fork_session``, else None."""
 
 
-@dataclass(frozen=True)
+@frozen
 class AgentRun:
     """One agent's entry in a phase checkpoint."""
 
@@ -191,7 +193,7 @@ class AgentRun:
     cost: float | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class PhaseCheckpoint:
     """``phase_{n}_{slug}/checkpoint.md``: the state of one phase."""
 
@@ -229,7 +231,7 @@ class PhaseCheckpoint:
     were given, as they were when it started; empty in checkpoints that predate it."""
 
 
-@dataclass(frozen=True)
+@frozen
 class AgentTry:
     """One try of an agent (``## Tries`` of its output file): when it ran, how it ended,
     and how long the runner waited before the next try."""
@@ -253,7 +255,7 @@ class AgentTry:
         return self.outcome not in ("completed", "permanent")
 
 
-@dataclass(frozen=True)
+@frozen
 class AgentOutput:
     """``phase_{n}_{slug}/{agent_name}.md``: what one agent produced, verbatim."""
 
@@ -287,7 +289,7 @@ class AgentOutput:
     so a page can link to the trace; None when the agent gave none."""
 
 
-@dataclass(frozen=True)
+@frozen
 class UserFeedback:
     """``phase_{n}_{slug}/user_feedback.md``: a person's review of a phase."""
 
@@ -315,7 +317,7 @@ class UserFeedback:
     rewrite keeps those lines as they are), so it takes no part in comparing reviews."""
 
 
-@dataclass(frozen=True)
+@frozen
 class HistoryEntry:
     """One checkpoint or review saved, as the session's history keeps it (``history/*.md``)."""
 
@@ -354,7 +356,7 @@ is committed unchanged since), else the file's modification time (``file``)."""
 REVIEW_TIME_SOURCES: tuple[ReviewTimeSource, ...] = get_args(ReviewTimeSource)
 
 
-@dataclass(frozen=True)
+@frozen
 class Attempt:
     """One attempt at a phase: what its checkpoint, agents and reviewer said.
 
@@ -374,7 +376,7 @@ class Attempt:
     (a hand review's, the file's modification time); None without a review."""
 
 
-@dataclass(frozen=True)
+@frozen
 class LeaseHolder:
     """Who holds a session's run lease."""
 
@@ -392,7 +394,7 @@ CLAIM_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 """How a claim file writes its times (UTC, to the second)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Claim:
     """A worker's claim of a session."""
 

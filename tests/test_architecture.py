@@ -63,7 +63,7 @@ def layer_of(module: str) -> str | None:
     if len(parts) == 1:
         return "facade"
     top = parts[1]
-    if top in ("errors", "records") and len(parts) == 2:
+    if top in ("errors", "records", "frozen") and len(parts) == 2:
         return "base"
     if top in FEATURES and len(parts) == 2:
         return "feature"
@@ -367,7 +367,7 @@ def test_the_checker_finds_a_cycle_through_a_function_and_through_type_checking(
 
 def test_the_checker_knows_every_layer_and_no_stranger() -> None:
     assert layer_of("haytham") == "facade"
-    assert layer_of("haytham.records") == layer_of("haytham.errors") == "base"
+    assert layer_of("haytham.records") == layer_of("haytham.errors") == layer_of("haytham.frozen") == "base"
     assert layer_of("haytham.format.schemas") == "format"
     assert layer_of("haytham.project.project_manager") == "reexport"
     assert layer_of("haytham.__main__") == "main"

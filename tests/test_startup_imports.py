@@ -6,7 +6,11 @@ time of their imports. Each is run
 here in a process of its own, as a person or git runs it, and the modules it loaded are
 read from that process's ``sys.modules`` at exit: the heavy ones (YAML, the schema
 validator, SQLite, the web stack, asyncio) and the parts of haytham a command does not use
-(the doctor for ``status``, the store for the merge driver) must not be among them.
+(the doctor for ``status``, the store for the merge driver) must not be among them. Nor may
+a dataclass whose methods were compiled from text as the module was imported (about half a
+millisecond a class on Python 3.11): the records on these paths are made with
+``haytham.frozen.frozen``, and the one class ``dataclass`` itself makes is the one that gives
+``@frozen`` its parameters.
 """
 
 from __future__ import annotations
@@ -21,10 +25,20 @@ from haytham import CheckpointManager
 PROBE = """
 import atexit, gc, runpy, sys
 out, module = sys.argv[1], sys.argv[2]
+def compiled():
+    for name, loaded in list(sys.modules.items()):
+        for value in list(vars(loaded).values()) if name.startswith("haytham") and loaded else ():
+            code = getattr(getattr(value, "__eq__", None), "__code__", None)
+            if isinstance(value, type) and hasattr(value, "__dataclass_fields__") and code is not None:
+                if value.__module__ == name and code.co_filename == "<string>":
+                    yield f"compiled dataclass: {name}.{value.__qualname__}"
+                if value.__module__ == name and type(vars(value).get("__init__")).__name__ == "_LazyInit":
+                    yield f"uncompiled init: {name}.{value.__qualname__}"
 def dump():
     with open(out, "w", encoding="utf-8") as handle:
         handle.write("\\n".join(sorted(sys.modules)))
         handle.write(f"\\nfrozen objects: {bool(gc.get_freeze_count())}")
+        handle.write("".join(f"\\n{line}" for line in compiled()))
 atexit.register(dump)
 sys.argv = [module, *sys.argv[3:]]
 runpy.run_module(module, run_name="__main__")
@@ -48,6 +62,22 @@ SESSION_CHECKS = frozenset(
 FEATURES = frozenset({"haytham.notify", "haytham.otel", "haytham.retention", "haytham.projects"})
 """What haytham.yaml can switch on (the notify hook, trace exports, pruning) and the project
 manager: a command that only asks where the sessions are imports none of them."""
+
+
+ONE_COMPILED = {"haytham.frozen._Params"}
+"""The dataclasses whose methods ``dataclass`` compiles when ``haytham.frozen`` is imported."""
+
+
+def uncompiled(modules: set[str]) -> set[str]:
+    """The ``@frozen`` classes whose ``__init__`` was never compiled (none was made), from ``loaded``."""
+    prefix = "uncompiled init: "
+    return {line.removeprefix(prefix) for line in modules if line.startswith(prefix)}
+
+
+def compiled(modules: set[str]) -> set[str]:
+    """The dataclasses of haytham whose methods ``dataclass`` compiled, from ``loaded``."""
+    prefix = "compiled dataclass: "
+    return {line.removeprefix(prefix) for line in modules if line.startswith(prefix)}
 
 
 def loaded(tmp_path: Path, module: str, *args: str, base_dir_variable: bool = True) -> set[str]:
@@ -111,6 +141,13 @@ def test_status_imports_neither_the_heavy_modules_nor_the_doctor(tmp_path: Path)
     # a write's: the transaction, the saves and re-runs, the journal and what a reviewer was shown
     assert not modules & WRITE_PATH
     assert not modules & {"haytham.store.history", "haytham.store.attempts", "haytham.store.fork"}
+    assert {"haytham.records", "haytham.store.lifecycle", "haytham.format.policy"} <= modules
+    assert compiled(modules) == ONE_COMPILED  # the records, lifecycle views, policies: @frozen
+    # and the __init__ of a record it never makes is never compiled
+    assert {"haytham.records.HistoryEntry", "haytham.records.Claim", "haytham.errors.Issue"} <= uncompiled(
+        modules
+    )
+    assert not {"haytham.records.SessionManifest", "haytham.records.PhaseCheckpoint"} & uncompiled(modules)
 
 
 def test_validate_of_two_files_imports_none_of_the_heavy_modules(tmp_path: Path) -> None:
@@ -125,6 +162,7 @@ def test_validate_of_two_files_imports_none_of_the_heavy_modules(tmp_path: Path)
     assert not modules & FEATURES
     assert not modules & {"haytham.store.doctor", "haytham.config"}  # doctor's; the variable answered
     assert not modules & {"haytham.store.scan", "haytham.store.derived"}  # files alone: no listing
+    assert compiled(modules) == ONE_COMPILED
 
 
 def test_validate_as_a_pre_commit_hook_runs_it_reads_no_settings_it_does_not_need(tmp_path: Path) -> None:
@@ -162,6 +200,8 @@ def test_the_merge_driver_imports_no_command_line_no_store_and_no_yaml(tmp_path:
     assert not modules & {"click", "haytham.cli.common", "haytham.cli.git", "haytham.cli.main"}
     assert not modules & {"haytham.store.manager", "haytham.git.autocommit", "haytham.git.sync"}
     assert "hashlib" not in modules  # a merge makes no digest
+    assert "haytham.records" in modules
+    assert compiled(modules) == ONE_COMPILED
 
 
 def test_the_driver_of_clones_set_up_before_imports_no_store_and_no_yaml(tmp_path: Path) -> None:

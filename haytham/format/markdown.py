@@ -13,13 +13,13 @@ import functools
 import itertools
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from haytham.format.patterns import lazy
+from haytham.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Section:
     """A heading and the source lines up to the next heading of the same or a higher level."""
 
@@ -39,7 +39,7 @@ class Section:
     """The 1-based line where ``body`` starts."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Document:
     """A parsed markdown file: its title heading and its sections, in order."""
 
@@ -352,7 +352,7 @@ def _find_closer(source: str, marker: str, start: int) -> re.Match[str] | None:
         position = next_line + 1
 
 
-@dataclass(frozen=True)
+@frozen
 class Fence:
     """A fenced code block of a text, by offsets into it."""
 

@@ -16,9 +16,10 @@ with ``writer: {retry: {max_attempts: 6}}`` gives the writer six tries with back
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from typing import Any
 
+from haytham.frozen import frozen
 from haytham.records import OnExhausted
 
 RETRY_KEYS = ("max_attempts", "initial_interval", "backoff", "max_interval", "jitter")
@@ -28,7 +29,7 @@ POLICY_KEYS = ("retry", "retry_on", "timeout", "on_exhausted", "side_effects")
 """The policy keys of an agent (and of ``defaults:``), in the order they are written."""
 
 
-@dataclass(frozen=True)
+@frozen
 class RetryPolicy:
     """How often and how patiently an agent's transient failures are tried again.
 
@@ -55,7 +56,7 @@ class RetryPolicy:
         return min(self.max_interval, self.initial_interval * self.backoff ** max(0, tries - 1))
 
 
-@dataclass(frozen=True)
+@frozen
 class AgentPolicy:
     """Everything about how one agent is run, resolved (``Workflow.policy_of``)."""
 
@@ -79,7 +80,7 @@ class AgentPolicy:
         return self.retry.max_attempts > 1 or self.timeout is not None
 
 
-@dataclass(frozen=True)
+@frozen
 class PolicyKeys:
     """The policy keys as written in one place (``defaults:`` or one agent's mapping):
     None, or an empty ``retry``, where nothing is written."""
@@ -134,7 +135,7 @@ def resolve_policy(*layers: PolicyKeys) -> AgentPolicy:
     return policy
 
 
-@dataclass(frozen=True)
+@frozen
 class Budget:
     """How much a session (``budget:`` at the top) or a phase (``budget:`` on the phase)
     may spend: tokens (input and output together) and/or cost, in the unit the agents

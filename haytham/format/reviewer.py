@@ -11,17 +11,17 @@ names and addresses compare without regard to case or surrounding space.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from haytham.errors import InvalidArgumentError
 from haytham.format.patterns import lazy
+from haytham.frozen import frozen
 
 _IDENTITY = lazy(r"\s*(?P<name>[^<>]*?)\s*(?:<(?P<email>[^<>\s]+)>)?\s*")
 MAX_REVIEWER_CHARS = 200
 """The longest identity kept: longer is a mistake, not a person."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Reviewer:
     """A person who reviews: a name, an e-mail address, or both."""
 

@@ -17,12 +17,12 @@ workflow's name and the integration's own folder in the session (``langgraph/``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from haytham.format.layout import CREWAI_DIR, LANGGRAPH_DIR
+from haytham.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class RunBy:
     """A framework that runs sessions: its mark, how people call it, and how to resume it."""
 

@@ -9,17 +9,17 @@ schema error messages the label of each record attribute (``labels_of``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from haytham.format.layout import FORMAT_LABEL, FORMAT_VERSION
 from haytham.format.markdown import Document, Section, line_offsets, normalise_label
+from haytham.frozen import frozen
 
 NEAR_MISS = 0.8
 """How alike (difflib's ratio) a label or title must be to one haytham knows to be taken for
 a typo of it: 'Aproved' is 0.93 like 'Approved', 'My Notes' nothing like any."""
 
 
-@dataclass(frozen=True)
+@frozen
 class FieldSpec:
     """One ``- Label: value`` line (or table column): the record attribute it holds."""
 
@@ -27,7 +27,7 @@ class FieldSpec:
     label: str
 
 
-@dataclass(frozen=True)
+@frozen
 class SectionSpec:
     """One ``## Title`` section of a document kind."""
 

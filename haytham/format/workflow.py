@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -35,10 +35,11 @@ from haytham.format.yamlfile import (
     read_yaml,
     take_version,
 )
+from haytham.frozen import frozen
 from haytham.records import RunStyle
 
 
-@dataclass(frozen=True)
+@frozen
 class PhaseDefinition:
     """One phase of a workflow."""
 
@@ -61,7 +62,7 @@ class PhaseDefinition:
     Not part of the fingerprint, like every policy (``haytham.format.policy``)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Workflow:
     """A named, ordered set of phases and the execution modes that select among them."""
 

@@ -30,7 +30,6 @@ import re
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -39,6 +38,7 @@ from haytham.errors import DocumentError, HaythamError
 from haytham.format import MANIFEST, layout
 from haytham.format.patterns import lazy
 from haytham.format.reader import decode
+from haytham.frozen import frozen
 from haytham.git.repository import GitError, relative_to_root, repo_root, run_git
 from haytham.records import PhaseRow, SessionManifest, SessionMetrics
 from haytham.store import fs as _storage
@@ -78,7 +78,7 @@ _DRIVER_COMMAND = "-m haytham.cli.merge_driver %O %A %B %P"
 # ----------------------------------------------------------------------------- setup
 
 
-@dataclass(frozen=True)
+@frozen
 class SetupResult:
     """What ``setup`` did; nothing is changed when the repository was already set up."""
 
@@ -167,7 +167,7 @@ def setup(
 # ------------------------------------------------------------------------ the driver
 
 
-@dataclass(frozen=True)
+@frozen
 class MergeResult:
     """The outcome of one merge: the text to keep and the contradictions left in it."""
 

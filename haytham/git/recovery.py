@@ -31,11 +31,11 @@ import contextlib
 import os
 import shutil
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from haytham.format.layout import CLAIM_FILE, GITATTRIBUTES_FILE, KEPT_DIR, KEPT_NOTE_FILE
+from haytham.frozen import frozen
 from haytham.git.repository import relative_to_root, run_git
 from haytham.store.lease import holder
 
@@ -46,7 +46,7 @@ SYNC_MERGE_MESSAGE = "haytham: sync with "
 ATTRIBUTES = GITATTRIBUTES_FILE
 
 
-@dataclass(frozen=True)
+@frozen
 class SetAside:
     """What was moved out of a merge's way."""
 

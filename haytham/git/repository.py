@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from haytham.errors import GitError
+from haytham.frozen import frozen
 
 if TYPE_CHECKING:  # subprocess and shutil are imported when git runs: the merge driver, which
     # git starts once per conflicting file, merges most manifests without running git itself
@@ -27,7 +27,7 @@ GIT_TIMEOUT = 120.0
 _LOG_FORMAT = "%H%x1f%h%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e"
 
 
-@dataclass(frozen=True)
+@frozen
 class Commit:
     """One commit as ``haytham log`` shows it."""
 

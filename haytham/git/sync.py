@@ -29,12 +29,12 @@ import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from haytham.errors import ConflictSpot, DriverNotConfigured, PushRejected, RemoteRefused, SyncConflict
 from haytham.format.layout import CLAIM_FILE
 from haytham.format.patterns import lazy
+from haytham.frozen import frozen
 from haytham.git.merge import DRIVER, setup
 from haytham.git.recovery import recover_interrupted, set_aside_for_merge
 from haytham.git.repository import DEFAULT_REMOTE, GitError, commit_paths, knows_author, repo_root, run_git
@@ -52,7 +52,7 @@ STALE_LOCK_SECONDS = 2.0
 stale: a push in progress holds it for milliseconds."""
 
 
-@dataclass(frozen=True)
+@frozen
 class SyncResult:
     """What a sync did."""
 

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from haytham.errors import InvalidArgumentError
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.run_by import RunBy, recognise, run_by
+from haytham.frozen import frozen
 from haytham.records import AgentOutput
 from haytham.store import interrupted
 from haytham.store.manager import CheckpointManager
 
 
-@dataclass(frozen=True)
+@frozen
 class NextStep:
     """Where the next ``run`` of a session would stop or start, and why."""
 
@@ -106,7 +106,7 @@ def _uncertain(manager: CheckpointManager, project_id: str, session_id: str, num
     return f"{', '.join(found)} {interrupted.MAY_HAVE_RUN} (started, never completed)"
 
 
-@dataclass(frozen=True)
+@frozen
 class Advice:
     """What a person should do next with a session, and the command for it."""
 

@@ -7,13 +7,13 @@ and returns the value in the form the records keep (a timestamp normalised, seco
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from haytham.errors import InvalidArgumentError
 from haytham.format.budget import read_budget, write_budget
 from haytham.format.policy import Budget
 from haytham.format.reviewer import Reviewer, parse_reviewer
+from haytham.frozen import frozen
 from haytham.records import APPROVAL_ACTIONS, FEEDBACK_ACTIONS, PHASE_STATUSES, RUN_STYLES, AgentRun, AgentTry
 from haytham.store.clock import format_timestamp, parse_timestamp
 from haytham.store.names import check_agent_name, check_name
@@ -135,7 +135,7 @@ def round_or_none(value: float | None, digits: int) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckpointArgs:
     """``save_checkpoint``'s arguments, checked (before the session is opened)."""
 

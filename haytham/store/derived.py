@@ -32,6 +32,7 @@ from haytham.format import CHECKPOINT
 from haytham.format.guard import read_file
 from haytham.format.layout import CHECKPOINT_FILE, MANIFEST_FILE, PHASE_DIR_PREFIX, WORKFLOW_FILE
 from haytham.format.workflow import BUILTIN_WORKFLOWS, PhaseDefinition, Workflow, load_workflow
+from haytham.frozen import frozen
 from haytham.records import PhaseCheckpoint
 from haytham.store import lifecycle
 from haytham.store import progress as _progress
@@ -169,7 +170,7 @@ Total Tokens, Total Cost, who is assigned to review the Current Phase (its workf
 person (``waiting_text``; "" for none)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class WaitingPhase:
     """A phase of a listed session that waits for a person (``lifecycle.needs_a_person``):
     what the review inbox shows of it, remembered with the session's summary so that a warm

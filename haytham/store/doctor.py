@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -37,6 +37,7 @@ from haytham.format.layout import (
     TRASH_SUFFIX,
 )
 from haytham.format.workflow import Workflow
+from haytham.frozen import frozen
 from haytham.store import fs as _storage
 from haytham.store import history, journal, lifecycle, orphans
 from haytham.store import progress as _progress
@@ -98,7 +99,7 @@ FIXABLE: frozenset[str] = frozenset(
 whether it was), never when ``session_manifest.md`` is a link to nothing."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     """One way the session on disk is not what its manifest says, or not clean."""
 

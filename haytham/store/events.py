@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, overload
 
 from haytham.errors import InvalidArgumentError
+from haytham.frozen import frozen
 
 if TYPE_CHECKING:
     import logging
@@ -39,7 +40,7 @@ def logger() -> logging.Logger:
     return logging.getLogger("haytham")
 
 
-@dataclass(frozen=True)
+@frozen
 class Event:
     """What happened, to which session and file."""
 

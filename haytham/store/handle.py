@@ -22,6 +22,7 @@ from haytham.format import AGENT_OUTPUT, CHECKPOINT, FEEDBACK, MANIFEST
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE, MANIFEST_FILE, SESSIONS_DIR, WORKFLOW_FILE
 from haytham.format.reviewer import Reviewer, parse_reviewer
 from haytham.format.workflow import BUILTIN_WORKFLOWS, Workflow, dump_workflow
+from haytham.frozen import frozen
 from haytham.records import (
     FEEDBACK_ACTIONS,
     PHASE_STATUSES,
@@ -790,7 +791,7 @@ class SessionHandle:
             tx.sync_manifest(head=head if head != tx.session.manifest.history_head else None)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen
 class Correction:
     """A reviewer's correction of an agent's output in a phase's current attempt."""
 

@@ -62,6 +62,7 @@ from haytham.errors import StorageAction, storage_error
 from haytham.format.agent_output import MAX_OUTPUT_BYTES
 from haytham.format.guard import chunks
 from haytham.format.layout import JOURNAL_FILE, STAGING_SUFFIX, TMP_SUFFIX
+from haytham.frozen import frozen
 from haytham.store import fs
 
 JOURNAL_VERSION = 1
@@ -93,7 +94,7 @@ UNREAD = Unread.UNREAD
 """``Change.write``'s ``current`` when the caller has not read the target: it is read there."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Conflict:
     """A step recovery did not apply because a person changed its target since."""
 
@@ -101,7 +102,7 @@ class Conflict:
     message: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Step:
     kind: StepKind
     path: str

@@ -24,10 +24,11 @@ does not run it again, and every phase built on the old outputs is ``stale``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, get_args
 
+from haytham.frozen import frozen
 from haytham.records import (
     ACTION_VERDICTS,
     APPROVAL_ACTIONS,
@@ -102,7 +103,7 @@ its own (``CheckpointManager.keep_edited_outputs``, which a resume calls before 
 phases built on the old outputs): the correction is then the phase's output of record."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Transition:
     """One move of a phase from one state to another."""
 
@@ -234,7 +235,7 @@ def _past(event: str) -> str:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class PhaseFacts:
     """What a phase's files say, read without opening any agent output."""
 
@@ -268,7 +269,7 @@ class PhaseFacts:
     """Why the runner holds the phase for a person's decision (the checkpoint's Held)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class PhaseView:
     """Where one phase stands, and why."""
 
@@ -315,7 +316,7 @@ class PhaseView:
         return f"{words} ({'; '.join(reasons)})" if reasons else words
 
 
-@dataclass(frozen=True)
+@frozen
 class SessionView:
     """Where a session stands: every phase, the first one not done, and what it needs."""
 

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from haytham.errors import InvalidArgumentError, Issue
 from haytham.format.reviewer import Reviewer, is_assigned
+from haytham.frozen import frozen
 from haytham.store import derived as _derived
 from haytham.store import index as _index
 from haytham.store.clock import sort_time
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # imported where a listing is queried: a command that lists n
     import sqlite3
 
 
-@dataclass(frozen=True)
+@frozen
 class SessionSummary:
     """One line of ``haytham list``: a session as its files say it is now.
 
@@ -91,7 +91,7 @@ folder (a project's before the root's own ``sessions``), each descending."""
 _ORDERABLE = frozenset((*_FIELDS, "depth")) - {"waiting"}
 
 
-@dataclass(frozen=True)
+@frozen
 class Match:
     """Which listed sessions a query keeps: those with every value given (None: any)."""
 
@@ -107,7 +107,7 @@ class Match:
     """A text in any of the ``SEARCHED`` values, compared case-folded."""
 
 
-@dataclass(frozen=True)
+@frozen
 class WaitingMatch:
     """Which waiting phases an inbox query keeps: those with every value given (None: any)."""
 

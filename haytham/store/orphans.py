@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from haytham.errors import HaythamError, Issue
@@ -30,6 +29,7 @@ from haytham.format.layout import (
 )
 from haytham.format.workflow import Workflow, load_workflow
 from haytham.format.yamlfile import parse_yaml, read_yaml
+from haytham.frozen import frozen
 from haytham.records import PhaseCheckpoint, SessionManifest
 from haytham.store import history
 from haytham.store import progress as _progress
@@ -42,7 +42,7 @@ _SHOWN = 3
 """How many of an orphan's entries its message names."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Orphan:
     """A session folder with no manifest to read, and what it holds."""
 
@@ -144,7 +144,7 @@ def _folder_names(directory: str) -> list[str]:
         return []
 
 
-@dataclass(frozen=True)
+@frozen
 class Rebuilt:
     """What ``rebuild`` made of an orphan's files: the manifest, or why there is none."""
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from haytham.format.layout import OWN_SESSION_FILES
+from haytham.frozen import frozen
 
 
 def agent_files(directory: Path, order: Sequence[str] = ()) -> list[Path]:
@@ -49,7 +49,7 @@ def agent_names(markdown: Iterable[tuple[str, bool]], order: Sequence[str] = ())
     return names
 
 
-@dataclass(frozen=True)
+@frozen
 class Listed:
     """What one listing of a session folder and of its phase folders found, for a reader of
     the session's facts that then need not look again (``derived.gather`` makes it): a file

@@ -24,6 +24,7 @@ from haytham.format import AGENT_OUTPUT, FEEDBACK, ReadCache
 from haytham.format.guard import read_file
 from haytham.format.layout import CHECKPOINT_FILE, FEEDBACK_FILE
 from haytham.format.workflow import PhaseDefinition
+from haytham.frozen import frozen
 from haytham.records import (
     AgentOutput,
     CurrentPhase,
@@ -172,7 +173,7 @@ DIGESTS = OutputDigests()
 (an entry is keyed by what the files are, so it never says what another process changed)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen
 class Outputs:
     """A phase folder's agent outputs as they are now."""
 

@@ -24,11 +24,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol
 
+from haytham.frozen import frozen
 from haytham.records import UserFeedback
 from haytham.store.clock import format_timestamp, parse_timestamp
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen
 class LastCommit:
     """The commit that last changed a file, as far as a review needs it."""
 

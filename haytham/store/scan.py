@@ -35,6 +35,7 @@ from haytham.format.reader import decode
 from haytham.format.reviewer import Reviewer, is_assigned
 from haytham.format.summary import ManifestSummary, read_summary, summary_of
 from haytham.format.workflow import Workflow
+from haytham.frozen import frozen
 from haytham.records import SessionManifest
 from haytham.store import derived as _derived
 from haytham.store import index as _index
@@ -258,7 +259,7 @@ def iter_sessions(
         return _from_files(base_dir, root, None, wanted, deriver, create=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Filter:
     user_id: str | None
     status: str | None

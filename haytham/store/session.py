@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from haytham.errors import UnknownPhaseError
 from haytham.format.workflow import PhaseDefinition, Workflow
+from haytham.frozen import frozen
 from haytham.records import SessionManifest
 from haytham.store.names import PhaseDirs, check_inside
 
 
-@dataclass(frozen=True)
+@frozen
 class Session:
     """A session as one read found it: where it is, its manifest, and which phases it runs.
 

@@ -15,13 +15,13 @@ for what changed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from haytham.errors import InvalidArgumentError
 from haytham.format import ReadCache
 from haytham.format.layout import FEEDBACK_FILE
 from haytham.format.patterns import lazy
+from haytham.frozen import frozen
 from haytham.records import PhaseCheckpoint
 from haytham.store import fs
 from haytham.store import progress as _progress
@@ -30,7 +30,7 @@ _TOKEN = lazy(r"a(?P<attempt>[1-9][0-9]{0,11})-(?P<outputs>[0-9a-f]{16})-(?P<rev
 """The text form of a ``Shown``: ``a{attempt}-{outputs digest}-{review file version}``."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Shown:
     """What a reviewer was shown of a phase when they decided."""
 
