@@ -23,6 +23,7 @@ import functools
 import hashlib
 import json
 import os
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,18 +122,46 @@ def key_of(
         stats = [stat_of(prefix + name) for name in names]
     except (FileNotFoundError, NotADirectoryError):
         return None
-    signature = [salt, identity(own), identity(manifest)]
+    signature = [salt.encode(), _packed(own), _packed(manifest)]
     newest = max(own.st_mtime_ns, own.st_ctime_ns, manifest.st_mtime_ns, manifest.st_ctime_ns)
     for st in stats:
-        signature.append(identity(st))
+        signature.append(_packed(st))
         newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
-    return hashlib.blake2b(SEPARATOR.join(signature).encode(), digest_size=16).hexdigest(), newest
+    return _digest(signature), newest
 
 
 def still(directory: str, manifest: os.stat_result, names: str, salt: str) -> str | None:
-    """The key of a remembered session folder now (``names`` as the index keeps them)."""
-    found = key_of(directory, manifest, names.split(SEPARATOR) if names else (), salt)
-    return None if found is None else found[0]
+    """The key of a remembered session folder now (``names`` as the index keeps them): the
+    digest ``key_of`` gives, without the newest time, which only a session to be remembered
+    needs. The hot loop of a warm listing calls it once a session."""
+    stat_of = os.stat
+    try:
+        signature = [salt.encode(), _packed(stat_of(directory)), _packed(manifest)]
+        if names:
+            prefix = directory + os.sep
+            signature += [_packed(stat_of(prefix + name)) for name in names.split(SEPARATOR)]
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return _digest(signature)
+
+
+def _digest(signature: list[bytes]) -> str:
+    """A key from the salt and the ``_packed`` stats of the session folder, the manifest and
+    each fact path, in that order (``key_of`` and ``still`` make the same list)."""
+    return hashlib.blake2b(b"".join(signature), digest_size=16).hexdigest()
+
+
+_PACK = struct.Struct("<QQQqq").pack
+
+
+def _packed(st: os.stat_result) -> bytes:
+    """What must be unchanged of a path for a key to stand, as ``index.identity`` says it
+    (device, inode, size, modification and change times), in 40 bytes: packing five numbers
+    costs a warm listing less than writing them out as text, once a fact file."""
+    try:
+        return _PACK(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    except struct.error:  # a number beyond 64 bits (a 128-bit file id): written out instead
+        return identity(st).encode()
 
 
 def salt_of(workflows: Mapping[str, Workflow]) -> str:
