@@ -276,17 +276,17 @@ class Index:
         self._connection.execute("BEGIN")
 
     def summaries_in(self, parent: str, *, facts: bool = True, filtered: bool = True) -> sqlite3.Cursor:
-        """``(name, identity, listed, issues, user_id, status, facts, current_reviewers)`` of each remembered
-        session folder in ``parent``, by name (the order of Python's ``sorted``: SQLite
-        compares text by its UTF-8 bytes, which order as the code points do). Without
-        ``facts`` their column is NULL (a listing that will check few rows asks ``facts_of``
-        for those: the longest column is then not read for every row); without ``filtered``
-        so are ``user_id``, ``status`` and ``current_reviewers`` (a listing of every session
-        filters on none of them)."""
-        kept = "user_id, status" if filtered else "NULL, NULL"
+        """``(name, identity, listed, issues, facts, user_id, status, current_reviewers)`` of
+        each remembered session folder in ``parent``, by name (the order of Python's
+        ``sorted``: SQLite compares text by its UTF-8 bytes, which order as the code points
+        do). Without ``facts`` their column is NULL (a listing that will check few rows asks
+        ``facts_of`` for those: the longest column is then not read for every row); without
+        ``filtered`` the last three are left out (a listing of every session filters on none
+        of them, and each column read costs every row)."""
+        kept = ", user_id, status, current_reviewers" if filtered else ""
         return self._connection.execute(
-            f"SELECT name, identity, listed, issues, {kept}, {'facts' if facts else 'NULL'},"
-            f" {'current_reviewers' if filtered else 'NULL'} FROM summaries WHERE parent = ? ORDER BY name",
+            f"SELECT name, identity, listed, issues, {'facts' if facts else 'NULL'}{kept}"
+            " FROM summaries WHERE parent = ? ORDER BY name",
             (parent,),
         )
 

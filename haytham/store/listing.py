@@ -289,14 +289,18 @@ class SessionListing:
         while True:
             try:
                 params: list[Any] = []
+                # _FIELDS, parent and name, then where a held row is (none are: not selected;
+                # each column read costs every row of a page of 10,000 sessions)
+                fresh = self._fresh
+                columns = ", ".join((*_FIELDS, "parent", "name", *(("held",) if fresh else ())))
                 sql = (
-                    f"SELECT {', '.join(_index.HELD_COLUMNS)} FROM ({self._sessions()})"
+                    f"SELECT {columns} FROM ({self._sessions()})"
                     f" WHERE {self._where(where, params)} ORDER BY {ordering} LIMIT ? OFFSET ?"
                 )
                 cursor = self._db.select(sql, [*params, -1 if limit is None else limit - made, offset + made])
                 folders: dict[str, Path] = {}
-                for selected in cursor:  # HELD_COLUMNS: _FIELDS, parent, name, depth, held
-                    held = selected[-1]
+                for selected in cursor:
+                    held = selected[-1] if fresh else None
                     row = self._held[held] if held is not None else selected
                     parent = row[_PARENT]
                     folder = folders.get(parent)

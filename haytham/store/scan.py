@@ -629,7 +629,7 @@ def _from_index(
                         gone.append((parent, name))
                         issues += _orphans.issues_of(parent, name)
                         continue
-                    facts = index.facts_of(parent, name) if lazy else remembered[6]
+                    facts = index.facts_of(parent, name) if lazy else remembered[4]
                     now = identity(st) if facts is None else still(folder, st, facts, salt)
                     if now == remembered[1] and seen is not None:
                         verified[(parent, name)] = now
@@ -638,7 +638,7 @@ def _from_index(
                         total += 1
                     elif not remembered[2]:
                         issues += _index.issues_from_json(remembered[3])
-                    elif wanted(remembered[4], remembered[5], remembered[7]):
+                    elif everyone or wanted(remembered[5], remembered[6], remembered[7]):
                         total += 1
                         if remembered[3]:
                             issues += _index.issues_from_json(remembered[3])
