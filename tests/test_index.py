@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from haytham import CheckpointManager
+from haytham.store import derived, phase_files, scan, session_files
 from haytham.store import fs as _storage
 from haytham.store import index as _index
-from haytham.store import derived, phase_files, scan, session_files
 
 P = "proj"
 SESSIONS = 55  # past index.INDEX_MIN_SESSIONS, so that a listing makes the index
