@@ -118,49 +118,49 @@ def key_of(
     stat_of = os.stat
     prefix = directory + os.sep
     try:
-        own = stat_of(directory)
-        stats = [stat_of(prefix + name) for name in names]
+        stats = [stat_of(directory), manifest, *(stat_of(prefix + name) for name in names)]
     except (FileNotFoundError, NotADirectoryError):
         return None
-    signature = [salt.encode(), _packed(own), _packed(manifest)]
-    newest = max(own.st_mtime_ns, own.st_ctime_ns, manifest.st_mtime_ns, manifest.st_ctime_ns)
-    for st in stats:
-        signature.append(_packed(st))
-        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
-    return _digest(signature), newest
+    newest = max(max(st.st_mtime_ns, st.st_ctime_ns) for st in stats)
+    return _key(salt, stats), newest
 
 
 def still(directory: str, manifest: os.stat_result, names: str, salt: str) -> str | None:
     """The key of a remembered session folder now (``names`` as the index keeps them): the
-    digest ``key_of`` gives, without the newest time, which only a session to be remembered
+    key ``key_of`` gives, without the newest time, which only a session to be remembered
     needs. The hot loop of a warm listing calls it once a session."""
     stat_of = os.stat
     try:
-        signature = [salt.encode(), _packed(stat_of(directory)), _packed(manifest)]
+        stats = [stat_of(directory), manifest]
         if names:
             prefix = directory + os.sep
-            signature += [_packed(stat_of(prefix + name)) for name in names.split(SEPARATOR)]
+            stats += [stat_of(prefix + name) for name in names.split(SEPARATOR)]
     except (FileNotFoundError, NotADirectoryError):
         return None
-    return _digest(signature)
-
-
-def _digest(signature: list[bytes]) -> str:
-    """A key from the salt and the ``_packed`` stats of the session folder, the manifest and
-    each fact path, in that order (``key_of`` and ``still`` make the same list)."""
-    return hashlib.blake2b(b"".join(signature), digest_size=16).hexdigest()
+    return _key(salt, stats)
 
 
 _PACK = struct.Struct("<QQQqq").pack
 
 
+def _key(salt: str, stats: list[os.stat_result]) -> str:
+    """The digest of the salt and of what must be unchanged of each path for a remembered
+    summary to stand, as ``index.identity`` says it (device, inode, size, modification and
+    change times), the session folder's, the manifest's, then each fact path's in order.
+    Each path's five numbers are packed in 40 bytes, which costs a warm listing less than
+    writing them out; a number beyond 64 bits (a 128-bit file id) is written out instead."""
+    pack = _PACK
+    try:
+        packed = [pack(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) for st in stats]
+    except struct.error:
+        packed = [_packed(st) for st in stats]
+    return hashlib.blake2b(salt.encode() + b"".join(packed), digest_size=16).hexdigest()
+
+
 def _packed(st: os.stat_result) -> bytes:
-    """What must be unchanged of a path for a key to stand, as ``index.identity`` says it
-    (device, inode, size, modification and change times), in 40 bytes: packing five numbers
-    costs a warm listing less than writing them out as text, once a fact file."""
     try:
         return _PACK(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    except struct.error:  # a number beyond 64 bits (a 128-bit file id): written out instead
+    except struct.error:
         return identity(st).encode()
 
 
