@@ -89,6 +89,11 @@ class Sizes:
     export_bytes: int
     every_cold_page: bool = False
     """S12 times the sessions page cold too (each cold page costs a first run of the tree)."""
+    memory: tuple[int, int] = (10_000, 100_000)
+    """S4's memory rows: the peak RSS of ``haytham list`` at these two sizes, warm. A process's
+    peak RSS varies by about 1 MB from run to run, so the sizes must differ by enough sessions
+    that 1 MB is well under the goal of 100 B a session: at 10,000 vs 100,000 it is 11 B (at
+    1,000 vs 10,000 it was 111 B, and the row said NO with RSS flat)."""
 
 
 FULL = Sizes(10_000, 1_000, (10_000, 100_000), (10_000, 100_000), 100_000_000, 500_000_000, True)
@@ -100,7 +105,8 @@ STANDARD = dataclasses.replace(FULL, manifests=(1_000, 10_000), every_cold_page=
 """The default: the issue's sizes, but listings of 1,000 and 10,000 manifests (not 100,000)
 and only the inbox timed cold in S12. Under an hour on two busy cores; the cold runs of the
 10,000-session tree (S2, S4, S12: each a first run of 150,000 files from disk) are most of it."""
-QUICK = Sizes(400, 100, (1_000, 4_000), (1_000, 4_000), 10_000_000, 30_000_000)
+QUICK = Sizes(400, 100, (1_000, 4_000), (1_000, 4_000), 10_000_000, 30_000_000, memory=(1_000, 4_000))
+"""A smoke run: its memory rows compare sizes too close to tell 1 MB of noise from growth."""
 
 
 @dataclasses.dataclass
@@ -718,8 +724,6 @@ def s4(root: Path, sizes: Sizes, repeats: int) -> None:
         "with a stat of each fact file and of its folders (what a warm index does); times inside "
         "one process"
     )
-    rss: dict[int, float] = {}
-    terminal_rss: dict[int, float] = {}
     for count in sizes.manifests:
         base = manifests_only(root, count)
         listing_rows(base, f"{count:,} sessions", repeats)
@@ -730,11 +734,9 @@ def s4(root: Path, sizes: Sizes, repeats: int) -> None:
         row("S4", f"  haytham list | cat, {count:,}, warm (process)", mine, floor, None, "(reported)")
         mine, floor = alternate(repeats, lambda: run_process(as_json), lambda: run_process(floor_argv))
         row("S4", f"  haytham list --json, {count:,}, warm (process)", mine, floor, None, "(reported)")
-        rss[count] = peak_rss_mb(as_json)
         a, b = [], []
         for _ in range(repeats):  # the same harness for both: a drained terminal, a drained pipe
-            seconds, terminal_rss[count] = on_terminal(piped)
-            a.append(seconds)
+            a.append(on_terminal(piped)[0])
             b.append(on_terminal(piped, "pipe")[0])
         mine, floor = a, b
         row("S4", f"haytham list on a terminal, {count:,}, warm (process)", mine, floor, 2, "<= 2x piped")
@@ -751,33 +753,50 @@ def s4(root: Path, sizes: Sizes, repeats: int) -> None:
         2,
         "<= 2x a process that stats each fact file",
     )
-    small, large = sizes.manifests
-    per = (rss[large] - rss[small]) / (large - small) * 1e6
-    ROWS.append(
-        Row(
-            "S4",
-            f"memory of list --json: peak RSS {small:,} vs {large:,}",
-            f"{rss[large]:.0f} MB",
-            f"{rss[small]:.0f} MB",
-            f"{per:.0f} B/session",
-            "flat in N",
-            "NO" if per > 100 else "yes",
+    listing_memory(root, sizes.memory)
+
+
+def listing_memory(root: Path, counts: tuple[int, int]) -> None:
+    """S4's memory rows: the peak RSS of ``haytham list --json`` and of ``haytham list`` on a
+    terminal over ``counts`` manifests, warm (the index built and settled first), one
+    process each; flat means under 100 B a session more at the larger size."""
+    rss: dict[int, float] = {}
+    terminal_rss: dict[int, float] = {}
+    for count in counts:
+        base = manifests_only(root, count)
+        as_json = haytham("list", "--json", "--base-dir", str(base))
+        run_process(as_json)  # builds the index if this tree has none (or another haytham's)
+        time.sleep(3.2)
+        run_process(as_json)  # remembers the settled sessions: what follows is warm
+        rss[count] = peak_rss_mb(as_json)
+        terminal_rss[count] = on_terminal(haytham("list", "--base-dir", str(base)))[1]
+    small, large = counts
+    noise = 1e6 / (large - small)
+    for what, peaks, how in (
+        (
+            "list --json",
+            rss,
             "rows stream newest first from the index; a listing keeps each folder's sorted names",
-        )
-    )
-    per = (terminal_rss[large] - terminal_rss[small]) / (large - small) * 1e6
-    ROWS.append(
-        Row(
-            "S4",
-            f"memory of list on a terminal: peak RSS {small:,} vs {large:,}",
-            f"{terminal_rss[large]:.0f} MB",
-            f"{terminal_rss[small]:.0f} MB",
-            f"{per:.0f} B/session",
-            "flat in N",
-            "NO" if per > 100 else "yes",
+        ),
+        (
+            "list on a terminal",
+            terminal_rss,
             "rows printed as made, in columns fixed by the first 50 (cli.common.stream_table)",
+        ),
+    ):
+        per = (peaks[large] - peaks[small]) / (large - small) * 1e6
+        ROWS.append(
+            Row(
+                "S4",
+                f"memory of {what}: peak RSS {small:,} vs {large:,}",
+                f"{peaks[large]:.0f} MB",
+                f"{peaks[small]:.0f} MB",
+                f"{per:.0f} B/session",
+                "flat in N (<= 100 B/session)",
+                "NO" if per > 100 else "yes",
+                f"{how}; one process each, warm; 1 MB of RSS noise is {noise:.0f} B/session here",
+            )
         )
-    )
 
 
 HISTORY_IN_PROCESS = """

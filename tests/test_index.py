@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from haytham import CheckpointManager
+from haytham.store import derived, phase_files, scan, session_files
 from haytham.store import fs as _storage
 from haytham.store import index as _index
-from haytham.store import phase_files, scan, session_files
 
 P = "proj"
 SESSIONS = 55  # past index.INDEX_MIN_SESSIONS, so that a listing makes the index
@@ -445,3 +445,63 @@ def test_an_upgrade_keeps_the_index_unless_a_schema_changed(base: Path, tmp_path
     schema.write_text(schema.read_text("utf-8").replace('"type": "object"', '"type": "object" ', 1), "utf-8")
     _list_with(upgraded, base)
     assert not _probe(base)  # a changed schema may change what is valid: the index starts over
+
+
+def test_a_remembered_key_is_the_key_the_files_have_now(base: Path) -> None:
+    """``derived.still`` (the warm check of a remembered session) gives the key ``gather``
+    gave while the fact files are unchanged, another one after a file is rewritten in place
+    with its size and modification time kept, and None once a fact file is gone."""
+    folder = manifest_of(base, "s00").parent
+    facts = derived.gather(str(folder), manifest_of(base, "s00").stat(), "")
+    names = derived.SEPARATOR.join(facts.names)
+    assert "phase_1_concept/writer.md" in facts.names and facts.key
+
+    def now() -> str | None:
+        return derived.still(str(folder), manifest_of(base, "s00").stat(), names, "")
+
+    assert now() == facts.key
+    assert derived.still(str(folder), manifest_of(base, "s00").stat(), names, "salt") != facts.key
+    output = folder / "phase_1_concept" / "writer.md"
+    before, phase = output.stat(), output.parent.stat()
+    output.write_bytes(output.read_bytes().swapcase())  # in place, the same size
+    os.utime(output, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert output.parent.stat().st_mtime_ns == phase.st_mtime_ns  # no folder says it changed
+    assert output.stat().st_size == before.st_size
+    assert now() not in (None, facts.key)
+    output.unlink()
+    assert now() is None
+
+
+def test_a_stat_beyond_64_bits_still_keys_a_session(base: Path) -> None:
+    """A file id wider than 64 bits (ReFS gives 128) cannot be packed as a number: the key
+    takes it written out, and two such ids give two keys."""
+    folder = manifest_of(base, "s01").parent
+    real = manifest_of(base, "s01").stat()
+
+    def wide(inode: int) -> os.stat_result:
+        fields = list(real)
+        fields[stat.ST_INO] = inode
+        times = (
+            real.st_atime,
+            real.st_mtime,
+            real.st_ctime,
+            real.st_atime_ns,
+            real.st_mtime_ns,
+            real.st_ctime_ns,
+        )
+        made = os.stat_result((*fields, *times))
+        assert (made.st_ino, made.st_mtime_ns, made.st_ctime_ns) == (
+            inode,
+            real.st_mtime_ns,
+            real.st_ctime_ns,
+        )
+        return made
+
+    names = derived.SEPARATOR.join(derived.gather(str(folder), None, "").names)
+    keys = []
+    for inode in (2**70, 2**70 + 1):
+        found = derived.key_of(str(folder), wide(inode), names.split(derived.SEPARATOR), "")
+        assert found is not None
+        assert derived.still(str(folder), wide(inode), names, "") == found[0]
+        keys.append(found[0])
+    assert keys[0] != keys[1]

@@ -23,6 +23,7 @@ import functools
 import hashlib
 import json
 import os
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,22 +119,50 @@ def key_of(
     stat_of = os.stat
     prefix = directory + os.sep
     try:
-        own = stat_of(directory)
-        stats = [stat_of(prefix + name) for name in names]
+        stats = [stat_of(directory), manifest, *(stat_of(prefix + name) for name in names)]
     except (FileNotFoundError, NotADirectoryError):
         return None
-    signature = [salt, identity(own), identity(manifest)]
-    newest = max(own.st_mtime_ns, own.st_ctime_ns, manifest.st_mtime_ns, manifest.st_ctime_ns)
-    for st in stats:
-        signature.append(identity(st))
-        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
-    return hashlib.blake2b(SEPARATOR.join(signature).encode(), digest_size=16).hexdigest(), newest
+    newest = max(max(st.st_mtime_ns, st.st_ctime_ns) for st in stats)
+    return _key(salt, stats), newest
 
 
 def still(directory: str, manifest: os.stat_result, names: str, salt: str) -> str | None:
-    """The key of a remembered session folder now (``names`` as the index keeps them)."""
-    found = key_of(directory, manifest, names.split(SEPARATOR) if names else (), salt)
-    return None if found is None else found[0]
+    """The key of a remembered session folder now (``names`` as the index keeps them): the
+    key ``key_of`` gives, without the newest time, which only a session to be remembered
+    needs. The hot loop of a warm listing calls it once a session."""
+    stat_of = os.stat
+    try:
+        stats = [stat_of(directory), manifest]
+        if names:
+            prefix = directory + os.sep
+            stats += [stat_of(prefix + name) for name in names.split(SEPARATOR)]
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return _key(salt, stats)
+
+
+_PACK = struct.Struct("<QQQqq").pack
+
+
+def _key(salt: str, stats: list[os.stat_result]) -> str:
+    """The digest of the salt and of what must be unchanged of each path for a remembered
+    summary to stand, as ``index.identity`` says it (device, inode, size, modification and
+    change times), the session folder's, the manifest's, then each fact path's in order.
+    Each path's five numbers are packed in 40 bytes, which costs a warm listing less than
+    writing them out; a number beyond 64 bits (a 128-bit file id) is written out instead."""
+    pack = _PACK
+    try:
+        packed = [pack(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) for st in stats]
+    except struct.error:
+        packed = [_packed(st) for st in stats]
+    return hashlib.blake2b(salt.encode() + b"".join(packed), digest_size=16).hexdigest()
+
+
+def _packed(st: os.stat_result) -> bytes:
+    try:
+        return _PACK(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    except struct.error:
+        return identity(st).encode()
 
 
 def salt_of(workflows: Mapping[str, Workflow]) -> str:

@@ -76,11 +76,12 @@ LAYOUT_VERSION = 7
 with a hash of every source file, then rows without ``current_reviewers``, then without
 ``waiting``, then without the ``waiting`` table) starts empty here, and one of a newer
 haytham there."""
-RULES_VERSION = 1
+RULES_VERSION = 2
 """The version of the rules that turn a session's bytes into what the index remembers: the
 parsers, the state's derivation and the validation rules written as code (the module doc
 lists them). Bump it with any change that gives another summary, digest or issue for the
-same files; the schemas need no bump (``stamp`` hashes them)."""
+same files; the schemas need no bump (``stamp`` hashes them). 2: a listing's keys digest the
+stats packed as numbers, not written out (``derived.key_of``)."""
 _LOCK = threading.Lock()
 
 
@@ -274,15 +275,18 @@ class Index:
             raise _sqlite_error("the index is not in WAL mode")
         self._connection.execute("BEGIN")
 
-    def summaries_in(self, parent: str, *, facts: bool = True) -> sqlite3.Cursor:
-        """``(name, identity, listed, issues, user_id, status, facts, current_reviewers)`` of each remembered
-        session folder in ``parent``, by name (the order of Python's ``sorted``: SQLite
-        compares text by its UTF-8 bytes, which order as the code points do). Without
-        ``facts`` their column is NULL (a listing that will check few rows asks ``facts_of``
-        for those: the longest column is then not read for every row)."""
+    def summaries_in(self, parent: str, *, facts: bool = True, filtered: bool = True) -> sqlite3.Cursor:
+        """``(name, identity, listed, issues, facts, user_id, status, current_reviewers)`` of
+        each remembered session folder in ``parent``, by name (the order of Python's
+        ``sorted``: SQLite compares text by its UTF-8 bytes, which order as the code points
+        do). Without ``facts`` their column is NULL (a listing that will check few rows asks
+        ``facts_of`` for those: the longest column is then not read for every row); without
+        ``filtered`` the last three are left out (a listing of every session filters on none
+        of them, and each column read costs every row)."""
+        kept = ", user_id, status, current_reviewers" if filtered else ""
         return self._connection.execute(
-            f"SELECT name, identity, listed, issues, user_id, status, {'facts' if facts else 'NULL'},"
-            " current_reviewers FROM summaries WHERE parent = ? ORDER BY name",
+            f"SELECT name, identity, listed, issues, {'facts' if facts else 'NULL'}{kept}"
+            " FROM summaries WHERE parent = ? ORDER BY name",
             (parent,),
         )
 
