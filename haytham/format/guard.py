@@ -119,24 +119,37 @@ def opened(path: str | os.PathLike[str]) -> Iterator[tuple[int, os.stat_result]]
     regular file or that lies out of its tree, and a StorageError naming the file for any
     other OSError.
     """
+    fd = _open(path)
     try:
-        fd = os.open(path, _FLAGS)
+        yield fd, _inspect(fd, path)
+    finally:
+        os.close(fd)
+
+
+def _open(path: str | os.PathLike[str]) -> int:
+    """``os.open`` of ``path`` for a guarded read (``opened``), its failure in plain words."""
+    try:
+        return os.open(path, _FLAGS)
+    except FileNotFoundError:
+        raise
     except OSError as error:
         mode = _mode(path) if error.errno == errno.ENXIO else None  # a socket: no open reaches it
         if mode is not None:
             raise _not_regular(path, mode) from error
         raise storage_error(error, path, "read") from error
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            cause = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
-            raise storage_error(cause, path, "read") from cause
-        if not stat.S_ISREG(info.st_mode):
-            raise _not_regular(path, info.st_mode)
-        _check_inside(fd, path)
-        yield fd, info
-    finally:
-        os.close(fd)
+
+
+def _inspect(fd: int, path: str | os.PathLike[str]) -> os.stat_result:
+    """The ``fstat`` of the descriptor ``_open`` gave for ``path``, refused (see ``opened``)
+    unless it is a regular file inside its tree."""
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        cause = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+        raise storage_error(cause, path, "read") from cause
+    if not stat.S_ISREG(info.st_mode):
+        raise _not_regular(path, info.st_mode)
+    _check_inside(fd, path)
+    return info
 
 
 def read_file(
@@ -153,13 +166,24 @@ def read_file(
     return found
 
 
+def read_existing(path: Path, limit: int | None = None) -> bytes | None:
+    """``read_file``, or None when there is no file at ``path``: a writer that looks for the
+    files a session may hold (most phases have no checkpoint yet) learns of a missing one
+    from the one failed open, with no exception raised through the guards."""
+    found = _read(path, limit, None, None, missing=True)
+    assert found is None or isinstance(found, bytes)
+    return found
+
+
 def map_file(path: Path, limit: int | None, smallest: int) -> bytes | mmap.mmap:
     """``read_file``, except that a file of more than ``smallest`` bytes comes back mapped
     read-only (``mmap``), not read: a caller that decodes only the parts it needs (an agent
     output's header and content, ``str(memoryview(mapped)[a:b], "utf-8")``) then never holds
     the file's bytes beside its text. The mapped pages are the system's page cache, which it
     may evict; the caller closes the mapping."""
-    return _read(path, limit, smallest, None)
+    found = _read(path, limit, smallest, None)
+    assert found is not None
+    return found
 
 
 def read_start(path: str | os.PathLike[str], most: int) -> tuple[bytes, int]:
@@ -226,11 +250,25 @@ def chunks(path: str | os.PathLike[str], limit: int) -> Iterator[bytes]:
 
 
 def _read(
-    path: Path, limit: int | None, map_from: int | None, too_long: Callable[[int], DocumentError] | None
-) -> bytes | mmap.mmap:
+    path: Path,
+    limit: int | None,
+    map_from: int | None,
+    too_long: Callable[[int], DocumentError] | None,
+    *,
+    missing: bool = False,
+) -> bytes | mmap.mmap | None:
+    """The guarded read of ``read_file`` and ``map_file``; ``missing``: None for a file
+    that does not exist, instead of its FileNotFoundError."""
     most = MAX_DOCUMENT_BYTES if limit is None else limit
     refuse = too_long or (lambda size: _too_long(path, size, limit))
-    with opened(path) as (fd, info):
+    try:
+        fd = _open(path)
+    except FileNotFoundError:
+        if missing:
+            return None
+        raise
+    try:
+        info = _inspect(fd, path)
         if info.st_size > most:
             raise refuse(info.st_size)
         if map_from is not None and info.st_size > map_from:
@@ -249,6 +287,8 @@ def _read(
                 pieces.append(chunk)
         except OSError as error:
             raise storage_error(error, path, "read") from error
+    finally:
+        os.close(fd)
 
 
 def _check_inside(fd: int, path: str | os.PathLike[str]) -> None:

@@ -201,6 +201,7 @@ class Transaction:
         checkpoint: PhaseCheckpoint | None = None,
         stage_manifest: bool = True,
         text: str | None = None,
+        current: Mapping[int, PhaseCheckpoint] | None = None,
     ) -> tuple[dict[int, _progress.Review | None], str | None]:
         """Stage a review's history entry and the manifest brought up to date with the review
         file being written (the caller stages the file itself).
@@ -211,6 +212,8 @@ class Transaction:
         Returns the review and the new History Head (None: unchanged), for a caller that
         stages the manifest itself (``stage_manifest=False``). ``text``: the file's text when
         it is a person's own (``save_feedback_text``), which the entry keeps as written.
+        ``current``: the session's checkpoints as the caller read them under the lock
+        (default: read now).
         """
         if checkpoint is None:
             path = session.phase_dir(phase.number) / CHECKPOINT_FILE
@@ -233,7 +236,7 @@ class Transaction:
             self.stage_entry(change, session, entry)
             head = entry.entry_id
         if stage_manifest:
-            self.stage_manifest(change, session, reviews=review, head=head)
+            self.stage_manifest(change, session, reviews=review, head=head, current=current)
         return review, head
 
     def check_review(
@@ -241,6 +244,8 @@ class Transaction:
         phase: PhaseDefinition,
         review: UserFeedback,
         checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
+        *,
+        current: Mapping[int, PhaseCheckpoint] | None = None,
     ) -> str | None:
         """Refuse (MoveRefusedError) a review whose move (``lifecycle.review_event``) the
         lifecycle does not allow a reviewer on the phase as its files say it stands now, or as
@@ -249,12 +254,13 @@ class Transaction:
 
         Returns the state the review moves the phase from when it moves it to another one (a
         decision: ``awaiting_review`` to ``approved``), else None (no verdict, or the same
-        state with other comments), for the ``feedback_saved`` event to say so."""
+        state with other comments), for the ``feedback_saved`` event to say so. ``current``:
+        the session's checkpoints as the caller read them under the lock (default: read now)."""
         event = lifecycle.review_event(review)
         if event is None:
             return None
         session = self.session
-        state = self.derive(session, checkpoints=checkpoints)[1].phase(phase.number).state
+        state = self.derive(session, checkpoints=checkpoints, current=current)[1].phase(phase.number).state
         move = lifecycle.check_move(event, state, "reviewer")
         if isinstance(move, str):
             raise MoveRefusedError(
