@@ -63,10 +63,26 @@ def guard_tree(base_dir: str | os.PathLike[str]) -> None:
         _FOLDERS.clear()  # a folder below the new tree now belongs to it
 
 
+def absolute(path: str | os.PathLike[str]) -> str:
+    """``os.path.abspath(path)``, without the work for a path that is absolute and normal
+    already (no ``.`` or ``..`` part, no doubled or final separator): every path a session's
+    save reads or writes, each checked several times over."""
+    text = os.fspath(path)
+    if (
+        os.sep == "/"
+        and text[:1] == "/"
+        and text[-1:] != "/"
+        and "//" not in text
+        and "/." not in text
+    ):
+        return text
+    return os.path.abspath(text)
+
+
 def tree_of(path: str | os.PathLike[str]) -> tuple[str, str] | None:
     """The innermost guarded tree holding ``path`` (as given, real), or None: the tree whose
     files these are."""
-    current = os.path.abspath(path)
+    current = absolute(path)
     real = _TREES.get(current)
     if real is not None:
         return current, real
