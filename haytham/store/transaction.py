@@ -53,6 +53,15 @@ class Transaction:
     session: Session
     """The session as read once the lock was held and any interrupted change finished."""
     reads: Reads
+    _reviews: dict[str, _progress.Review | None] = dataclasses.field(
+        default_factory=dict, init=False, repr=False
+    )
+    """What each phase folder's review file says as read under the lock (None: no file), by
+    the folder's name (``derive``)."""
+    _outputs: list[
+        tuple[tuple[PhaseDefinition, ...], dict[int, PhaseCheckpoint], dict[int, tuple[str, tuple[str, ...]]]]
+    ] = dataclasses.field(default_factory=list, init=False, repr=False)
+    """The phases' outputs now (``outputs_now``), with the phases and checkpoints asked for."""
 
     def change(self, name: str) -> journal.Change:
         """A journaled change of the session's folder (committed when its block ends)."""
@@ -108,12 +117,11 @@ class Transaction:
         with the checkpoints and reviews the change writes (None: a review it removes) in place
         of the files; and the checkpoints it counted. ``current``: the session's checkpoints
         as the caller read them under the lock (default: read now)."""
-        store = self.store
         found = {**(self.checkpoints() if current is None else current), **(checkpoints or {})}
         reviews = reviews or {}
         # A phase whose review the change writes or removes is not read: its file is replaced.
         unread = tuple(p for p in session.phases if p.number not in reviews)
-        read = _progress.read_reviews(session.directory, unread, store.cache, self.reads.data)
+        read = self._read_reviews(session, unread)
         for number, review in reviews.items():
             if review is None:
                 read.pop(number, None)
@@ -121,10 +129,44 @@ class Transaction:
                 read[number] = review
         # The outputs of a phase whose checkpoint the change writes are those it records.
         kept = {n: c for n, c in found.items() if n not in (checkpoints or {})}
-        outputs = _progress.outputs_now(
-            session.directory, session.phases, kept, store.digests, reads=store.cache
-        )
+        outputs = self._outputs_now(session, kept)
         return found, lifecycle.derive(_progress.phase_facts(session.phases, found, read, outputs))
+
+    # A check of a move and the manifest staged after it derive the session twice under one
+    # hold of the lock, where no file changes but by this transaction's own change (staged,
+    # not applied): what the files say is read once for both, as ``Reads`` reads each file once.
+
+    def _read_reviews(
+        self, session: Session, phases: tuple[PhaseDefinition, ...]
+    ) -> dict[int, _progress.Review]:
+        """``progress.read_reviews`` of ``phases``: each phase's file read once per transaction."""
+        known = self._reviews
+        unknown = tuple(p for p in phases if p.directory not in known)
+        if unknown:
+            read = _progress.read_reviews(session.directory, unknown, self.store.cache, self.reads.data)
+            for phase in unknown:
+                known[phase.directory] = read.get(phase.number)
+        return {p.number: review for p in phases if (review := known[p.directory]) is not None}
+
+    def _outputs_now(
+        self, session: Session, checkpoints: dict[int, PhaseCheckpoint]
+    ) -> dict[int, tuple[str, tuple[str, ...]]]:
+        """``progress.outputs_now`` of the phases with ``checkpoints``, once per transaction
+        for the same checkpoints (the same records: compared by identity)."""
+        phases = session.phases
+        for asked_phases, asked, found in self._outputs:
+            if (
+                asked_phases is phases
+                and asked.keys() == checkpoints.keys()
+                and all(asked[n] is c for n, c in checkpoints.items())
+            ):
+                return found
+        store = self.store
+        found = _progress.outputs_now(
+            session.directory, phases, checkpoints, store.digests, reads=store.cache
+        )
+        self._outputs.append((phases, checkpoints, found))
+        return found
 
     def stage_manifest(
         self,
