@@ -68,13 +68,7 @@ def absolute(path: str | os.PathLike[str]) -> str:
     already (no ``.`` or ``..`` part, no doubled or final separator): every path a session's
     save reads or writes, each checked several times over."""
     text = os.fspath(path)
-    if (
-        os.sep == "/"
-        and text[:1] == "/"
-        and text[-1:] != "/"
-        and "//" not in text
-        and "/." not in text
-    ):
+    if os.sep == "/" and text[:1] == "/" and text[-1:] != "/" and "//" not in text and "/." not in text:
         return text
     return os.path.abspath(text)
 
