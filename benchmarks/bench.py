@@ -1269,12 +1269,12 @@ def s7_s8(root: Path, sizes: Sizes, repeats: int) -> None:
         "<= 1.2x the design floor",
     )
     if peer is not None:
-        ratio_row(
+        ratio_row(  # issue 26 asks to print this ratio, and sets no goal for it
             "  save_phase vs SqliteSaver.put, same content",
             "batch",
             "SqliteSaver.put",
-            2.0,
-            "<= 2x SqliteSaver.put",
+            None,
+            "(reported)",
         )
         ratio_row("  the same, before", "batch, staged files", "SqliteSaver.put", None, "(reported)")
         ratio_row(
@@ -1288,7 +1288,7 @@ def s7_s8(root: Path, sizes: Sizes, repeats: int) -> None:
                 "-",
                 "-",
                 "-",
-                "<= 2x",
+                "(reported)",
                 "-",
                 "langgraph extra not installed",
             )

@@ -7,7 +7,13 @@ below may make them, each for the reason given. A new raw read elsewhere (the on
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from haytham.format.guard import absolute
 
 PACKAGE = Path(__file__).resolve().parent.parent / "haytham"
 ALLOWED = {
@@ -73,3 +79,16 @@ def test_the_check_finds_a_raw_read(tmp_path: Path) -> None:
 
 def test_every_allowed_module_exists() -> None:
     assert [m for m in ALLOWED if not (PACKAGE / m).is_file()] == []
+
+
+@given(
+    st.booleans(),
+    st.lists(st.sampled_from(["a", "b.c", ".x", ".", "..", "", "x..", "~"]), max_size=6),
+    st.booleans(),
+)
+def test_absolute_is_abspath(leading: bool, parts: list[str], trailing: bool) -> None:
+    """``guard.absolute`` (the checks' spelling of a path) gives what ``os.path.abspath``
+    gives, for normal paths it returns as given and for every other one alike."""
+    text = ("/" if leading else "") + "/".join(parts) + ("/" if trailing else "")
+    assert absolute(text) == os.path.abspath(text)
+    assert absolute(Path(text or ".")) == os.path.abspath(Path(text or "."))

@@ -252,3 +252,26 @@ def test_a_persons_bytes_that_are_not_utf8_are_never_dropped(tmp_path: Path, not
     with pytest.raises(DocumentError, match="not UTF-8"):
         manager.save_user_feedback(P, S, 1, True, True)
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_writers_read_of_a_file_that_may_be_missing_keeps_every_guard(
+    tmp_path: Path, outside: Path, form: str
+) -> None:
+    """``guard.read_existing``, the read a writer makes of each file it may replace under the
+    lock (``store.reads.Reads``): None only for a missing file; the file's bytes; and each
+    hostile form refused exactly as ``read_file`` refuses it, naming the file."""
+    from haytham.format.guard import read_existing, read_file
+
+    manager = make_session(tmp_path / "base")
+    path = kind_paths(manager)["review"]
+    assert read_existing(path.with_name("absent.md")) is None
+    assert read_existing(path) == path.read_bytes()
+    FORMS[form](path, outside)
+    refusals = []
+    for read in (read_file, read_existing):
+        with pytest.raises((UnsafeFileError, DocumentError)) as raised:
+            read(path, 1 << 16)
+        refusals.append((type(raised.value), str(raised.value)))
+    assert refusals[0] == refusals[1]
+    assert str(path) in refusals[1][1] and SECRET not in refusals[1][1]

@@ -155,6 +155,23 @@ def test_the_per_call_saves_open_the_manifest_once_each(manager: CheckpointManag
     assert calls.reads[manifest] == 5  # five calls, each reads the session once, under its lock
 
 
+def test_a_review_save_reads_the_outputs_once_for_its_check_and_its_manifest(
+    manager: CheckpointManager,
+) -> None:
+    """A review of outputs saved a moment ago (too new for the process's digests to remember
+    them) derives the session twice under its lock, for the check of its move and for the
+    manifest: each output file is read once for both (it was read once for each)."""
+    for agent in AGENTS:
+        manager.save_agent_output(P, S, 1, agent, f"{agent}: text\n", duration=1.5, model="m")
+    runs = [{"agent_name": a, "tokens": 10, "cost": 0.01, "duration": 1.5} for a in AGENTS]
+    manager.save_checkpoint(P, S, 1, "completed", runs)
+    phase = manager.phase_dir(P, S, 1)
+    with watching() as calls:
+        manager.save_user_feedback(P, S, 1, True, True, comments="Looks good.")
+    assert [calls.reads[os.fspath(phase / f"{a}.md")] for a in AGENTS] == [1, 1, 1]
+    assert manager.state(P, S).phase(1).state == "approved"  # the review moved the phase
+
+
 def test_the_journal_records_the_before_image_of_the_bytes_read(manager: CheckpointManager) -> None:
     """The before-hash the record keeps is the hash of the file as it was: recovery of a
     record whose target a person changed since leaves the person's edit alone."""

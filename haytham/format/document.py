@@ -42,7 +42,11 @@ def to_json(value: Any) -> Any:
         names = _FIELD_NAMES[kind] = tuple(
             f.name for f in dataclasses.fields(value) if not f.metadata.get("derived")
         )  # a derived field (``UserFeedback.notes``) is not the record's data
-    return {name: to_json(getattr(value, name)) for name in names}
+    # Most fields are plain values: taken as they are, with no call.
+    return {
+        name: field if type(field := getattr(value, name)) in _PLAIN_TYPES else to_json(field)
+        for name in names
+    }
 
 
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})

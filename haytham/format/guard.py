@@ -67,10 +67,20 @@ def guard_tree(base_dir: str | os.PathLike[str]) -> None:
         _FOLDERS.clear()  # a folder below the new tree now belongs to it
 
 
+def absolute(path: str | os.PathLike[str]) -> str:
+    """``os.path.abspath(path)``, without the work for a path that is absolute and normal
+    already (no ``.`` or ``..`` part, no doubled or final separator): every path a session's
+    save reads or writes, each checked several times over."""
+    text = os.fspath(path)
+    if os.sep == "/" and text[:1] == "/" and text[-1:] != "/" and "//" not in text and "/." not in text:
+        return text
+    return os.path.abspath(text)
+
+
 def tree_of(path: str | os.PathLike[str]) -> tuple[str, str] | None:
     """The innermost guarded tree holding ``path`` (as given, real), or None: the tree whose
     files these are."""
-    current = os.path.abspath(path)
+    current = absolute(path)
     real = _TREES.get(current)
     if real is not None:
         return current, real
@@ -123,36 +133,37 @@ def opened(path: str | os.PathLike[str]) -> Iterator[tuple[int, os.stat_result]]
     regular file or that lies out of its tree, and a StorageError naming the file for any
     other OSError.
     """
-    fd, info = _open(path)
+    fd = _open(path)
     try:
-        yield fd, info
+        yield fd, _inspect(fd, path)
     finally:
         os.close(fd)
 
 
-def _open(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
-    """``opened``'s descriptor and ``fstat``, which the caller closes (none is left open
-    when this raises): the same guards, without a generator for a read that is all in one
-    function (``_read``, every markdown file a store reads)."""
+def _open(path: str | os.PathLike[str]) -> int:
+    """``os.open`` of ``path`` for a guarded read (``opened``), its failure in plain words."""
     try:
-        fd = os.open(path, _FLAGS)
+        return os.open(path, _FLAGS)
+    except FileNotFoundError:
+        raise
     except OSError as error:
         mode = _mode(path) if error.errno == errno.ENXIO else None  # a socket: no open reaches it
         if mode is not None:
             raise _not_regular(path, mode) from error
         raise storage_error(error, path, "read") from error
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            cause = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
-            raise storage_error(cause, path, "read") from cause
-        if not stat.S_ISREG(info.st_mode):
-            raise _not_regular(path, info.st_mode)
-        _check_inside(fd, path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, info
+
+
+def _inspect(fd: int, path: str | os.PathLike[str]) -> os.stat_result:
+    """The ``fstat`` of the descriptor ``_open`` gave for ``path``, refused (see ``opened``)
+    unless it is a regular file inside its tree."""
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        cause = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+        raise storage_error(cause, path, "read") from cause
+    if not stat.S_ISREG(info.st_mode):
+        raise _not_regular(path, info.st_mode)
+    _check_inside(fd, path)
+    return info
 
 
 def read_file(
@@ -179,6 +190,19 @@ def read_file_stat(
     found, info = _read(path, limit, None, too_long)
     assert isinstance(found, bytes)
     return found, info
+
+
+def read_existing(path: Path, limit: int | None = None) -> bytes | None:
+    """``read_file``, or None when there is no file at ``path``: a writer that looks for the
+    files a session may hold (most phases have no checkpoint yet) learns of a missing one
+    from the one failed open, with no exception raised through the guards."""
+    try:
+        fd = _open(path)
+    except FileNotFoundError:
+        return None
+    found = _read_opened(fd, path, limit, None, None)[0]
+    assert isinstance(found, bytes)
+    return found
 
 
 def map_file(path: Path, limit: int | None, smallest: int) -> bytes | mmap.mmap:
@@ -316,10 +340,23 @@ def _read(
     map_from: int | None,
     too_long: Callable[[int], DocumentError] | None,
 ) -> tuple[bytes | mmap.mmap, os.stat_result]:
+    """The guarded read of ``read_file``, ``read_file_stat`` and ``map_file``: the bytes (or
+    mapping) and the ``fstat`` of what was read."""
+    return _read_opened(_open(path), path, limit, map_from, too_long)
+
+
+def _read_opened(
+    fd: int,
+    path: str | os.PathLike[str],
+    limit: int | None,
+    map_from: int | None,
+    too_long: Callable[[int], DocumentError] | None,
+) -> tuple[bytes | mmap.mmap, os.stat_result]:
+    """``_read`` of the descriptor ``_open`` gave for ``path``, which this closes."""
     most = MAX_DOCUMENT_BYTES if limit is None else limit
     refuse = too_long or (lambda size: _too_long(Path(path), size, limit))
-    fd, info = _open(path)
     try:
+        info = _inspect(fd, path)
         if info.st_size > most:
             raise refuse(info.st_size)
         if map_from is not None and info.st_size > map_from:

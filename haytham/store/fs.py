@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - Windows: filelock
 
 from haytham.errors import LockTimeout, StorageAction, UnsafeFileError, UnsafePathError, storage_error
 from haytham.format import layout
-from haytham.format.guard import read_file
+from haytham.format.guard import absolute, read_file
 
 TMP_SUFFIX = layout.TMP_SUFFIX
 LOCK_NAME = layout.LOCK_FILE
@@ -79,11 +79,11 @@ def check_no_symlink(path: str | os.PathLike[str], root: str | os.PathLike[str] 
     holds ``path`` is the root; when there is none, only ``path`` itself is checked. Parts that
     do not exist yet are fine: haytham creates them as real folders.
     """
-    absolute = os.path.abspath(path)
-    start = os.path.abspath(root) if root is not None else confining_root(absolute)
-    if start is None or not _below(absolute, start):
-        start = os.path.dirname(absolute)
-    parts = parts_below(absolute, start)
+    full = absolute(path)
+    start = absolute(root) if root is not None else confining_root(full)
+    if start is None or not _below(full, start):
+        start = os.path.dirname(full)
+    parts = parts_below(full, start)
     current = start
     for part in parts:
         current = os.path.join(current, part)
@@ -107,8 +107,8 @@ def parts_below(absolute: str, start: str) -> list[str]:
 def confining_root(path: str | os.PathLike[str]) -> str | None:
     """The outermost directory given to ``confined`` or held by ``locked`` that holds
     ``path`` (the root ``check_no_symlink`` checks from), or None when there is none."""
-    absolute = os.path.abspath(path)
-    inside = [r for r in _ROOTS.get() if _below(absolute, r)]
+    full = absolute(path)
+    inside = [r for r in _ROOTS.get() if _below(full, r)]
     return min(inside, key=len) if inside else None
 
 

@@ -126,7 +126,7 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def file_digest(path: Path) -> str:
+def file_digest(path: str | os.PathLike[str]) -> str:
     """The sha256 of the file at ``path``, ``absent`` when there is none (or not a file)."""
     hashed = hashlib.sha256()
     try:
@@ -245,7 +245,7 @@ def _hidden_name(name: str, suffix: str) -> str:
 
 
 @contextlib.contextmanager
-def _naming(path: Path, action: StorageAction = "write") -> Iterator[None]:
+def _naming(path: str | os.PathLike[str], action: StorageAction = "write") -> Iterator[None]:
     """Turn an OSError while changing ``path`` into the StorageError that names it
     (``storage_error``, the one wording of every primitive)."""
     try:
@@ -321,10 +321,9 @@ class Change:
         relative = text[len(self._prefix) :]
         return relative if os.sep == "/" else PurePosixPath(*Path(relative).parts).as_posix()
 
-    def _check_target(self, path: Path) -> None:
-        """``_check`` of a file to write: its folder's way down is checked once per change
-        (a phase's files share it), then the name itself."""
-        parent = path.parent
+    def _check_target(self, path: Path, parent: Path) -> None:
+        """``_check`` of a file to write (in the folder ``parent``): its folder's way down is
+        checked once per change (a phase's files share it), then the name itself."""
         if parent in self._checked:
             fs.check_no_symlink(path, parent)
             return
@@ -368,28 +367,29 @@ class Change:
         operation (None: it found no file there), so that the before-image hash the record
         keeps needs no second read of the file; ``UNREAD`` (the default): it is read here."""
         content = data.encode("utf-8") if isinstance(data, str) else data
-        self._check_target(path)
+        parent = path.parent
+        self._check_target(path, parent)
         if current is UNREAD and path.is_dir():
             error = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
             raise storage_error(error, path, "write")
         self._claim(path)
-        self._stage_folder(path.parent)  # plans the mkdir steps of folders that do not exist yet
+        self._stage_folder(parent)  # plans the mkdir steps of folders that do not exist yet
         before = file_digest(path) if current is UNREAD else ABSENT if current is None else digest(current)
-        self._touched.add(path.parent)
         self._content_bytes += len(content)
         if self.redo and self._content_bytes > REDO_MAX_BYTES:
             self._leave_redo()
         folder = self.folder  # every file is staged here, where the next writer looks first
-        staged = folder / _hidden_name(path.name, TMP_SUFFIX)
+        name = _hidden_name(path.name, TMP_SUFFIX)
+        staged = folder / name
         self._staged.append(staged)
         with _naming(path):  # a full disk fails here, before the commit point, in both designs
             _write_synced(staged, content, sync=not self.redo)
         self._sync_before.add(folder)
-        self._touched.update({folder, path.parent})
+        self._touched.update((folder, parent))
         encoded = base64.b64encode(content).decode("ascii") if self.redo else None
-        relative = self._relative(path)
+        # The staged file lies directly in the change's folder: its name is its relative path.
         self.steps.append(
-            Step("replace", relative, self._relative(staged), before, digest(content), mtime_ns, encoded)
+            Step("replace", self._relative(path), name, before, digest(content), mtime_ns, encoded)
         )
 
     def remove(self, path: Path) -> None:
@@ -665,7 +665,7 @@ def _redo(folder: Path, steps: list[Step], *, check: bool) -> list[Conflict]:
         target = folder / step.path
         with _naming(target, _ACTIONS[step.kind]):
             if step.kind != "replace":
-                conflict = _apply_step(step, target, None, check)
+                conflict = _apply_step(step, os.fspath(target), None, check)
                 if conflict is not None:
                     conflicts.append(conflict)
                 continue
@@ -706,10 +706,12 @@ def _apply(folder: Path, steps: list[Step], *, check: bool) -> list[Conflict]:
                 start = index + 1
                 break
     conflicts: list[Conflict] = []
+    base = os.fspath(folder)  # the paths as text: a commit applies every step of a phase here
     for step in steps[start:]:
-        target = folder / step.path
+        target = os.path.join(base, step.path)
         with _naming(target, _ACTIONS[step.kind]):
-            conflict = _apply_step(step, target, folder / step.staged if step.staged else None, check)
+            staged = os.path.join(base, step.staged) if step.staged else None
+            conflict = _apply_step(step, target, staged, check)
         if conflict is not None:
             conflicts.append(conflict)
     return conflicts
@@ -725,15 +727,16 @@ _ACTIONS: dict[StepKind, StorageAction] = {
 }
 
 
-def _apply_step(step: Step, target: Path, staged: Path | None, check: bool) -> Conflict | None:
-    """Apply one step; the conflict when recovery (``check``) leaves its target alone."""
+def _apply_step(step: Step, target: str, staged: str | None, check: bool) -> Conflict | None:
+    """Apply one step (``target`` and ``staged``: paths); the conflict when recovery
+    (``check``) leaves its target alone."""
     if step.kind == "replace":
         assert staged is not None
-        if not os.path.lexists(staged):
+        if check and not os.path.lexists(staged):  # recovery: applied before the kill
             return None
         if check and file_digest(target) not in (step.before, step.after):
-            _remove_any(staged)
-            return Conflict(target, "changed by hand since; kept as it is, not replaced")
+            _remove_any(Path(staged))
+            return Conflict(Path(target), "changed by hand since; kept as it is, not replaced")
         os.replace(staged, target)
         if step.mtime_ns is not None:
             os.utime(target, ns=(step.mtime_ns, step.mtime_ns))
@@ -745,16 +748,16 @@ def _apply_step(step: Step, target: Path, staged: Path | None, check: bool) -> C
         if now == ABSENT:
             return None
         if check and now != step.before:
-            return Conflict(target, "changed by hand since; kept, not removed")
+            return Conflict(Path(target), "changed by hand since; kept, not removed")
         os.unlink(target)
     elif step.kind in ("move", "rename"):
         assert staged is not None
         if not os.path.lexists(staged):
             return None
         if os.path.lexists(target):
-            return Conflict(target, f"exists; {staged.name} was not moved there")
+            return Conflict(Path(target), f"exists; {os.path.basename(staged)} was not moved there")
         os.rename(staged, target)
-    elif step.kind == "rmtree" and target.is_dir() and not target.is_symlink():
+    elif step.kind == "rmtree" and os.path.isdir(target) and not os.path.islink(target):
         import shutil
 
         shutil.rmtree(target)

@@ -62,7 +62,7 @@ def read_reviews(
     for phase in phases:
         if listed is not None and not listed.may_hold(phase.directory, FEEDBACK_FILE):
             continue
-        path = directory / phase.directory / FEEDBACK_FILE
+        path = directory.joinpath(phase.directory, FEEDBACK_FILE)  # one Path made, not two
         try:
             if read is None:
                 feedback = FEEDBACK.load_optional(path, cache=cache)

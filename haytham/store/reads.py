@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from haytham.errors import DocumentError
 from haytham.format import DocumentFormat, ReadCache
-from haytham.format.guard import read_file
+from haytham.format.guard import read_existing
 from haytham.store import journal
 
 R = TypeVar("R")
@@ -71,10 +71,7 @@ class Reads:
         ):
             found = None
         else:
-            try:
-                found = read_file(path, limit)
-            except FileNotFoundError:
-                found = None
+            found = read_existing(path, limit)
             if found is not None and len(found) > KEEP_BYTES:
                 return found  # read again where needed: a save never holds many large files
         self._data[key] = found

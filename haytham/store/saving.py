@@ -85,7 +85,8 @@ def save_user_feedback(
     phase = session.phase(phase_num)
     directory = session.phase_dir(phase_num)
     check_expected(tx, phase.number, directory, expected_version)
-    moved_from = tx.check_review(phase, review_of(phase, fields))
+    current = tx.checkpoints()  # once: for the check and for the manifest
+    moved_from = tx.check_review(phase, review_of(phase, fields), current=current)
     tx.phase_folder(phase_num)
     path, found = feedback_change(tx, directory, phase, fields)
     if found is None:
@@ -94,7 +95,7 @@ def save_user_feedback(
     created = tx.reads.data(path) is None
     with tx.change("save_user_feedback") as change:
         tx.stage_text(change, path, text)
-        tx.stage_review(change, session, phase, record)
+        tx.stage_review(change, session, phase, record, current=current)
     return path, [feedback_event(tx, phase.number, path, fields, moved_from, created)]
 
 
@@ -123,7 +124,7 @@ def save_phase(
     new_checkpoint = previous != record or name is not None or reason is not None
     moved_from = None
     if review is not None:  # the review moves the phase as its new checkpoint leaves it
-        moved_from = tx.check_review(phase, review_of(phase, review), {phase.number: record})
+        moved_from = tx.check_review(phase, review_of(phase, review), {phase.number: record}, current=current)
     feedback_path, found = (
         feedback_change(tx, directory, phase, review) if review is not None else (None, None)
     )
@@ -365,7 +366,7 @@ def correct_output(
         "justification": review.justification if review is not None else None,
         "raised_budget": review.raised_budget if review is not None else None,
     }
-    tx.check_review(phase, review_of(phase, fields), {phase.number: checkpoint})
+    tx.check_review(phase, review_of(phase, fields), {phase.number: checkpoint}, current=current)
     _, found = feedback_change(tx, directory, phase, fields)
     original = data.decode("utf-8")
     with tx.change("correct_output") as change:

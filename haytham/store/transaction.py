@@ -53,6 +53,15 @@ class Transaction:
     session: Session
     """The session as read once the lock was held and any interrupted change finished."""
     reads: Reads
+    _reviews: dict[str, _progress.Review | None] = dataclasses.field(
+        default_factory=dict, init=False, repr=False
+    )
+    """What each phase folder's review file says as read under the lock (None: no file), by
+    the folder's name (``derive``)."""
+    _outputs: list[
+        tuple[tuple[PhaseDefinition, ...], dict[int, PhaseCheckpoint], dict[int, tuple[str, tuple[str, ...]]]]
+    ] = dataclasses.field(default_factory=list, init=False, repr=False)
+    """The phases' outputs now (``outputs_now``), with the phases and checkpoints asked for."""
 
     def change(self, name: str) -> journal.Change:
         """A journaled change of the session's folder (committed when its block ends)."""
@@ -108,12 +117,11 @@ class Transaction:
         with the checkpoints and reviews the change writes (None: a review it removes) in place
         of the files; and the checkpoints it counted. ``current``: the session's checkpoints
         as the caller read them under the lock (default: read now)."""
-        store = self.store
         found = {**(self.checkpoints() if current is None else current), **(checkpoints or {})}
         reviews = reviews or {}
         # A phase whose review the change writes or removes is not read: its file is replaced.
         unread = tuple(p for p in session.phases if p.number not in reviews)
-        read = _progress.read_reviews(session.directory, unread, store.cache, self.reads.data)
+        read = self._read_reviews(session, unread)
         for number, review in reviews.items():
             if review is None:
                 read.pop(number, None)
@@ -121,10 +129,44 @@ class Transaction:
                 read[number] = review
         # The outputs of a phase whose checkpoint the change writes are those it records.
         kept = {n: c for n, c in found.items() if n not in (checkpoints or {})}
-        outputs = _progress.outputs_now(
-            session.directory, session.phases, kept, store.digests, reads=store.cache
-        )
+        outputs = self._outputs_now(session, kept)
         return found, lifecycle.derive(_progress.phase_facts(session.phases, found, read, outputs))
+
+    # A check of a move and the manifest staged after it derive the session twice under one
+    # hold of the lock, where no file changes but by this transaction's own change (staged,
+    # not applied): what the files say is read once for both, as ``Reads`` reads each file once.
+
+    def _read_reviews(
+        self, session: Session, phases: tuple[PhaseDefinition, ...]
+    ) -> dict[int, _progress.Review]:
+        """``progress.read_reviews`` of ``phases``: each phase's file read once per transaction."""
+        known = self._reviews
+        unknown = tuple(p for p in phases if p.directory not in known)
+        if unknown:
+            read = _progress.read_reviews(session.directory, unknown, self.store.cache, self.reads.data)
+            for phase in unknown:
+                known[phase.directory] = read.get(phase.number)
+        return {p.number: review for p in phases if (review := known[p.directory]) is not None}
+
+    def _outputs_now(
+        self, session: Session, checkpoints: dict[int, PhaseCheckpoint]
+    ) -> dict[int, tuple[str, tuple[str, ...]]]:
+        """``progress.outputs_now`` of the phases with ``checkpoints``, once per transaction
+        for the same checkpoints (the same records: compared by identity)."""
+        phases = session.phases
+        for asked_phases, asked, found in self._outputs:
+            if (
+                asked_phases is phases
+                and asked.keys() == checkpoints.keys()
+                and all(asked[n] is c for n, c in checkpoints.items())
+            ):
+                return found
+        store = self.store
+        found = _progress.outputs_now(
+            session.directory, phases, checkpoints, store.digests, reads=store.cache
+        )
+        self._outputs.append((phases, checkpoints, found))
+        return found
 
     def stage_manifest(
         self,
@@ -201,6 +243,7 @@ class Transaction:
         checkpoint: PhaseCheckpoint | None = None,
         stage_manifest: bool = True,
         text: str | None = None,
+        current: Mapping[int, PhaseCheckpoint] | None = None,
     ) -> tuple[dict[int, _progress.Review | None], str | None]:
         """Stage a review's history entry and the manifest brought up to date with the review
         file being written (the caller stages the file itself).
@@ -211,6 +254,8 @@ class Transaction:
         Returns the review and the new History Head (None: unchanged), for a caller that
         stages the manifest itself (``stage_manifest=False``). ``text``: the file's text when
         it is a person's own (``save_feedback_text``), which the entry keeps as written.
+        ``current``: the session's checkpoints as the caller read them under the lock
+        (default: read now).
         """
         if checkpoint is None:
             path = session.phase_dir(phase.number) / CHECKPOINT_FILE
@@ -233,7 +278,7 @@ class Transaction:
             self.stage_entry(change, session, entry)
             head = entry.entry_id
         if stage_manifest:
-            self.stage_manifest(change, session, reviews=review, head=head)
+            self.stage_manifest(change, session, reviews=review, head=head, current=current)
         return review, head
 
     def check_review(
@@ -241,6 +286,8 @@ class Transaction:
         phase: PhaseDefinition,
         review: UserFeedback,
         checkpoints: Mapping[int, PhaseCheckpoint] | None = None,
+        *,
+        current: Mapping[int, PhaseCheckpoint] | None = None,
     ) -> str | None:
         """Refuse (MoveRefusedError) a review whose move (``lifecycle.review_event``) the
         lifecycle does not allow a reviewer on the phase as its files say it stands now, or as
@@ -249,12 +296,13 @@ class Transaction:
 
         Returns the state the review moves the phase from when it moves it to another one (a
         decision: ``awaiting_review`` to ``approved``), else None (no verdict, or the same
-        state with other comments), for the ``feedback_saved`` event to say so."""
+        state with other comments), for the ``feedback_saved`` event to say so. ``current``:
+        the session's checkpoints as the caller read them under the lock (default: read now)."""
         event = lifecycle.review_event(review)
         if event is None:
             return None
         session = self.session
-        state = self.derive(session, checkpoints=checkpoints)[1].phase(phase.number).state
+        state = self.derive(session, checkpoints=checkpoints, current=current)[1].phase(phase.number).state
         move = lifecycle.check_move(event, state, "reviewer")
         if isinstance(move, str):
             raise MoveRefusedError(
