@@ -11,6 +11,8 @@ session as an OpenTelemetry trace, with the otel extra).
 
 import typing as _typing
 
+from haytham.version import __version__
+
 if _typing.TYPE_CHECKING:
     from haytham.compare import AgentDiff, Comparison
     from haytham.errors import (
@@ -140,17 +142,11 @@ for the runner (asyncio) or the features they do not use."""
 
 
 def __getattr__(name: str) -> _typing.Any:
-    """A public name, imported from its module on first use (PEP 562); ``__version__`` is the
-    installed distribution's (pyproject.toml is its one home), read on first use because
-    importlib.metadata costs a command's start-up more than the command itself."""
+    """A public name, imported from its module on first use (PEP 562)."""
     import importlib
 
-    if name == "__version__":
-        from importlib.metadata import version
-
-        value: _typing.Any = version("haytham")
-    elif name in _HOMES:
-        value = getattr(importlib.import_module(_HOMES[name]), name)
+    if name in _HOMES:
+        value: _typing.Any = getattr(importlib.import_module(_HOMES[name]), name)
     else:
         raise AttributeError(f"module 'haytham' has no attribute {name!r}")
     globals()[name] = value

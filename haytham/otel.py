@@ -43,6 +43,7 @@ from haytham.records import AgentOutput, AgentTry, Attempt, UserFeedback
 from haytham.store import lifecycle
 from haytham.store.clock import parse_timestamp
 from haytham.store.manager import CheckpointManager
+from haytham.version import __version__
 
 if TYPE_CHECKING:  # the otel extra, imported only when spans are made or sent
     from opentelemetry.sdk.trace import ReadableSpan
@@ -53,18 +54,6 @@ on this machine (Phoenix listens on ``http://localhost:6006/v1/traces``)."""
 DEFAULT_TIMEOUT = 10.0
 """Seconds to wait for the collector before the export is reported as failed."""
 EXTRA_HINT = "pip install 'haytham[otel]'"
-
-
-def _version() -> str:
-    """haytham's installed version, for the resource and the User-Agent (importlib.metadata
-    is imported here, when a trace is made or sent: it costs a command's start-up more than
-    most commands)."""
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("haytham")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 AttributeValue = str | bool | int | float | tuple[str, ...]
@@ -486,11 +475,11 @@ def readable_spans(plan: TracePlan) -> list[ReadableSpan]:
     resource = Resource.create(
         {
             "service.name": "haytham",
-            "service.version": _version(),
+            "service.version": __version__,
             "openinference.project.name": plan.project_id,
         }
     )
-    scope = InstrumentationScope("haytham.otel", _version())
+    scope = InstrumentationScope("haytham.otel", __version__)
     sampled = TraceFlags(TraceFlags.SAMPLED)
 
     def context(trace_id: int, span_id: int) -> SpanContext:
@@ -551,7 +540,7 @@ def send_spans(
     body = encode_spans(spans)
     request = urllib.request.Request(endpoint, data=body, method="POST")
     request.add_header("Content-Type", "application/x-protobuf")
-    request.add_header("User-Agent", f"haytham/{_version()}")
+    request.add_header("User-Agent", f"haytham/{__version__}")
     for key, value in (headers or {}).items():
         request.add_header(key, value)
     try:

@@ -63,7 +63,7 @@ def layer_of(module: str) -> str | None:
     if len(parts) == 1:
         return "facade"
     top = parts[1]
-    if top in ("errors", "records", "frozen") and len(parts) == 2:
+    if top in ("errors", "records", "frozen", "version") and len(parts) == 2:
         return "base"
     if top in FEATURES and len(parts) == 2:
         return "feature"

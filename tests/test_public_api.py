@@ -118,9 +118,10 @@ def test_the_layers_above_the_store_use_only_its_public_api() -> None:
     assert found == []
 
 
-def test_the_version_is_the_installed_distributions() -> None:
-    """pyproject.toml is the version's one home: ``haytham.__version__`` and ``haytham
-    --version`` read it from the installed distribution's metadata."""
+def test_the_version_has_one_home() -> None:
+    """``haytham/version.py`` is the version's one home: the installed distribution's
+    metadata (pyproject.toml reads it from there), ``haytham.__version__`` and ``haytham
+    --version`` say the same."""
     from importlib.metadata import version
 
     from click.testing import CliRunner

@@ -21,6 +21,7 @@ import click
 
 from haytham.cli.common import Group
 from haytham.cli.ending import leave_to_exit
+from haytham.version import __version__
 
 HOME: dict[str, str] = {
     "demo": "running",
@@ -75,7 +76,7 @@ class _Group(Group):
 
 
 @click.group(cls=_Group)
-@click.version_option(package_name="haytham", prog_name="haytham")  # read only for --version
+@click.version_option(__version__, prog_name="haytham")
 def cli() -> None:
     """Keep, review and check the sessions of phased multi-agent workflows.
 
