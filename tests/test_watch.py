@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,6 +127,70 @@ def test_an_overflowed_queue_means_check_everything_and_watch_again(base: Path, 
     review = review_file(base, "s-002")  # the new watches report again
     review.write_text(approved(review.read_text("utf-8")), "utf-8")
     assert watcher.changed_sessions() == {folder(base, "s-002")}
+
+
+def test_a_check_learnt_before_a_later_look_read_an_event_is_not_kept(base: Path, watcher: Watcher) -> None:
+    """Listings overlap (the lock is held to look and to settle only): what a listing found
+    of a folder is dropped when a later look read an event for it meanwhile, since the
+    files may have changed after the check; another folder's is kept."""
+    changed, quiet = os.path.split(folder(base, "s-001")), os.path.split(folder(base, "s-002"))
+    first = watcher.look("salt")
+    review = review_file(base, "s-001")
+    review.write_text(approved(review.read_text("utf-8")), "utf-8")
+    second = watcher.look("salt")
+    assert second.changed == {folder(base, "s-001")} and first.number < second.number
+    watcher.settle(second, {}, {})
+    watcher.settle(first, {changed: "key checked before the write", quiet: "key of s-002"}, {})
+    assert watcher.verified == {quiet: "key of s-002"}
+    third = watcher.look("salt")  # an event read forgets what was verified of its folder
+    watcher.settle(third, {**third.verified, changed: "key checked after the write"}, {})
+    review.write_text(review.read_text("utf-8") + "\n", "utf-8")
+    fourth = watcher.look("salt")
+    assert changed not in fourth.verified and fourth.verified == {quiet: "key of s-002"}
+    watcher.abandon(fourth)
+    assert watcher.look("other salt").verified == {}  # other workflows: nothing is trusted
+
+
+def test_a_listing_checking_sessions_does_not_hold_up_another(
+    base: Path, watcher: Watcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing paused while it reads a changed session (as a busy server's thread is) does
+    not keep another listing waiting: the watcher's lock is not held while sessions are
+    checked (issue 26: the listing pages' p99 under load was their wait for that lock)."""
+    from haytham.store import scan
+
+    grow(base, 60)
+
+    def listed() -> int:
+        with scan.iter_sessions(base, watcher=watcher) as listing:
+            return len(listing)
+
+    assert listed() == listed() == 60  # remembered by the index, then verified
+    review = review_file(base, "s-001")
+    review.write_text(approved(review.read_text("utf-8")), "utf-8")
+    reading, release = threading.Event(), threading.Event()
+    real_know = scan._know
+
+    def paused_know(*args: object, **kwargs: object) -> object:
+        if threading.current_thread().name == "paused":
+            reading.set()
+            release.wait(30)
+        return real_know(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scan, "_know", paused_know)
+    paused = threading.Thread(target=listed, name="paused")
+    paused.start()
+    try:
+        assert reading.wait(30)  # the first listing reads s-001, changed, and waits there
+        done: list[int] = []
+        other = threading.Thread(target=lambda: done.append(listed()))
+        other.start()
+        other.join(30)
+        assert done == [60]  # finished while the first one waits
+    finally:
+        release.set()
+        paused.join(30)
+    assert not paused.is_alive()
 
 
 def test_the_watcher_is_off_with_haytham_watch_0(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:

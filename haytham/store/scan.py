@@ -240,20 +240,23 @@ def iter_sessions(
                         return _from_index(
                             index, root, folders, wanted, deriver, forget_others=root == base_dir
                         )
-                    with watcher.lock:  # from the events read to the keys checked: one listing at a time
-                        if watcher.salt != deriver.salt:
-                            watcher.verified.clear()
-                            watcher.recent.clear()
-                            watcher.salt = deriver.salt
-                        seen = _Seen(watcher.changed_sessions(), watcher.verified, watcher.recent)
-                        return _from_index(
+                    # The watcher's lock is held only to look and to settle, not while the
+                    # sessions are checked: listings of a busy server overlap (issue 26).
+                    look = watcher.look(deriver.salt)
+                    seen = _Seen(look.changed, dict(look.verified), dict(look.recent))
+                    try:
+                        listing = _from_index(
                             index, root, folders, wanted, deriver, forget_others=root == base_dir, seen=seen
                         )
+                    except BaseException:
+                        watcher.abandon(look)
+                        raise
+                    watcher.settle(look, seen.verified, seen.recent)
+                    return listing
                 except (sqlite3.Error, OSError):
                     index.close()
-        if watcher is not None:
-            with watcher.lock:  # every file read below: the events so far are answered
-                watcher.changed_sessions()
+        if watcher is not None:  # every file read below: the events so far are answered
+            watcher.abandon(watcher.look(deriver.salt))
         return _from_files(base_dir, root, folders, wanted, deriver)
     except OSError:  # a folder that cannot be read: what the globs find, as the tree walks do
         return _from_files(base_dir, root, None, wanted, deriver, create=False)

@@ -22,6 +22,12 @@ session's files, under the watcher's ``lock``: a remembered row is trusted witho
 only while it is the row this process checked and no event came for its folder since. What it
 learnt of a session too new for the index (``recent``) is trusted the same way: the kernel
 queues an event for any write after the read, so no racy window opens.
+
+Listings overlap: the lock is held only while one ``look``s (reads the events, forgets what
+they name, copies the rest) and ``settle``s (keeps what it found), never while it checks
+sessions, since a listing waiting for another's checks made the slowest listing pages of a
+busy server (issue 26). What a listing found of a folder is kept only if no later look read
+an event for that folder meanwhile.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import stat
 import struct
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +116,8 @@ class Watcher:
     def __init__(self, base_dir: Path) -> None:
         self.base = os.fspath(base_dir)
         self.lock = threading.RLock()
-        """Held by a listing from ``changed_sessions`` until it has updated ``verified``."""
+        """Held while the events are read and ``verified`` and ``recent`` read or updated
+        (``look``, ``settle``); never while a listing checks sessions, so listings overlap."""
         self.verified: dict[tuple[str, str], str] = {}
         """``(parent, name)`` of a session folder: the index key this process last found its
         files to have (``scan._from_index``)."""
@@ -121,6 +129,14 @@ class Watcher:
         self.salt = ""
         """The workflows' salt ``verified`` and ``recent`` were checked with (another one
         clears them)."""
+        self.looks = 0
+        """How many ``look``s were taken: each is numbered by this count."""
+        self._changed_at: dict[str, int] = {}
+        """A session folder's last event: the number of the ``look`` that read it."""
+        self._all_changed_at = 0
+        """The last ``look`` told "check every session" (None), or whose salt was new."""
+        self._open: set[int] = set()
+        """The numbers of the looks not settled yet (while none is, ``_changed_at`` is not needed)."""
         self._libc = _libc() if enabled() else None
         self._fd = -1
         self._paths: dict[int, str] = {}
@@ -231,6 +247,66 @@ class Watcher:
             found.add(os.path.join(self.base, *parts[:3]))
         return found
 
+    def look(self, salt: str) -> Look:
+        """The events so far, read for one listing, with copies of ``verified`` and ``recent``
+        to check against (the listing may change its copies, then hands them to ``settle``).
+        What the events name is forgotten at once (``verified`` and ``recent`` of each changed
+        folder, or all of them), so a listing that looks later checks those folders too,
+        even before this one settles. ``salt``: the workflows' (another one forgets all)."""
+        with self.lock:
+            changed = self.changed_sessions()
+            self.looks += 1
+            number = self.looks
+            if changed is None or salt != self.salt:
+                self.salt = salt
+                self.verified.clear()
+                self.recent.clear()
+                self._changed_at.clear()
+                self._all_changed_at = number
+            else:
+                for folder in changed:
+                    self._changed_at[folder] = number
+                    self.recent.pop(folder, None)
+                    self.verified.pop(os.path.split(folder), None)
+            self._open.add(number)
+            return Look(number, changed, dict(self.verified), dict(self.recent))
+
+    def settle(
+        self, look: Look, verified: dict[tuple[str, str], str], recent: dict[str, tuple[Any, ...]]
+    ) -> None:
+        """Take what a listing learnt (its copies of ``look``'s ``verified`` and ``recent``,
+        changed) into this watcher's: what it dropped is dropped, and what it found is kept
+        for each folder with no event read after ``look`` (a later event means the files
+        may have changed after this listing checked them: the next listing checks again)."""
+        with self.lock:
+            self._open.discard(look.number)
+            current = look.number >= self._all_changed_at
+            for key, value in look.verified.items():
+                if verified.get(key) != value and self.verified.get(key) == value:
+                    del self.verified[key]
+            for folder, learnt in look.recent.items():
+                if recent.get(folder) is not learnt and self.recent.get(folder) is learnt:
+                    del self.recent[folder]
+            if current:
+                for key, value in verified.items():
+                    if look.verified.get(key) != value and self._unchanged(os.path.join(*key), look):
+                        self.verified[key] = value
+                for folder, learnt in recent.items():
+                    if look.recent.get(folder) is not learnt and self._unchanged(folder, look):
+                        self.recent[folder] = learnt
+            if not self._open:
+                self._changed_at.clear()  # every later look is numbered after each of them
+
+    def abandon(self, look: Look) -> None:
+        """A look whose listing failed: nothing it learnt is kept."""
+        with self.lock:
+            self._open.discard(look.number)
+            if not self._open:
+                self._changed_at.clear()
+
+    def _unchanged(self, folder: str, look: Look) -> bool:
+        return self._changed_at.get(folder, 0) <= look.number
+
     def changed_sessions(self) -> set[str] | None:
         """The session folders (as text, joined to the base directory) with events since the
         last call, and those holding a symbolic link; None: check every session."""
@@ -336,3 +412,15 @@ def _is_dir(path: str) -> bool:
         return False
     except OSError:
         return True
+
+
+@dataclass(frozen=True)
+class Look:
+    """What ``Watcher.look`` told one listing: its number, the session folders with events
+    since the look before (None: check every session), and ``verified`` and ``recent`` as
+    they were then (copies: the listing changes its own copies of these)."""
+
+    number: int
+    changed: set[str] | None
+    verified: dict[tuple[str, str], str]
+    recent: dict[str, tuple[Any, ...]]
