@@ -421,6 +421,56 @@ class Index:
             self._connection.close()
 
 
+class Keeper:
+    """A connection to a base directory's index that a long-running process (``haytham
+    serve``) keeps open, idle, between its listings.
+
+    Each listing opens its own connection (``Index.open``) and closes it. When the last
+    connection to a WAL database closes, SQLite checkpoints the log into the database, syncs
+    it and deletes the log, and the next writer makes it again: on a busy server that was a
+    sync inside a page request, and a tail of S14's listing pages (issue 26). While this
+    connection stays open no listing's connection is the last one. It holds no lock and no
+    transaction: writers and checkpoints go on as before. It reads one number of the
+    database's header, to open it, and writes nothing."""
+
+    def __init__(self, base_dir: Path) -> None:
+        self._file = base_dir / INDEX_DIR / INDEX_FILE
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def open(self) -> bool:
+        return self._connection is not None
+
+    def keep(self) -> None:
+        """Open the connection if it is not open and the index exists (it is made by the
+        first listing of enough sessions, ``INDEX_MIN_SESSIONS``); cheap when open."""
+        if self._connection is not None or not enabled():
+            return
+        import sqlite3
+
+        with self._lock:  # the pages' threads: one connection
+            if self._connection is not None or self._file.parent.is_symlink() or not self._file.is_file():
+                return
+            try:
+                connection = sqlite3.connect(
+                    self._file, timeout=1.0, isolation_level=None, check_same_thread=False
+                )
+                connection.execute("PRAGMA user_version").fetchone()  # the log and its shared memory
+            except sqlite3.Error:
+                return
+            self._connection = connection
+
+    def close(self) -> None:
+        import sqlite3
+
+        with self._lock:
+            if self._connection is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._connection.close()
+                self._connection = None
+
+
 SUMMARY_COLUMNS = (
     "project_id",
     "session_id",
