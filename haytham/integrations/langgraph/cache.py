@@ -166,7 +166,7 @@ class ThreadFiles:
             opened.close()
 
     def sections(
-        self, path: Path, folder: OpenFolder | None = None, *, scan: bool = False
+        self, path: str | Path, folder: OpenFolder | None = None, *, scan: bool = False
     ) -> _Sections | None:
         """The sections of a checkpoint or writes file (``files.split_sections``), read and
         parsed only when the file is not the one kept; None when there is no such file.

@@ -48,7 +48,13 @@ if TYPE_CHECKING:  # langgraph-checkpoint 4.3 and later; nothing needs it at run
 
 from haytham.errors import SessionExistsError, SessionNotFoundError, UnsafeNameError
 from haytham.format.guard import guard_tree
-from haytham.format.layout import LANGGRAPH_DIR, MANIFEST_FILE, REMOVING_SUFFIX, SESSIONS_DIR
+from haytham.format.layout import (
+    LANGGRAPH_DIR,
+    LANGGRAPH_WRITES_SUFFIX,
+    MANIFEST_FILE,
+    REMOVING_SUFFIX,
+    SESSIONS_DIR,
+)
 from haytham.integrations.langgraph import files
 from haytham.integrations.langgraph.cache import OpenFolder, ThreadFiles
 from haytham.store import fs
@@ -450,13 +456,15 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         open (``ThreadFiles.folder``); ``scan``: read by a call that reads the whole thread
         (``ThreadFiles.sections``)."""
         try:
-            path = folder / files.checkpoint_file(checkpoint_id)
+            path = os.path.join(folder, files.checkpoint_file(checkpoint_id))  # no Path made per file
         except UnsafeNameError:
             return None
         sections = self._files.sections(path, opened, scan=scan)
         return None if sections is None else files.checkpoint_from(sections, self.serde, path)
 
-    def _read_writes(self, path: Path, opened: OpenFolder | None = None, *, scan: bool = False) -> _Writes:
+    def _read_writes(
+        self, path: str | Path, opened: OpenFolder | None = None, *, scan: bool = False
+    ) -> _Writes:
         sections = self._files.sections(path, opened, scan=scan)
         return [] if sections is None else files.writes_from(sections, self.serde, path)
 
@@ -475,9 +483,9 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         stored = self._read_checkpoint(folder, checkpoint_id, opened, scan=scan)
         if stored is None:
             return None
-        name = files.writes_file(checkpoint_id)
+        name = checkpoint_id + LANGGRAPH_WRITES_SUFFIX  # files.writes_file, the id checked by the read
         present = self._files.names(folder) if names is None else names
-        writes = self._read_writes(folder / name, opened, scan=scan) if name in present else []
+        writes = self._read_writes(os.path.join(folder, name), opened, scan=scan) if name in present else []
 
         def config_of(checkpoint_id: str) -> RunnableConfig:
             return {
