@@ -94,7 +94,7 @@ def test_the_newest_checkpoint_of_a_long_thread_reads_two_files_then_none(
     assert (counters.opened, counters.parsed) == (2, 2)
 
 
-def test_a_listing_parses_each_file_once_and_a_second_one_none(
+def test_a_listing_keeps_what_is_listed_again_and_a_third_one_parses_none(
     tmp_path: Path, counters: WorkCounters, settled_at_once: None
 ) -> None:
     ids = _thread(HaythamSaver(tmp_path, P), CHECKPOINTS)
@@ -103,12 +103,43 @@ def test_a_listing_parses_each_file_once_and_a_second_one_none(
     first = list(saver.list(THREAD))
     assert [t.config["configurable"]["checkpoint_id"] for t in first] == ids[::-1]
     assert counters.opened == counters.parsed == 2 * CHECKPOINTS
+    assert saver._files._sections == {}  # a thread listed once: none of its text is kept
+    counters.reset()
+    assert list(saver.list(THREAD)) == first  # asked again: read, and kept this time
+    assert counters.opened == counters.parsed == 2 * CHECKPOINTS
     counters.reset()
     assert list(saver.list(THREAD)) == first
     assert (counters.opened, counters.parsed) == (0, 0)
     counters.reset()
     assert [t.checkpoint["id"] for t in saver.list(THREAD, limit=1)] == [ids[-1]]
     assert (counters.opened, counters.parsed) == (0, 0)
+
+
+def test_a_file_listed_once_then_changed_is_not_kept_on_its_next_listing(
+    tmp_path: Path, counters: WorkCounters, settled_at_once: None
+) -> None:
+    """The first read of a listing remembers the file's identity: a changed file read again
+    is a first read of the new file, not a second of the old."""
+    _thread(HaythamSaver(tmp_path, P), 3)
+    saver = HaythamSaver(tmp_path, P)
+    list(saver.list(THREAD))
+    newest = saver.get_tuple(THREAD)
+    assert newest is not None  # get_tuple keeps what it reads at once: the newest two files
+    kept = set(saver._files._sections)
+    assert len(kept) == 2
+    folder = saver.session_dir("long") / "langgraph" / "root"
+    oldest = sorted(folder.glob("*.md"))[0]
+    old = oldest.stat()
+    oldest.write_text(oldest.read_text().replace("draft 0000", "draft 9000"))
+    os.utime(oldest, ns=(old.st_atime_ns, old.st_mtime_ns - HOUR_NS))
+    counters.reset()
+    listed = list(saver.list(THREAD))
+    assert listed[-1].checkpoint["channel_values"]["draft"] == "draft 9000"
+    assert (counters.opened, counters.parsed) == (4, 4)  # the two newest were kept
+    assert set(saver._files._sections) == kept | {str(f) for f in folder.glob("*.md") if f != oldest}
+    counters.reset()
+    assert list(saver.list(THREAD)) == listed
+    assert (counters.opened, counters.parsed) == (1, 1)  # the edited file, kept now
 
 
 def test_values_read_twice_are_objects_of_their_own(tmp_path: Path, settled_at_once: None) -> None:

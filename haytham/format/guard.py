@@ -294,7 +294,11 @@ def read_small_in(folder: int, name: str, most: int = _CHUNK) -> tuple[bytes, os
     nothing out of the tree is read. None for anything ``read_small`` gives None for, and
     for a symlink or a name that is not a plain name: the caller then reads it by its path
     (``read_file``), which follows a link that stays in the tree and refuses one that leaves
-    it, as it does for any file."""
+    it, as it does for any file.
+
+    One ``read`` of a byte more than the ``fstat`` size (a buffer the file's size, not
+    ``most``'s, so that ``most`` may be as large as ``MAX_DOCUMENT_BYTES``): a shorter answer
+    is the whole file, a full one (the file grew since) gives None."""
     if os.sep in name or name in (".", ".."):
         return None
     try:
@@ -305,8 +309,9 @@ def read_small_in(folder: int, name: str, most: int = _CHUNK) -> tuple[bytes, os
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size >= most:
             return None
-        data = os.read(fd, most)
-        return (data, info) if len(data) < most else None
+        wanted = min(most, info.st_size + 1)
+        data = os.read(fd, wanted)
+        return (data, info) if len(data) < wanted else None
     except OSError:
         return None
     finally:

@@ -11,6 +11,10 @@ what each file is now. A read asks the file system first (one ``stat`` a file it
 - a namespace folder: its checkpoint ids and file names, under the folder's inode and times
   (a file added, removed or renamed in it changes them).
 
+A call that reads a whole thread (``list``) keeps a file only from its second read of it
+unchanged (``ThreadFiles.sections``'s ``scan``): a saver that lists a thread once keeps none of
+its text, whose allocation (and page faults) cost more than a tenth of the listing.
+
 A hand edit, a ``git pull`` or another process's write changes the file's (or the folder's)
 times, size or inode, so the next read reads the file again; no write of haytham's is
 needed in between. What changed in the last ``RACY_NS`` is not kept at all (git's "racily
@@ -21,13 +25,15 @@ write, as before.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 
-from haytham.format.guard import read_file_stat
+from haytham.format.guard import MAX_DOCUMENT_BYTES, open_folder, read_file_stat, read_small_in
 from haytham.integrations.langgraph import files
 
 RACY_NS = 100_000_000
@@ -60,6 +66,36 @@ class _Listing:
         self.ids: list[str] | None = None
 
 
+class OpenFolder:
+    """One namespace folder whose files a read opens by name in the folder (``guard.open_folder``,
+    ``guard.read_small_in``): the folder is found inside its tree once, where a read by path
+    looks up each file's tree and ``readlink``s its descriptor. The folder is opened at the
+    first file read (a call whose files are all kept opens nothing) and closed by ``close``;
+    a file that cannot be read this way (a symlink, a folder that leads out) is read by its
+    path, under the same guards."""
+
+    __slots__ = ("_fd", "_opened", "_stack", "path")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._stack = contextlib.ExitStack()
+        self._opened = False
+        self._fd: int | None = None
+
+    def read(self, name: str) -> tuple[bytes, os.stat_result] | None:
+        """The bytes and ``fstat`` of the file ``name`` of the folder, or None when the caller
+        is to read it by its path (it may not exist, or be a link, or too long)."""
+        if not self._opened:
+            self._opened = True
+            self._fd = self._stack.enter_context(open_folder(self.path))
+        if self._fd is None:
+            return None
+        return read_small_in(self._fd, name, MAX_DOCUMENT_BYTES + 1)
+
+    def close(self) -> None:
+        self._stack.close()
+
+
 class ThreadFiles:
     """The sections of the files a saver read and the listings of its namespace folders,
     each under the identity it had when read (the module doc says when one is used)."""
@@ -67,6 +103,8 @@ class ThreadFiles:
     def __init__(self, limit: int = LIMIT) -> None:
         self._limit = limit
         self._sections: OrderedDict[str, tuple[_Key, _Sections]] = OrderedDict()
+        self._seen: OrderedDict[str, _Key] = OrderedDict()
+        """Files a scan read and did not keep, under the identity they had (``sections``)."""
         self._folders: dict[str, tuple[_Key, _Listing]] = {}
         self._lock = threading.Lock()
 
@@ -117,14 +155,34 @@ class ThreadFiles:
                 self._folders[where] = (_key(st), found)
         return found
 
-    def sections(self, path: Path) -> _Sections | None:
+    @contextlib.contextmanager
+    def folder(self, folder: Path) -> Iterator[OpenFolder]:
+        """The folder ``folder`` for ``sections`` to read its files in (``OpenFolder``),
+        closed when the block ends."""
+        opened = OpenFolder(os.fspath(folder))
+        try:
+            yield opened
+        finally:
+            opened.close()
+
+    def sections(
+        self, path: str | Path, folder: OpenFolder | None = None, *, scan: bool = False
+    ) -> _Sections | None:
         """The sections of a checkpoint or writes file (``files.split_sections``), read and
         parsed only when the file is not the one kept; None when there is no such file.
         A file that does not parse raises ``DocumentError``, as ``split_sections`` does.
 
         A file kept is ``stat``-ed to see that it is still the one kept; a file not kept is
         read at once, keyed by the ``fstat`` of the descriptor it was read from (the very
-        bytes read, and a link's target, not the link)."""
+        bytes read, and a link's target, not the link). ``folder``: the open folder
+        ``path`` is a file of, to read it by name (``OpenFolder``).
+
+        ``scan``: the read is one of many of a call that reads a whole thread (``list``,
+        ``get_state_history``), whose files may never be asked for again. A file not kept is
+        then kept only when it is read a second time unchanged (the identity of its first
+        read is remembered, not its text): a saver that lists a thread once keeps nothing of
+        it (keeping every file's text costs page faults, more than a tenth of a listing), one
+        that lists it again keeps it all, and a third listing reads nothing."""
         where = os.fspath(path)
         now = time.time_ns()
         with self._lock:
@@ -139,19 +197,28 @@ class ThreadFiles:
                     if where in self._sections:
                         self._sections.move_to_end(where)
                 return kept[1]
-        try:
-            data, st = read_file_stat(where)  # the guarded read: a regular file, bounded, in the tree
-        except (FileNotFoundError, NotADirectoryError):
-            return None
+        found = None if folder is None else folder.read(os.path.basename(where))
+        if found is None:
+            try:
+                found = read_file_stat(where)  # the guarded read: a regular file, bounded, in the tree
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+        data, st = found
         _, sections = files.split_sections(data.decode("utf-8"), path)
+        key = _key(st)
         with self._lock:
-            if _settled(st, now):
-                self._sections[where] = (_key(st), sections)
+            if not _settled(st, now):
+                self._sections.pop(where, None)
+            elif scan and self._seen.pop(where, None) != key:  # read once: remembered, not kept
+                self._seen[where] = key
+                while len(self._seen) > self._limit:
+                    self._seen.popitem(last=False)
+            else:
+                self._seen.pop(where, None)
+                self._sections[where] = (key, sections)
                 self._sections.move_to_end(where)
                 while len(self._sections) > self._limit:
                     self._sections.popitem(last=False)
-            else:
-                self._sections.pop(where, None)
         return sections
 
     def forget(self, folder: Path) -> None:
@@ -160,5 +227,7 @@ class ThreadFiles:
         with self._lock:
             for where in [w for w in self._sections if w.startswith(prefix)]:
                 del self._sections[where]
+            for where in [w for w in self._seen if w.startswith(prefix)]:
+                del self._seen[where]
             for where in [w for w in self._folders if w.startswith(prefix) or w == os.fspath(folder)]:
                 del self._folders[where]

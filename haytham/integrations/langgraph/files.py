@@ -267,7 +267,7 @@ def _json(content: str) -> Any:
     return value
 
 
-def parse_value(section: Section, serde: Serde, path: Path | None = None) -> Any:
+def parse_value(section: Section, serde: Serde, path: Where = None) -> Any:
     """The value a section's ``Type`` field and body hold (the inverse of render_value);
     ``path``: the file, for the error that names it."""
     kind = section.fields.get("Type")
@@ -299,6 +299,14 @@ def parse_value(section: Section, serde: Serde, path: Path | None = None) -> Any
 
 # ---------------------------------------------------------------------------- sections
 
+Where = Path | str | None
+"""The file a document was read from, for the error that names it: a ``Path``, or its text
+(a reader of hundreds of files makes no ``Path`` of each for an error it will seldom raise)."""
+
+
+def _as_path(where: Where) -> Path | None:
+    return None if where is None else Path(where)
+
 
 @dataclass(slots=True)
 class Section:
@@ -328,9 +336,9 @@ class Section:
         """The number of the section's ``## `` line (counted when an error names it)."""
         return 1 + self.source.count("\n", 0, self.start)
 
-    def error(self, message: str, path: Path | None) -> DocumentError:
+    def error(self, message: str, path: Where) -> DocumentError:
         """``section '## Title' {message}`` at the section's line of ``path``."""
-        return DocumentError(f"section '## {self.title}' {message}", path=path, line=self.line)
+        return DocumentError(f"section '## {self.title}' {message}", path=_as_path(path), line=self.line)
 
     @property
     def body(self) -> str:
@@ -461,7 +469,7 @@ def _canonical_sections(text: str, newline: int) -> list[Section] | None:
         start = following
 
 
-def split_sections(text: str, path: Path | None) -> tuple[str, list[Section]]:
+def split_sections(text: str, path: Where) -> tuple[str, list[Section]]:
     """The title line and the sections of a document written by ``render_document`` (or
     edited since by hand): the parse a saver's cold read pays per file. Only the titles and
     fields are copied out of ``text`` (the values stay in it, see ``Section``); a document in
@@ -470,12 +478,12 @@ def split_sections(text: str, path: Path | None) -> tuple[str, list[Section]]:
     newline = text.find("\n")
     first = text if newline < 0 else text[:newline]
     if not first.startswith("# "):
-        raise DocumentError("the first line is not a '# ' title", path=path, line=1)
+        raise DocumentError("the first line is not a '# ' title", path=_as_path(path), line=1)
     sections = _canonical_sections(text, newline)
     return first[2:], _general_sections(text, path) if sections is None else sections
 
 
-def _general_sections(text: str, path: Path | None) -> list[Section]:
+def _general_sections(text: str, path: Where) -> list[Section]:
     """The sections of any text whose first line is a ``# `` title: a ``## `` line outside
     every fenced block starts one (``markdown.iter_fences``, the store's fence scanner)."""
     from haytham.format.markdown import iter_fences  # what a hand-edited file needs
@@ -506,7 +514,7 @@ def _general_sections(text: str, path: Path | None) -> list[Section]:
             if found is None:
                 raise DocumentError(
                     f"{text[offset:field_end]!r} is not a '- Label: value' line",
-                    path=path,
+                    path=_as_path(path),
                     line=1 + text.count("\n", 0, offset),
                 )
             fields[found.group(1)] = found.group(2)
@@ -611,21 +619,23 @@ def _sorted(mapping: Mapping[str, Any]) -> Any:
     return {key: mapping[key] for key in sorted(mapping)}
 
 
-def parse_checkpoint(text: str, serde: Serde, path: Path | None = None) -> StoredCheckpoint:
+def parse_checkpoint(text: str, serde: Serde, path: Where = None) -> StoredCheckpoint:
     """The inverse of render_checkpoint."""
     return checkpoint_from(split_sections(text, path)[1], serde, path)
 
 
-def checkpoint_from(sections: Sequence[Section], serde: Serde, path: Path | None = None) -> StoredCheckpoint:
+def checkpoint_from(sections: Sequence[Section], serde: Serde, path: Where = None) -> StoredCheckpoint:
     """The checkpoint a checkpoint file's sections hold (``split_sections``), its values
     decoded now: new objects each call, so a caller may change what it gets without changing
     what the next caller gets (the saver keeps the sections of a file it read, not values)."""
     if not sections or sections[0].title != "Metadata":
-        raise DocumentError("the first section is not '## Metadata'", path=path, line=1)
+        raise DocumentError("the first section is not '## Metadata'", path=_as_path(path), line=1)
     summary = sections[0].fields
     for label in ("Thread", "Namespace", "Checkpoint", "Parent", "Created", "LangGraph Version"):
         if label not in summary:
-            raise DocumentError(f"'- {label}:' is missing", path=path, line=sections[0].line, field=label)
+            raise DocumentError(
+                f"'- {label}:' is missing", path=_as_path(path), line=sections[0].line, field=label
+            )
     thread_id = read_text(summary["Thread"]) or ""
     checkpoint_id = read_text(summary["Checkpoint"]) or ""
     version = summary["LangGraph Version"]
@@ -687,12 +697,12 @@ def render_writes(
     return render_document(f"LangGraph Pending Writes: {write_title(checkpoint_id)}", sections)
 
 
-def parse_writes(text: str, serde: Serde, path: Path | None = None) -> list[StoredWrite]:
+def parse_writes(text: str, serde: Serde, path: Where = None) -> list[StoredWrite]:
     """The inverse of render_writes: the writes in the order they were written."""
     return writes_from(split_sections(text, path)[1], serde, path)
 
 
-def writes_from(sections: Sequence[Section], serde: Serde, path: Path | None = None) -> list[StoredWrite]:
+def writes_from(sections: Sequence[Section], serde: Serde, path: Where = None) -> list[StoredWrite]:
     """The pending writes a writes file's sections hold, their values decoded now (as
     ``checkpoint_from``)."""
     writes = []

@@ -48,9 +48,15 @@ if TYPE_CHECKING:  # langgraph-checkpoint 4.3 and later; nothing needs it at run
 
 from haytham.errors import SessionExistsError, SessionNotFoundError, UnsafeNameError
 from haytham.format.guard import guard_tree
-from haytham.format.layout import LANGGRAPH_DIR, MANIFEST_FILE, REMOVING_SUFFIX, SESSIONS_DIR
+from haytham.format.layout import (
+    LANGGRAPH_DIR,
+    LANGGRAPH_WRITES_SUFFIX,
+    MANIFEST_FILE,
+    REMOVING_SUFFIX,
+    SESSIONS_DIR,
+)
 from haytham.integrations.langgraph import files
-from haytham.integrations.langgraph.cache import ThreadFiles
+from haytham.integrations.langgraph.cache import OpenFolder, ThreadFiles
 from haytham.store import fs
 from haytham.store.names import check_name, check_user_id
 
@@ -422,49 +428,64 @@ class HaythamSaver(BaseCheckpointSaver[int]):
                 folders = _namespace_dirs(thread_dir)
             for folder in folders:
                 ids, names = self._files.listing(folder)
-                for checkpoint_id in reversed(ids):
-                    if only_id and checkpoint_id != only_id:
-                        continue
-                    if before_id and checkpoint_id >= before_id:
-                        continue
-                    found = self._tuple(folder, checkpoint_id, names)
-                    if found is None:
-                        continue
-                    if filter and not all(found.metadata.get(k) == v for k, v in filter.items()):
-                        continue
-                    yield found
-                    if limit is not None:
-                        limit -= 1
-                        if limit <= 0:
-                            return
+                with self._files.folder(folder) as opened:  # closed when the caller stops, too
+                    for checkpoint_id in reversed(ids):
+                        if only_id and checkpoint_id != only_id:
+                            continue
+                        if before_id and checkpoint_id >= before_id:
+                            continue
+                        found = self._tuple(folder, checkpoint_id, names, opened, scan=True)
+                        if found is None:
+                            continue
+                        if filter and not all(found.metadata.get(k) == v for k, v in filter.items()):
+                            continue
+                        yield found
+                        if limit is not None:
+                            limit -= 1
+                            if limit <= 0:
+                                return
 
     def _thread_dirs(self) -> _Paths:
         """The project's session folders that hold LangGraph checkpoints."""
         return [d for d in _subfolders(self._sessions) if (d / LANGGRAPH_DIR).is_dir()]
 
-    def _read_checkpoint(self, folder: Path, checkpoint_id: str) -> files.StoredCheckpoint | None:
+    def _read_checkpoint(
+        self, folder: Path, checkpoint_id: str, opened: OpenFolder | None = None, *, scan: bool = False
+    ) -> files.StoredCheckpoint | None:
+        """The checkpoint file of ``checkpoint_id`` (None without one); ``opened``: its folder
+        open (``ThreadFiles.folder``); ``scan``: read by a call that reads the whole thread
+        (``ThreadFiles.sections``)."""
         try:
-            path = folder / files.checkpoint_file(checkpoint_id)
+            path = os.path.join(folder, files.checkpoint_file(checkpoint_id))  # no Path made per file
         except UnsafeNameError:
             return None
-        sections = self._files.sections(path)
+        sections = self._files.sections(path, opened, scan=scan)
         return None if sections is None else files.checkpoint_from(sections, self.serde, path)
 
-    def _read_writes(self, path: Path) -> _Writes:
-        sections = self._files.sections(path)
+    def _read_writes(
+        self, path: str | Path, opened: OpenFolder | None = None, *, scan: bool = False
+    ) -> _Writes:
+        sections = self._files.sections(path, opened, scan=scan)
         return [] if sections is None else files.writes_from(sections, self.serde, path)
 
     def _tuple(
-        self, folder: Path, checkpoint_id: str, names: frozenset[str] | None = None
+        self,
+        folder: Path,
+        checkpoint_id: str,
+        names: frozenset[str] | None = None,
+        opened: OpenFolder | None = None,
+        *,
+        scan: bool = False,
     ) -> CheckpointTuple | None:
         """The checkpoint and its pending writes; ``names``: the folder's files, when known
-        (a writes file that is not among them is not looked for)."""
-        stored = self._read_checkpoint(folder, checkpoint_id)
+        (a writes file that is not among them is not looked for); ``opened``: the folder
+        open, when it is (``ThreadFiles.folder``); ``scan``: ``ThreadFiles.sections``'s."""
+        stored = self._read_checkpoint(folder, checkpoint_id, opened, scan=scan)
         if stored is None:
             return None
-        name = files.writes_file(checkpoint_id)
+        name = checkpoint_id + LANGGRAPH_WRITES_SUFFIX  # files.writes_file, the id checked by the read
         present = self._files.names(folder) if names is None else names
-        writes = self._read_writes(folder / name) if name in present else []
+        writes = self._read_writes(os.path.join(folder, name), opened, scan=scan) if name in present else []
 
         def config_of(checkpoint_id: str) -> RunnableConfig:
             return {
