@@ -382,9 +382,7 @@ def test_counting_session_files_gives_what_listing_them_gives(
         assert session_files.count_session_files(relative) == len(found) > 0
 
 
-def test_validation_counts_what_a_walk_of_its_own_counts(
-    base: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_validation_counts_what_a_walk_of_its_own_counts(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``validate_tree`` counts the session files on the walk that keys each session in the
     index (``haytham validate`` walks the tree once): the count is ``count_session_files``'s,
     cold, warm and without an index, with a session holding a symlink, a folder named
@@ -405,7 +403,7 @@ def test_validation_counts_what_a_walk_of_its_own_counts(
     (base / P / "loose.md").write_text("x", "utf-8")
     for roots in ([base], [base / P], [sessions / "s01", phase / "checkpoint.md"], [phase]):
         expected = (session_files.count_session_files(roots), len(session_files.sessions_under(roots)))
-        alone = without_index(monkeypatch, lambda: CheckpointManager(base).validate_tree(roots))
+        alone = without_index(monkeypatch, lambda roots=roots: CheckpointManager(base).validate_tree(roots))
         cold = CheckpointManager(base).validate_tree(roots)
         warm = CheckpointManager(base).validate_tree(roots)
         assert (alone.files, alone.sessions) == (cold.files, cold.sessions) == expected
