@@ -96,6 +96,19 @@ def test_validating_a_tree_does_the_same_work_per_session(template: Path, counte
     assert runs[1]["opened"] - runs[0]["opened"] == 4 * len(files)  # each file of a session once
 
 
+def test_only_validate_tree_counts_the_files(template: Path, counters: WorkCounters) -> None:
+    """Without an index, ``validate_tree`` walks each session once more for the files it
+    reports; ``validate_paths``, which reports none, does not."""
+    base = template.parents[2]
+    _grow(template, 4)
+    folders = 1 + sum(1 for path in template.rglob("*") if path.is_dir())
+    manager = CheckpointManager(base)
+    paths = _work(counters, lambda: manager.validate_paths([base]))
+    tree = _work(counters, lambda: manager.validate_tree([base]))
+    assert tree["listed"] - paths["listed"] == 4 * folders
+    assert tree["opened"] == paths["opened"] > 0
+
+
 def test_validating_two_files_reads_only_those_files(template: Path, counters: WorkCounters) -> None:
     base = template.parents[2]
     _grow(template, 30)

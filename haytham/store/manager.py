@@ -657,7 +657,7 @@ class CheckpointManager(Store):
         in a tree of thousands of sessions reads only ``a`` and ``b``. ``progress(done,
         total)`` is called after each session and each file outside a session.
         """
-        return self.validate_tree(paths, progress=progress).issues
+        return self._validate(paths, progress, count=False).issues
 
     def validate_tree(
         self,
@@ -667,7 +667,18 @@ class CheckpointManager(Store):
     ) -> Validation:
         """``validate_paths`` with what it looked at: the number of session files and of
         sessions under ``paths`` (what ``haytham validate`` reports), counted on the same
-        walk rather than on one more."""
+        walk rather than on one more (a session whose result is not keyed in the index,
+        or holds a symlink, is walked once more for its count)."""
+        return self._validate(paths, progress, count=True)
+
+    def _validate(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        progress: Callable[[int, int], None] | None,
+        *,
+        count: bool,
+    ) -> Validation:
+        """``validate_tree``; its ``files`` is 0 unless ``count``."""
         from haytham.store.session_files import kind_of, session_files, sessions_under
 
         roots = [Path(p) for p in paths] or [self.base_dir]
@@ -680,10 +691,10 @@ class CheckpointManager(Store):
                 progress(done, total)
 
         issues: list[Issue] = []
-        files = len(loose)
+        files = len(loose) if count else 0
         if sessions:  # the checks of whole sessions, imported only for them: not for the files
             # of a commit that touches no session folder's manifest (the pre-commit hook's A B)
-            found, counted = self._validate_sessions(sessions, step)
+            found, counted = self._validate_sessions(sessions, step, count)
             issues += found
             files += counted
         folders = [root for root in roots if root.is_dir()]
@@ -702,7 +713,7 @@ class CheckpointManager(Store):
         return Validation(ordered, files, len(sessions))
 
     def _validate_sessions(
-        self, sessions: list[Path], step: Callable[[int], None]
+        self, sessions: list[Path], step: Callable[[int], None], count: bool
     ) -> tuple[list[Issue], int]:
         """``validate_paths`` of whole session folders: each one's files and how they agree;
         with the number of session files in them."""
@@ -719,7 +730,7 @@ class CheckpointManager(Store):
         # A session's result is remembered in the base directory's index while its files
         # stay unchanged (haytham/store/index.py); the definitions it was checked against count.
         definitions = sorted((name, w.fingerprint()) for name, w in self.workflows.items())
-        return validate_sessions(sessions, validate, repr(definitions), progress=step)
+        return validate_sessions(sessions, validate, repr(definitions), progress=step, count=count)
 
     def check(self, project_id: str, session_id: str, fix: bool = False) -> list[Finding]:
         """Compare the manifest with the files on disk; with ``fix`` repair what is safe.

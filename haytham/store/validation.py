@@ -348,6 +348,7 @@ def validate_sessions(
     workflows: str,
     *,
     progress: Callable[[int], None] | None = None,
+    count: bool = False,
 ) -> tuple[list[Issue], int]:
     """``validate(directory)`` for each session directory, in order, remembered in the
     index of its base directory while none of the session's files changes.
@@ -355,10 +356,11 @@ def validate_sessions(
     ``workflows`` names the workflow definitions the validation used (a fingerprint): a
     result is used again only with the same definitions. A session holding a symlink is
     always validated afresh. Each base directory's index is opened and read once for the
-    whole run; ``progress(done)`` is called after each session. Returns the issues and
-    the number of session files in the sessions (``session_files.count_session_files``),
-    counted on the walk that keys a session's result (a session without one is walked
-    for the count alone), so a warm run walks the tree once.
+    whole run; ``progress(done)`` is called after each session. Returns the issues and,
+    with ``count``, the number of session files in the sessions
+    (``session_files.count_session_files``; else 0), counted on the walk that keys a
+    session's result (a session without one is walked for the count alone), so a warm run
+    walks the tree once.
     """
     directories = list(directories)
     bases: dict[Path, list[Path]] = {}
@@ -375,7 +377,7 @@ def validate_sessions(
     known = {base: index.entries("validate") for base, index in indexes.items() if index is not None}
     learnt: dict[Path, list[tuple[str, str, str]]] = {base: [] for base in known}
     for done, directory in enumerate(directories, 1):
-        found, counted = _validate_one(directory, validate, workflows, indexes, known, learnt)
+        found, counted = _validate_one(directory, validate, workflows, indexes, known, learnt, count)
         issues += found
         files += counted
         if progress is not None:
@@ -399,16 +401,17 @@ def _validate_one(
     indexes: dict[Path, _index.Index | None],
     known: dict[Path, dict[str, tuple[str, str]]],
     learnt: dict[Path, list[tuple[str, str, str]]],
+    count: bool,
 ) -> tuple[list[Issue], int]:
     """One session of ``validate_sessions``: remembered, or validated (and learnt); with
-    the number of its session files."""
+    the number of its session files when ``count`` (else 0)."""
     base = _base_of(directory)
     index = indexes[base]
     name = os.fspath(directory)
     state = _session_state(name, workflows) if index is not None else None
-    counted = state[2] if state is not None else None
+    counted = state[2] if state is not None and count else None
     if counted is None:
-        counted = count_session_files([directory])
+        counted = count_session_files([directory]) if count else 0
     if index is not None and state is not None:
         kept = known[base].get(name)
         if kept is not None and kept[0] == state[0]:
