@@ -382,6 +382,39 @@ def test_counting_session_files_gives_what_listing_them_gives(
         assert session_files.count_session_files(relative) == len(found) > 0
 
 
+def test_validation_counts_what_a_walk_of_its_own_counts(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``validate_tree`` counts the session files on the walk that keys each session in the
+    index (``haytham validate`` walks the tree once): the count is ``count_session_files``'s,
+    cold, warm and without an index, with a session holding a symlink, a folder named
+    ``*.md``, history entries, archived attempts and a hidden temporary folder in them."""
+    sessions = base / P / "sessions"
+    phase = next((sessions / "s01").glob("phase_1_*"))
+    (phase / "notes.md").mkdir()
+    (phase / ".half.md.tmp").write_text("x", "utf-8")
+    attempts = phase / "attempts"
+    (attempts / "1").mkdir(parents=True)
+    (attempts / "1" / "writer.md").write_text("x", "utf-8")
+    (attempts / ".staged.tmp").mkdir()  # walked by the count, passed over by the index's key
+    (attempts / ".staged.tmp" / "checkpoint.md").write_text("x", "utf-8")
+    (sessions / "s02" / "history" / "changelog.md").parent.mkdir(exist_ok=True)
+    (sessions / "s02" / "history" / "changelog.md").write_text("x", "utf-8")
+    linked = next((sessions / "s03").glob("phase_1_*"))
+    (linked / "extra.md").symlink_to(linked / "writer.md")
+    (base / P / "loose.md").write_text("x", "utf-8")
+    for roots in ([base], [base / P], [sessions / "s01", phase / "checkpoint.md"], [phase]):
+        expected = (session_files.count_session_files(roots), len(session_files.sessions_under(roots)))
+        alone = without_index(monkeypatch, lambda roots=roots: CheckpointManager(base).validate_tree(roots))
+        cold = CheckpointManager(base).validate_tree(roots)
+        warm = CheckpointManager(base).validate_tree(roots)
+        assert (alone.files, alone.sessions) == (cold.files, cold.sessions) == expected
+        assert (warm.files, warm.sessions) == expected and warm.issues == cold.issues == alone.issues
+    assert entries(base, "validate") == SESSIONS - 1  # remembered: all but the one with a symlink
+    before = CheckpointManager(base).validate_tree([base]).files
+    (phase / "later.md").write_text("x", "utf-8")  # a file more in a remembered session
+    warm = CheckpointManager(base).validate_tree([base])
+    assert warm.files == session_files.count_session_files([base]) == before + 1
+
+
 # ------------------------------------------------------------------ the index across upgrades
 
 

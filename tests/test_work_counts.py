@@ -96,6 +96,19 @@ def test_validating_a_tree_does_the_same_work_per_session(template: Path, counte
     assert runs[1]["opened"] - runs[0]["opened"] == 4 * len(files)  # each file of a session once
 
 
+def test_only_validate_tree_counts_the_files(template: Path, counters: WorkCounters) -> None:
+    """Without an index, ``validate_tree`` walks each session once more for the files it
+    reports; ``validate_paths``, which reports none, does not."""
+    base = template.parents[2]
+    _grow(template, 4)
+    folders = 1 + sum(1 for path in template.rglob("*") if path.is_dir())
+    manager = CheckpointManager(base)
+    paths = _work(counters, lambda: manager.validate_paths([base]))
+    tree = _work(counters, lambda: manager.validate_tree([base]))
+    assert tree["listed"] - paths["listed"] == 4 * folders
+    assert tree["opened"] == paths["opened"] > 0
+
+
 def test_validating_two_files_reads_only_those_files(template: Path, counters: WorkCounters) -> None:
     base = template.parents[2]
     _grow(template, 30)
@@ -113,6 +126,7 @@ def test_validating_with_an_index_reads_it_once_per_run(
     monkeypatch.setenv("HAYTHAM_INDEX", "1")
     monkeypatch.setattr(_index, "RACY_NS", -(10**15))  # files written just now may be remembered
     base = template.parents[2]
+    runs = []
     for count in (60, 120):
         _grow(template, count)
         assert CliRunner().invoke(cli_main.cli, ["validate", "--base-dir", str(base)]).exit_code == 0
@@ -121,6 +135,13 @@ def test_validating_with_an_index_reads_it_once_per_run(
         )
         assert work["index_rows"] == count  # every session remembered, the index read once
         assert work["parsed"] == 0
+        runs.append(work)
+    # A warm run walks the tree once: each folder of a session listed once (its files stat'ed
+    # on that walk, by DirEntry.stat), and the manifest stat'ed once, to find the session; the
+    # session files it reports are counted on that walk (two more walks did it before).
+    folders = 1 + sum(1 for path in template.rglob("*") if path.is_dir())
+    assert runs[1]["listed"] - runs[0]["listed"] == 60 * folders
+    assert runs[1]["stated"] - runs[0]["stated"] == 60
 
 
 FACTS_READ = 5

@@ -24,7 +24,6 @@ from haytham.cli.common import (
     suggest,
 )
 from haytham.store.manager import CheckpointManager
-from haytham.store.session_files import count_session_files, sessions_under
 
 if TYPE_CHECKING:  # the doctor's modules are imported by `doctor`, not by the pre-commit hook's validate
     from haytham.store.doctor import Finding
@@ -89,14 +88,12 @@ def validate(paths: tuple[Path, ...], strict: bool, base_dir: Path, as_json: boo
         console = new_console()
         with progress(console, "Validating") as bar:
             task = bar.add_task("validate", total=None)
-            issues = manager.validate_paths(
+            validation = manager.validate_tree(
                 roots, progress=lambda done, total: bar.update(task, completed=done, total=total)
             )
     else:  # a hook or a script: no progress bar, and rich is never imported
-        issues = manager.validate_paths(roots)
-    issues = sorted(dict.fromkeys(issues), key=lambda i: (str(i.path), i.line or 0))
-    files = count_session_files(roots)
-    sessions = len(sessions_under(roots))
+        validation = manager.validate_tree(roots)
+    issues, files, sessions = validation  # counted on validation's own walk: none more here
     failed = any(issue.is_error or strict for issue in issues)
     if as_json:
         emit_json({"ok": not failed, "files": files, "sessions": sessions, "issues": plain(issues)})

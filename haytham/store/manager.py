@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from haytham.errors import HaythamError, Issue
 from haytham.format.layout import MANIFEST_FILE
@@ -40,6 +40,18 @@ from haytham.store import lifecycle
 from haytham.store.handle import SessionHandle
 from haytham.store.names import check_path_name
 from haytham.store.store import Store
+
+
+class Validation(NamedTuple):
+    """What ``CheckpointManager.validate_tree`` found and looked at."""
+
+    issues: list[Issue]
+    """The problems, sorted by file and line (``validate_paths``)."""
+    files: int
+    """The session files under the paths (``session_files.count_session_files``)."""
+    sessions: int
+    """The session folders under the paths (``session_files.sessions_under``)."""
+
 
 if TYPE_CHECKING:  # the doctor, the listing, validation and orphans are imported by the methods that
     # use them, so that a command that reads one session (status, the merge driver) never pays for them
@@ -645,6 +657,28 @@ class CheckpointManager(Store):
         in a tree of thousands of sessions reads only ``a`` and ``b``. ``progress(done,
         total)`` is called after each session and each file outside a session.
         """
+        return self._validate(paths, progress, count=False).issues
+
+    def validate_tree(
+        self,
+        paths: Iterable[str | os.PathLike[str]] = (),
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Validation:
+        """``validate_paths`` with what it looked at: the number of session files and of
+        sessions under ``paths`` (what ``haytham validate`` reports), counted on the same
+        walk rather than on one more (a session whose result is not keyed in the index,
+        or holds a symlink, is walked once more for its count)."""
+        return self._validate(paths, progress, count=True)
+
+    def _validate(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        progress: Callable[[int, int], None] | None,
+        *,
+        count: bool,
+    ) -> Validation:
+        """``validate_tree``; its ``files`` is 0 unless ``count``."""
         from haytham.store.session_files import kind_of, session_files, sessions_under
 
         roots = [Path(p) for p in paths] or [self.base_dir]
@@ -657,9 +691,12 @@ class CheckpointManager(Store):
                 progress(done, total)
 
         issues: list[Issue] = []
+        files = len(loose) if count else 0
         if sessions:  # the checks of whole sessions, imported only for them: not for the files
             # of a commit that touches no session folder's manifest (the pre-commit hook's A B)
-            issues += self._validate_sessions(sessions, step)
+            found, counted = self._validate_sessions(sessions, step, count)
+            issues += found
+            files += counted
         folders = [root for root in roots if root.is_dir()]
         if folders:  # a folder that lost its manifest is an error, not nothing
             from haytham.store import orphans
@@ -672,10 +709,14 @@ class CheckpointManager(Store):
             issues += kind.read_path(path)[1]
             step(done)
         unique = dict.fromkeys(issues)
-        return sorted(unique, key=lambda i: (str(i.path), i.line or 0))
+        ordered = sorted(unique, key=lambda i: (str(i.path), i.line or 0))
+        return Validation(ordered, files, len(sessions))
 
-    def _validate_sessions(self, sessions: list[Path], step: Callable[[int], None]) -> list[Issue]:
-        """``validate_paths`` of whole session folders: each one's files and how they agree."""
+    def _validate_sessions(
+        self, sessions: list[Path], step: Callable[[int], None], count: bool
+    ) -> tuple[list[Issue], int]:
+        """``validate_paths`` of whole session folders: each one's files and how they agree;
+        with the number of session files in them."""
         from haytham.store.validation import session_issues, validate_sessions
 
         def validate(directory: Path) -> list[Issue]:
@@ -689,7 +730,7 @@ class CheckpointManager(Store):
         # A session's result is remembered in the base directory's index while its files
         # stay unchanged (haytham/store/index.py); the definitions it was checked against count.
         definitions = sorted((name, w.fingerprint()) for name, w in self.workflows.items())
-        return validate_sessions(sessions, validate, repr(definitions), progress=step)
+        return validate_sessions(sessions, validate, repr(definitions), progress=step, count=count)
 
     def check(self, project_id: str, session_id: str, fix: bool = False) -> list[Finding]:
         """Compare the manifest with the files on disk; with ``fix`` repair what is safe.

@@ -29,7 +29,7 @@ from haytham.store import progress as _progress
 from haytham.store.disagreements import disagreements, folder_disagreements
 from haytham.store.fs import LOCK_NAME, TMP_SUFFIX
 from haytham.store.phase_files import Listed, agent_files, agents_among, surely_absent
-from haytham.store.session_files import kind_of
+from haytham.store.session_files import count_session_files, kind_named, kind_of
 
 WorkflowOf = Callable[[Path, SessionManifest], Workflow]
 """How the manager finds a session's workflow: its own copy, else the registered one."""
@@ -348,14 +348,19 @@ def validate_sessions(
     workflows: str,
     *,
     progress: Callable[[int], None] | None = None,
-) -> list[Issue]:
+    count: bool = False,
+) -> tuple[list[Issue], int]:
     """``validate(directory)`` for each session directory, in order, remembered in the
     index of its base directory while none of the session's files changes.
 
     ``workflows`` names the workflow definitions the validation used (a fingerprint): a
     result is used again only with the same definitions. A session holding a symlink is
     always validated afresh. Each base directory's index is opened and read once for the
-    whole run; ``progress(done)`` is called after each session.
+    whole run; ``progress(done)`` is called after each session. Returns the issues and,
+    with ``count``, the number of session files in the sessions
+    (``session_files.count_session_files``; else 0), counted on the walk that keys a
+    session's result (a session without one is walked for the count alone), so a warm run
+    walks the tree once.
     """
     directories = list(directories)
     bases: dict[Path, list[Path]] = {}
@@ -368,10 +373,13 @@ def validate_sessions(
         for base, group in bases.items()
     }
     issues: list[Issue] = []
+    files = 0
     known = {base: index.entries("validate") for base, index in indexes.items() if index is not None}
     learnt: dict[Path, list[tuple[str, str, str]]] = {base: [] for base in known}
     for done, directory in enumerate(directories, 1):
-        issues += _validate_one(directory, validate, workflows, indexes, known, learnt)
+        found, counted = _validate_one(directory, validate, workflows, indexes, known, learnt, count)
+        issues += found
+        files += counted
         if progress is not None:
             progress(done)
     for base, index in indexes.items():
@@ -383,7 +391,7 @@ def validate_sessions(
             ]
             index.store("validate", learnt.get(base, ()), forget=gone)
             index.close()
-    return issues
+    return issues, files
 
 
 def _validate_one(
@@ -393,20 +401,25 @@ def _validate_one(
     indexes: dict[Path, _index.Index | None],
     known: dict[Path, dict[str, tuple[str, str]]],
     learnt: dict[Path, list[tuple[str, str, str]]],
-) -> list[Issue]:
-    """One session of ``validate_sessions``: remembered, or validated (and learnt)."""
+    count: bool,
+) -> tuple[list[Issue], int]:
+    """One session of ``validate_sessions``: remembered, or validated (and learnt); with
+    the number of its session files when ``count`` (else 0)."""
     base = _base_of(directory)
     index = indexes[base]
     name = os.fspath(directory)
     state = _session_state(name, workflows) if index is not None else None
+    counted = state[2] if state is not None and count else None
+    if counted is None:
+        counted = count_session_files([directory]) if count else 0
     if index is not None and state is not None:
         kept = known[base].get(name)
         if kept is not None and kept[0] == state[0]:
-            return _index.issues_from_json(kept[1])
+            return _index.issues_from_json(kept[1]), counted
     found = validate(directory)
     if index is not None and state is not None and index.settled(state[1]):
         learnt[base].append((name, state[0], _index.issues_to_json(found)))
-    return found
+    return found, counted
 
 
 def _base_of(session_dir: Path) -> Path:
@@ -415,29 +428,37 @@ def _base_of(session_dir: Path) -> Path:
     return parents[2] if len(parents) > 2 else session_dir
 
 
-def _session_state(directory: str, workflows: str) -> tuple[str, int] | None:
-    """A digest of every file of a session directory (name, device, inode, size, times) and
-    the newest change time among them; None when the directory holds a symlink."""
+def _session_state(directory: str, workflows: str) -> tuple[str, int, int | None] | None:
+    """A digest of every file of a session directory (name, device, inode, size, times),
+    the newest change time among them and the number of session files among them (as
+    ``count_session_files([directory])`` counts them; None when a folder passed over here
+    might hold one); None when the directory holds a symlink."""
     entries: list[tuple[str, str]] = []
     newest = 0
-    pending = [("", directory)]
+    counted: int | None = 0
+    top = os.path.split(directory)
+    pending = [("", directory, top[1], os.path.basename(top[0]))]
     while pending:
-        relative, path = pending.pop()
+        relative, path, folder, grandparent = pending.pop()
         with os.scandir(path) as listing:
             for entry in listing:
                 name = entry.name
                 if name == LOCK_NAME or (name.startswith(".") and name.endswith(TMP_SUFFIX)):
+                    if entry.is_dir() and counted is not None:
+                        counted = None  # not walked here; the count's walk enters it
                     continue  # the lock and temporary files are never read by a validation
                 if entry.is_symlink():
                     return None
+                if counted is not None and kind_named(name, folder, grandparent) is not None:
+                    counted += 1
                 child = f"{relative}/{name}"
                 if entry.is_dir():
                     entries.append((child, "dir"))
-                    pending.append((child, entry.path))
+                    pending.append((child, entry.path, name, folder))
                     continue
                 st = entry.stat()
                 entries.append((child, _index.identity(st)))
                 newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
     entries.sort()
     digest = hashlib.sha256(f"{workflows}\n{entries!r}".encode()).hexdigest()
-    return digest, newest
+    return digest, newest, counted
