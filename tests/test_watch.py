@@ -301,13 +301,14 @@ def test_the_server_keeps_the_index_open_so_a_listing_never_closes_it_last(
 ) -> None:
     """The last connection to close a WAL database checkpoints it, syncs it and deletes its
     log: inside a page request when each listing's connection was the last (issue 26, S14's
-    listing tail). The server's ``Keeper`` stays open, so the log outlives every page load."""
+    listing tail). The server's watcher keeps the index open (``Watcher.index``), so the log
+    outlives every page load."""
     grow(base, 60)
     log = base / _index.INDEX_DIR / (_index.INDEX_FILE + "-wal")
     assert client.get("/").status_code == 200  # the first load makes the index
     for view in ("/sessions", "/", "/sessions?state=awaiting_review"):
         assert client.get(view).status_code == 200
-        assert log.exists() and client.app.state.keeper.open, view  # type: ignore[attr-defined]
+        assert log.exists() and client.app.state.watcher.index.open, view  # type: ignore[attr-defined]
 
 
 def test_new_removed_and_hand_edited_sessions_show_on_the_next_load(base: Path, client: TestClient) -> None:

@@ -41,11 +41,12 @@ import stat
 import struct
 import sys
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from haytham.format.layout import SESSIONS_DIR
+from haytham.frozen import frozen
+from haytham.store.index import Keeper
 
 ENV = "HAYTHAM_WATCH"
 """``HAYTHAM_WATCH=0`` turns the watcher off: every request checks every session's files."""
@@ -127,6 +128,9 @@ class Watcher:
         this process learnt of it (``scan._know``), trusted while no event came for the folder,
         so a session being written is read once a change, not on every listing."""
         self.salt = ""
+        self.index = Keeper(Path(base_dir))
+        """The index kept open between listings, so that no listing's connection is the last
+        to close (``Keeper``)."""
         """The workflows' salt ``verified`` and ``recent`` were checked with (another one
         clears them)."""
         self.looks = 0
@@ -188,6 +192,7 @@ class Watcher:
         with self.lock:
             self._stop()
             self._libc = None
+        self.index.close()
 
     def _watch_tree(self, top: str, changed: set[str] | None = None) -> bool:
         """Add a watch on ``top`` and every directory under it (the watch before the listing,
@@ -253,6 +258,7 @@ class Watcher:
         What the events name is forgotten at once (``verified`` and ``recent`` of each changed
         folder, or all of them), so a listing that looks later checks those folders too,
         even before this one settles. ``salt``: the workflows' (another one forgets all)."""
+        self.index.keep()
         with self.lock:
             changed = self.changed_sessions()
             self.looks += 1
@@ -414,7 +420,7 @@ def _is_dir(path: str) -> bool:
         return True
 
 
-@dataclass(frozen=True)
+@frozen
 class Look:
     """What ``Watcher.look`` told one listing: its number, the session folders with events
     since the look before (None: check every session), and ``verified`` and ``recent`` as

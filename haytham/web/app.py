@@ -48,7 +48,6 @@ from haytham.format.patterns import lazy
 from haytham.format.reviewer import Reviewer
 from haytham.notify import Notifier, NotifyConfig
 from haytham.otel import OtelConfig
-from haytham.store.index import Keeper
 from haytham.store.manager import CheckpointManager
 from haytham.store.watch import Watcher
 from haytham.web import actions, pages
@@ -90,12 +89,11 @@ def create_app(
     each agent output on a phase page link to its span when it has a ``trace_url``; ``watch``
     (a long-running ``haytham serve``) keeps the listing pages current from file-system
     events (``haytham.store.watch``) rather than a ``stat`` of every session's files, and
-    keeps a connection to the index open (``haytham.store.index.Keeper``)."""
+    keeps the index open between them (``Watcher.index``)."""
     guard = guard or Guard()
     mimetypes.init()  # the system's MIME table read now, not on the event loop by the first static file
     manager = CheckpointManager(base_dir)
     watcher = Watcher(manager.base_dir) if watch else None
-    keeper = Keeper(manager.base_dir) if watch else None
     if notify is not None:
         Notifier(notify, manager.base_dir).attach(manager)
 
@@ -122,8 +120,6 @@ def create_app(
 
     def inbox(request: Request) -> Response:
         query = pages.InboxQuery.parse(request.query_params, reviewer)
-        if keeper is not None:
-            keeper.keep()
         return _page(
             "inbox.html",
             inbox=pages.inbox(manager, query, watcher),
@@ -146,8 +142,6 @@ def create_app(
 
     def sessions(request: Request) -> Response:
         query = pages.SessionsQuery.parse(request.query_params)
-        if keeper is not None:
-            keeper.keep()
         return _page(
             "sessions.html",
             page=pages.sessions_page(manager, query, watcher),
@@ -306,8 +300,6 @@ def create_app(
         finally:  # the inotify instance back to the system (a user has 128)
             if watcher is not None:
                 watcher.close()
-            if keeper is not None:
-                keeper.close()
 
     app = Starlette(
         lifespan=lifespan,
@@ -316,7 +308,6 @@ def create_app(
         exception_handlers=handlers,
     )
     app.state.watcher = watcher
-    app.state.keeper = keeper
     return app
 
 
