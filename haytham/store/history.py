@@ -93,42 +93,40 @@ def _digest(
 ) -> str:
     """The 12 hex digits of an entry's id: a hash of everything it records (the JSON text of
     the list of its values, as ``json.dumps`` writes it)."""
-    text = None
-    if type(phase_number) is int and type(attempt) is int:  # a bool would be "true" in JSON
-        try:  # the JSON text written here, without the encoder's set-up per call: a history's
-            # every entry is hashed each time it is read (encode_basestring_ascii refuses a
-            # value that is not text: then json.dumps writes it, whatever it is)
-            text = (
-                f"[{'null' if parent is None else _quoted(parent)}, {phase_number:d}, "
-                f"{_quoted(phase_name)}, {attempt:d}, {_quoted(status)}, {_quoted(timestamp)}, "
-                f"{'null' if name is None else _quoted(name)}, "
-                f"{'null' if reason is None else _quoted(reason)}, {_quoted(checkpoint_text)}"
+    content: list[object] = [
+        parent,
+        phase_number,
+        phase_name,
+        attempt,
+        status,
+        timestamp,
+        name,
+        reason,
+        checkpoint_text,
+    ]
+    if feedback_text is not None:
+        content += ["review", feedback_text]
+    if original is not None:
+        content += ["correction", *original]
+    return hashlib.sha256(_json_list(content).encode("utf-8")).hexdigest()[:12]
+
+
+def _json_list(values: list[object]) -> str:
+    """``json.dumps(values)``, written here for a list of texts, None and whole numbers without
+    the encoder's set-up per call (every entry of a history is hashed each time it is read);
+    anything else (a bool, which is "true" in JSON, a float) by ``json.dumps`` itself
+    (``encode_basestring_ascii`` refuses a value that is not text)."""
+    try:
+        return (
+            "["
+            + ", ".join(
+                "null" if value is None else f"{value:d}" if type(value) is int else _quoted(value)  # type: ignore[arg-type]
+                for value in values
             )
-            if feedback_text is not None:
-                text += f', "review", {_quoted(feedback_text)}'
-            if original is not None:
-                text += ', "correction", ' + ", ".join(map(_quoted, original))
-            text += "]"
-        except TypeError:
-            text = None
-    if text is None:
-        content: list[object] = [
-            parent,
-            phase_number,
-            phase_name,
-            attempt,
-            status,
-            timestamp,
-            name,
-            reason,
-            checkpoint_text,
-        ]
-        if feedback_text is not None:
-            content += ["review", feedback_text]
-        if original is not None:
-            content += ["correction", *original]
-        text = json.dumps(content)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+            + "]"
+        )
+    except TypeError:
+        return json.dumps(values)
 
 
 _quoted: Callable[[str], str] = encode_basestring_ascii
