@@ -243,17 +243,7 @@ def read_small(path: str | os.PathLike[str], most: int = _CHUNK) -> tuple[bytes,
         fd = os.open(path, _FLAGS)
     except OSError:
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size >= most:
-            return None
-        _check_inside(fd, path)
-        data = os.read(fd, most)
-        return (data, info) if len(data) < most else None
-    except OSError:  # a link out (UnsafeFileError) too: read_file names it
-        return None
-    finally:
-        os.close(fd)
+    return _read_small_opened(fd, most, path)
 
 
 @contextlib.contextmanager
@@ -294,25 +284,35 @@ def read_small_in(folder: int, name: str, most: int = _CHUNK) -> tuple[bytes, os
     nothing out of the tree is read. None for anything ``read_small`` gives None for, and
     for a symlink or a name that is not a plain name: the caller then reads it by its path
     (``read_file``), which follows a link that stays in the tree and refuses one that leaves
-    it, as it does for any file.
-
-    One ``read`` of a byte more than the ``fstat`` size (a buffer the file's size, not
-    ``most``'s, so that ``most`` may be as large as ``MAX_DOCUMENT_BYTES``): a shorter answer
-    is the whole file, a full one (the file grew since) gives None."""
+    it, as it does for any file."""
     if os.sep in name or name in (".", ".."):
         return None
     try:
         fd = os.open(name, _FLAGS | _NO_FOLLOW, dir_fd=folder)
     except OSError:
         return None
+    return _read_small_opened(fd, most, None)
+
+
+def _read_small_opened(
+    fd: int, most: int, path: str | os.PathLike[str] | None
+) -> tuple[bytes, os.stat_result] | None:
+    """``read_small`` of the descriptor ``fd`` (closed here), checked to lie inside its tree
+    when ``path`` is given (a file opened by name in a checked folder needs no check).
+
+    One ``read`` of a byte more than the ``fstat`` size (a buffer the file's size, not
+    ``most``'s, so that ``most`` may be as large as ``MAX_DOCUMENT_BYTES``): a shorter answer
+    is the whole file, a full one (the file grew since) gives None."""
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size >= most:
             return None
+        if path is not None:
+            _check_inside(fd, path)
         wanted = min(most, info.st_size + 1)
         data = os.read(fd, wanted)
         return (data, info) if len(data) < wanted else None
-    except OSError:
+    except OSError:  # a link out (UnsafeFileError) too: read_file names it
         return None
     finally:
         os.close(fd)
