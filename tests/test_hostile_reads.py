@@ -275,3 +275,23 @@ def test_a_writers_read_of_a_file_that_may_be_missing_keeps_every_guard(
         refusals.append((type(raised.value), str(raised.value)))
     assert refusals[0] == refusals[1]
     assert str(path) in refusals[1][1] and SECRET not in refusals[1][1]
+
+
+@pytest.mark.skipif(not os.path.isfile("/proc/self/maps"), reason="stale fstat sizes: Linux's /proc")
+def test_a_file_longer_than_its_fstat_size_is_read_to_its_end(tmp_path: Path) -> None:
+    """The guarded read takes one ``read`` as the whole file only when it gives exactly the
+    size ``fstat`` saw; a file that holds more than that (one that grew between the ``fstat``
+    and the ``read``, as every file of ``/proc`` has: its size says 0, and its reads stop
+    short a page at a time) is read on to its end, never cut. A file whose size is right is
+    read whole too, past the first chunk."""
+    from haytham.format.guard import read_file_stat
+
+    data, info = read_file_stat("/proc/self/maps")
+    assert info.st_size == 0 and data.endswith(b"\n")
+    assert b"[stack]" in data  # near the end, several pages in
+    path = tmp_path / "big.md"
+    content = os.urandom(200_000)
+    path.write_bytes(content)
+    assert read_file_stat(path)[0] == content
+    path.write_bytes(b"")
+    assert read_file_stat(path)[0] == b""

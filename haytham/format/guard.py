@@ -357,7 +357,12 @@ def _read_opened(
     map_from: int | None,
     too_long: Callable[[int], DocumentError] | None,
 ) -> tuple[bytes | mmap.mmap, os.stat_result]:
-    """``_read`` of the descriptor ``_open`` gave for ``path``, which this closes."""
+    """``_read`` of the descriptor ``_open`` gave for ``path``, which this closes.
+
+    A file whose first ``read`` (of at least a byte more than its ``fstat`` size) gives
+    exactly that size is whole: a read of a regular file stops short only at its end. Any
+    other answer (the file grew or shrank since the ``fstat``) is read on to the end, so a
+    file is never cut where a stale size says it ends."""
     most = MAX_DOCUMENT_BYTES if limit is None else limit
     refuse = too_long or (lambda size: _too_long(Path(path), size, limit))
     try:
@@ -368,16 +373,18 @@ def _read_opened(
             with contextlib.suppress(ValueError, OSError):  # shrunk since fstat: read it
                 return mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ), info  # outlives fd
         try:
+            chunk = os.read(fd, max(_CHUNK, info.st_size + 1))
+            if len(chunk) == info.st_size:  # the size fstat saw, a byte short of what was asked: the end
+                return chunk, info
             pieces: list[bytes] = []
             total = 0
-            while True:
-                chunk = os.read(fd, max(_CHUNK, info.st_size + 1 - total))
-                if not chunk:
-                    return b"".join(pieces), info
+            while chunk:  # it grew or shrank since fstat (or a read stopped short): read to the end
                 total += len(chunk)
                 if total > most:  # grew while it was read
                     raise refuse(total)
                 pieces.append(chunk)
+                chunk = os.read(fd, max(_CHUNK, info.st_size + 1 - total))
+            return b"".join(pieces), info
         except OSError as error:
             raise storage_error(error, path, "read") from error
     finally:
