@@ -344,16 +344,19 @@ def test_a_folders_checkpoint_ids_and_its_newest_are_as_defined(names: set[str])
     greatest name) give what the definition gives, whatever else the folder holds."""
     ids = _ids_by_definition(names)
     assert lgfiles.checkpoint_ids(names) == ids
-    assert lgfiles.newest_checkpoint_id(frozenset(names)) == (ids[-1] if ids else None)
+    newest = (ids[-1], ids[-1] + ".writes.md" in names) if ids else (None, False)
+    assert lgfiles.newest_checkpoint(sorted(names, reverse=True)) == newest  # a listing's list
+    assert lgfiles.newest_checkpoint(frozenset(names)) == newest
 
 
 def test_the_newest_of_ids_that_are_prefixes_of_each_other_is_the_greatest_id() -> None:
     """``a-1`` is newer than ``a`` though ``a.md`` sorts after ``a-1.md``: the fast answer
     sees the other name starting with ``a`` and leaves it to the sort."""
-    names = frozenset({"a.md", "a-1.md", "a-1.writes.md", "a.writes.md"})
-    assert lgfiles.newest_checkpoint_id(names) == "a-1"
-    uuids = frozenset({"1f1e-0001.md", "1f1e-0001.writes.md", "1f1e-0002.md", ".1f1e-0003.md.tmp"})
-    assert lgfiles.newest_checkpoint_id(uuids) == "1f1e-0002"
+    names = ["a.md", "a-1.md", "a-1.writes.md", "a.writes.md"]
+    assert lgfiles.newest_checkpoint(names) == ("a-1", True)
+    uuids = ["1f1e-0001.md", "1f1e-0001.writes.md", "1f1e-0002.md", ".1f1e-0003.md.tmp"]
+    assert lgfiles.newest_checkpoint(uuids) == ("1f1e-0002", False)
+    assert lgfiles.newest_checkpoint(["a.writes.md", "a.md", "a.writes.writes.md"]) == ("a", True)
 
 
 @PROPERTY

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from haytham.format.guard import MAX_DOCUMENT_BYTES, open_folder, read_file_stat, read_small_in
+from haytham.format.layout import LANGGRAPH_WRITES_SUFFIX
 from haytham.integrations.langgraph import files
 
 RACY_NS = 100_000_000
@@ -56,14 +57,21 @@ def _settled(st: os.stat_result, now_ns: int) -> bool:
 
 
 class _Listing:
-    """The names of a namespace folder's files, and its checkpoint ids once asked for
-    (a ``get_tuple`` of the newest needs only the greatest, ``ThreadFiles.newest``)."""
+    """The names of a namespace folder's files as listed, their set and its checkpoint ids
+    once asked for (a cold ``get_tuple`` of the newest needs neither: ``ThreadFiles.newest``)."""
 
-    __slots__ = ("ids", "names")
+    __slots__ = ("_names", "ids", "listed")
 
-    def __init__(self, names: frozenset[str]) -> None:
-        self.names = names
+    def __init__(self, listed: list[str]) -> None:
+        self.listed = listed
         self.ids: list[str] | None = None
+        self._names: frozenset[str] | None = None
+
+    @property
+    def names(self) -> frozenset[str]:
+        if self._names is None:  # two threads may both make it: the same set
+            self._names = frozenset(self.listed)
+        return self._names
 
 
 class OpenFolder:
@@ -115,19 +123,21 @@ class ThreadFiles:
         if found is None:
             return [], frozenset()
         if found.ids is None:
-            found.ids = files.checkpoint_ids(found.names)
+            found.ids = files.checkpoint_ids(found.listed)
         return found.ids, found.names
 
-    def newest(self, folder: Path) -> tuple[str | None, frozenset[str]]:
-        """The newest checkpoint id of a namespace folder (None without one) and the names of
-        its files, without sorting every id when the folder was not listed before
-        (``files.newest_checkpoint_id``)."""
+    def newest(self, folder: Path) -> tuple[str | None, bool]:
+        """The newest checkpoint id of a namespace folder (None without one) and whether its
+        pending writes are beside it, without sorting every id when the folder was not
+        listed before (``files.newest_checkpoint``)."""
         found = self._listed(folder)
         if found is None:
-            return None, frozenset()
-        if found.ids is not None:
-            return (found.ids[-1] if found.ids else None), found.names
-        return files.newest_checkpoint_id(found.names), found.names
+            return None, False
+        if found.ids is None:
+            return files.newest_checkpoint(found.listed)
+        if not found.ids:
+            return None, False
+        return found.ids[-1], found.ids[-1] + LANGGRAPH_WRITES_SUFFIX in found.names
 
     def names(self, folder: Path) -> frozenset[str]:
         """The names of a namespace folder's files (none for a folder that does not exist)."""
@@ -145,7 +155,7 @@ class ThreadFiles:
                 kept = self._folders.get(where)
             if kept is not None and kept[0] == _key(st):
                 return kept[1]
-            found = _Listing(frozenset(os.listdir(where)))
+            found = _Listing(os.listdir(where))
         except (FileNotFoundError, NotADirectoryError):
             with self._lock:
                 self._folders.pop(where, None)

@@ -119,33 +119,34 @@ def checkpoint_ids(names: Collection[str]) -> list[str]:
     return ids
 
 
-def newest_checkpoint_id(names: Collection[str]) -> str | None:
-    """``checkpoint_ids(names)[-1]`` (None when there is none), without sorting every name:
-    what a ``get_tuple`` of the newest checkpoint needs of a folder of hundreds of files.
+def newest_checkpoint(names: Collection[str]) -> tuple[str | None, bool]:
+    """``checkpoint_ids(names)[-1]`` (None when there is none), and whether the folder holds
+    that checkpoint's pending writes (``{id}.writes.md`` among ``names``), without sorting
+    every name or making a set of them: what a ``get_tuple`` of the newest checkpoint needs of
+    a folder of hundreds of files.
 
-    The greatest name is ``{x}.md`` or ``{x}.writes.md`` of some id ``x``. When no other name
-    starts with ``x`` (one count over the names joined), ``x`` is the greatest id: an id that
-    has ``x`` as a proper prefix would start such a name, and an id greater than ``x`` in its
-    first differing character would make a name greater than the greatest. In any other case
-    (another file, a hidden one, ids that are prefixes of each other) the answer is
-    ``checkpoint_ids``'s."""
+    The greatest name is ``{x}.md`` or ``{x}.writes.md`` of some ``x``. When ``x`` is an id
+    (``{x}.md`` is a name, not hidden, not a writes file's) and no name is greater than ``x``
+    but those two, ``x`` is the greatest id: any id ``y > x`` makes the name ``{y}.md > x``
+    (``y`` either has ``x`` as a proper prefix or is greater at their first difference), and
+    that name is neither ``{x}.md`` (``y != x``) nor ``{x}.writes.md`` (``y`` would be
+    ``{x}.writes``, whose ``.md`` is a writes file's name, so no id). One pass keeps the names
+    greater than ``x``; in any other case (another file, ids that are prefixes of each other)
+    the answer is ``checkpoint_ids``'s."""
     writes = LANGGRAPH_WRITES_SUFFIX
     if not names:
-        return None
+        return None, False
     last = max(names)
     candidate = last[: -len(writes)] if last.endswith(writes) else last[:-3] if last.endswith(".md") else ""
-    checkpoint = candidate + ".md"
-    safe = _SAFE_ID.fullmatch(candidate) is not None and not checkpoint.endswith(writes)
-    if safe and checkpoint in names:
-        expected = 1 + (candidate + writes in names)
-        if ("\n" + "\n".join(names)).count("\n" + candidate) == expected:
-            return candidate
+    checkpoint, pending = candidate + ".md", candidate + writes
+    if candidate and candidate[0] != "." and not checkpoint.endswith(writes):
+        above = [name for name in names if name > candidate]
+        if checkpoint in above and len(above) == 1 + (pending in above):
+            return candidate, pending in above
     ids = checkpoint_ids(names)
-    return ids[-1] if ids else None
-
-
-_SAFE_ID = lazy(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-"""An id with no line break in it and not hidden (``newest_checkpoint_id``'s fast answer)."""
+    if not ids:
+        return None, False
+    return ids[-1], ids[-1] + writes in names
 
 
 # ------------------------------------------------------------------------------ values

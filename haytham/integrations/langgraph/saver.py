@@ -393,9 +393,13 @@ class HaythamSaver(BaseCheckpointSaver[int]):
             return None
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is not None:
-            return self._tuple(folder, checkpoint_id, self._files.names(folder))
-        newest, names = self._files.newest(folder)
-        return None if newest is None else self._tuple(folder, newest, names)
+            try:
+                pending = files.writes_file(checkpoint_id) in self._files.names(folder)
+            except UnsafeNameError:
+                return None
+            return self._tuple(folder, checkpoint_id, pending)
+        newest, pending = self._files.newest(folder)
+        return None if newest is None else self._tuple(folder, newest, pending)
 
     def list(
         self,
@@ -434,7 +438,8 @@ class HaythamSaver(BaseCheckpointSaver[int]):
                             continue
                         if before_id and checkpoint_id >= before_id:
                             continue
-                        found = self._tuple(folder, checkpoint_id, names, opened, scan=True)
+                        pending = checkpoint_id + LANGGRAPH_WRITES_SUFFIX in names
+                        found = self._tuple(folder, checkpoint_id, pending, opened, scan=True)
                         if found is None:
                             continue
                         if filter and not all(found.metadata.get(k) == v for k, v in filter.items()):
@@ -472,20 +477,19 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         self,
         folder: Path,
         checkpoint_id: str,
-        names: frozenset[str] | None = None,
+        pending: bool,
         opened: OpenFolder | None = None,
         *,
         scan: bool = False,
     ) -> CheckpointTuple | None:
-        """The checkpoint and its pending writes; ``names``: the folder's files, when known
-        (a writes file that is not among them is not looked for); ``opened``: the folder
+        """The checkpoint and its pending writes; ``pending``: whether the writes file is
+        among the folder's files (one that is not is not looked for); ``opened``: the folder
         open, when it is (``ThreadFiles.folder``); ``scan``: ``ThreadFiles.sections``'s."""
         stored = self._read_checkpoint(folder, checkpoint_id, opened, scan=scan)
         if stored is None:
             return None
         name = checkpoint_id + LANGGRAPH_WRITES_SUFFIX  # files.writes_file, the id checked by the read
-        present = self._files.names(folder) if names is None else names
-        writes = self._read_writes(os.path.join(folder, name), opened, scan=scan) if name in present else []
+        writes = self._read_writes(os.path.join(folder, name), opened, scan=scan) if pending else []
 
         def config_of(checkpoint_id: str) -> RunnableConfig:
             return {
