@@ -116,7 +116,7 @@ class ThreadFiles:
         self._folders: dict[str, tuple[_Key, _Listing]] = {}
         self._lock = threading.Lock()
 
-    def listing(self, folder: Path) -> tuple[list[str], frozenset[str]]:
+    def listing(self, folder: str | Path) -> tuple[list[str], frozenset[str]]:
         """The checkpoint ids of a namespace folder (oldest first) and the names of its
         files; nothing for a folder that does not exist."""
         found = self._listed(folder)
@@ -126,7 +126,7 @@ class ThreadFiles:
             found.ids = files.checkpoint_ids(found.listed)
         return found.ids, found.names
 
-    def newest(self, folder: Path) -> tuple[str | None, bool]:
+    def newest(self, folder: str | Path) -> tuple[str | None, bool]:
         """The newest checkpoint id of a namespace folder (None without one) and whether its
         pending writes are beside it, without sorting every id when the folder was not
         listed before (``files.newest_checkpoint``)."""
@@ -139,12 +139,12 @@ class ThreadFiles:
             return None, False
         return found.ids[-1], found.ids[-1] + LANGGRAPH_WRITES_SUFFIX in found.names
 
-    def names(self, folder: Path) -> frozenset[str]:
+    def names(self, folder: str | Path) -> frozenset[str]:
         """The names of a namespace folder's files (none for a folder that does not exist)."""
         found = self._listed(folder)
         return frozenset() if found is None else found.names
 
-    def _listed(self, folder: Path) -> _Listing | None:
+    def _listed(self, folder: str | Path) -> _Listing | None:
         """The names of a namespace folder's files, listed only when the folder is not the
         one kept; None for a folder that does not exist."""
         where = os.fspath(folder)
@@ -166,7 +166,7 @@ class ThreadFiles:
         return found
 
     @contextlib.contextmanager
-    def folder(self, folder: Path) -> Iterator[OpenFolder]:
+    def folder(self, folder: str | Path) -> Iterator[OpenFolder]:
         """The folder ``folder`` for ``sections`` to read its files in (``OpenFolder``),
         closed when the block ends."""
         opened = OpenFolder(os.fspath(folder))
@@ -231,7 +231,7 @@ class ThreadFiles:
                     self._sections.popitem(last=False)
         return sections
 
-    def forget(self, folder: Path) -> None:
+    def forget(self, folder: str | Path) -> None:
         """Drop what is kept of ``folder`` and every file below it (a thread deleted)."""
         prefix = os.path.join(os.fspath(folder), "")
         with self._lock:

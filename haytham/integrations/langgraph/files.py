@@ -366,9 +366,11 @@ class Section:
 
 
 _FIELD = lazy(r"- ([^:\n]+): (.*)")
-_HEADER = lazy(r"## ([^\n]*)\n((?:- [^:\n]+: [^\n]*\n)*)(?:\n(`{3,})([^`\n]*)\n)?")
+_HEADER = lazy(r"## ([^\n]*)\n(?:- Type: ([^\n]*)\n(?!- ))?((?:- [^:\n]+: [^\n]*\n)*)(?:\n(`{3,})([^`\n]*)\n)?")
 """A section's title line, its field lines and, when its body is a fenced value, the blank
-line and the opening fence line (its backticks and info), as ``render_section`` writes them."""
+line and the opening fence line (its backticks and info), as ``render_section`` writes them.
+A value's one field, ``- Type:``, is taken by the pattern itself (no second pattern run over
+the fields of most sections)."""
 _FIELDS = lazy(r"- ([^:\n]+): ([^\n]*)\n")
 
 
@@ -416,21 +418,25 @@ def _canonical_sections(text: str, newline: int) -> list[Section] | None:
     find, starts_with, size = text.find, text.startswith, len(text)
     if newline < 0 or not starts_with("\n## ", newline + 1):
         return None
+    match, fields_in = _HEADER.match, _FIELDS.findall
     start = newline + 2
     sections: list[Section] = []
     while True:  # text[start:] starts with "## "
-        header = _HEADER.match(text, start)
+        header = match(text, start)
         if header is None:
             return None
-        title, fields_text, marker, info = header.groups()
-        fields = dict(_FIELDS.findall(fields_text)) if fields_text else {}
+        title, kind, fields_text, marker, info = header.groups()
+        if kind is not None:  # a value's only field
+            fields = {"Type": kind}
+        else:
+            fields = dict(fields_in(fields_text)) if fields_text else {}
         offset = header.end()
         block = None
         following: int | None  # where the next section starts; None after the last
         if marker is not None:  # a fenced value: skipped to its closing line, the marker alone
             if "\r" in info or info != info.strip():
                 return None
-            body_start = header.start(3)
+            body_start = header.start(4)
             close = find("`", offset)  # most values hold no backtick: the closing fence's first
             if close >= 0 and not starts_with(marker, close):
                 close = _find_run(text, marker, close + 1)

@@ -104,6 +104,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         self.project = check_name("project", project)
         self._sessions = self.base_dir / self.project / SESSIONS_DIR
         """The project's sessions folder (``Store.session_dir``'s layout, the names checked)."""
+        self._sessions_path = os.fspath(self._sessions)
         self._lock_timeout = lock_timeout
         self._manager: CheckpointManager | None = None
         guard_tree(self.base_dir)  # every read below it stays inside it, as the manager's do
@@ -161,8 +162,17 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         return self._sessions / self.session_id(thread_id)
 
     def _namespace_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
-        return self._sessions.joinpath(
-            self.session_id(thread_id), LANGGRAPH_DIR, files.namespace_folder(checkpoint_ns)
+        return Path(self._namespace_path(thread_id, checkpoint_ns))
+
+    def _namespace_path(self, thread_id: str, checkpoint_ns: str) -> str:
+        """The folder of a thread's namespace, as text: what a read of it needs (a
+        ``get_tuple`` makes no ``Path``, whose parse of the parts costs more than its read's
+        look-up of the newest id)."""
+        return os.path.join(
+            self._sessions_path,
+            self.session_id(thread_id),
+            LANGGRAPH_DIR,
+            files.namespace_folder(checkpoint_ns),
         )
 
     @contextlib.contextmanager
@@ -388,7 +398,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         thread_id = str(configurable["thread_id"])
         checkpoint_ns = configurable.get("checkpoint_ns", "")
         try:
-            folder = self._namespace_dir(thread_id, checkpoint_ns)
+            folder = self._namespace_path(thread_id, checkpoint_ns)
         except UnsafeNameError:
             return None
         checkpoint_id = get_checkpoint_id(config)
@@ -455,7 +465,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         return [d for d in _subfolders(self._sessions) if (d / LANGGRAPH_DIR).is_dir()]
 
     def _read_checkpoint(
-        self, folder: Path, checkpoint_id: str, opened: OpenFolder | None = None, *, scan: bool = False
+        self, folder: str | Path, checkpoint_id: str, opened: OpenFolder | None = None, *, scan: bool = False
     ) -> files.StoredCheckpoint | None:
         """The checkpoint file of ``checkpoint_id`` (None without one); ``opened``: its folder
         open (``ThreadFiles.folder``); ``scan``: read by a call that reads the whole thread
@@ -475,7 +485,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
 
     def _tuple(
         self,
-        folder: Path,
+        folder: str | Path,
         checkpoint_id: str,
         pending: bool,
         opened: OpenFolder | None = None,
