@@ -366,7 +366,9 @@ class Section:
 
 
 _FIELD = lazy(r"- ([^:\n]+): (.*)")
-_HEADER = lazy(r"## ([^\n]*)\n(?:- Type: ([^\n]*)\n(?!- ))?((?:- [^:\n]+: [^\n]*\n)*)(?:\n(`{3,})([^`\n]*)\n)?")
+_HEADER = lazy(
+    r"## ([^\n]*)\n(?:- Type: ([^\n]*)\n(?!- ))?((?:- [^:\n]+: [^\n]*\n)*)(?:\n(`{3,})([^`\n]*)\n)?"
+)
 """A section's title line, its field lines and, when its body is a fenced value, the blank
 line and the opening fence line (its backticks and info), as ``render_section`` writes them.
 A value's one field, ``- Type:``, is taken by the pattern itself (no second pattern run over
@@ -426,10 +428,7 @@ def _canonical_sections(text: str, newline: int) -> list[Section] | None:
         if header is None:
             return None
         title, kind, fields_text, marker, info = header.groups()
-        if kind is not None:  # a value's only field
-            fields = {"Type": kind}
-        else:
-            fields = dict(fields_in(fields_text)) if fields_text else {}
+        fields = {"Type": kind} if kind is not None else dict(fields_in(fields_text)) if fields_text else {}
         offset = header.end()
         block = None
         following: int | None  # where the next section starts; None after the last
