@@ -370,12 +370,18 @@ def test_the_newest_of_ids_that_are_prefixes_of_each_other_is_the_greatest_id() 
     after=st.sampled_from(["", "\n", " \r\n", "\x0b", "x", " 1", "]"]),
 )
 def test_a_json_block_reads_as_json_loads_reads_it(value: Any, before: str, after: str) -> None:
-    """The scanner's fast read of a JSON block gives json.loads's value, or its error."""
+    """The scanner's fast read of a JSON block gives json.loads's value, or its error: on the
+    block's text alone, and in place in its file (``parse_value``)."""
     content = before + json.dumps(value, indent=2) + after
+    text = f"# T\n\n## V\n- Type: json\n\n```json\n{content}\n```\n"
+    section = lgfiles.split_sections(text, None)[1][0]
     try:
         expected: Any = json.loads(content)
     except ValueError as error:
         with pytest.raises(ValueError, match=re.escape(str(error))):
             lgfiles._json(content)
+        with pytest.raises(DocumentError, match=re.escape(f"does not parse: {error}")):
+            lgfiles.parse_value(section, SERDE)
     else:
         assert lgfiles._json(content) == expected
+        assert lgfiles.parse_value(section, SERDE) == expected

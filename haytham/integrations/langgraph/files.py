@@ -272,6 +272,16 @@ def parse_value(section: Section, serde: Serde, path: Where = None) -> Any:
     """The value a section's ``Type`` field and body hold (the inverse of render_value);
     ``path``: the file, for the error that names it."""
     kind = section.fields.get("Type")
+    block = section.block
+    if kind == "json" and block is not None and not block[3]:  # read in place, not cut out first
+        start, end = block[1], block[2] - 1  # the content, to the line break before the closing fence
+        try:
+            value, stop = _SCAN_JSON(section.source, start)
+        except (StopIteration, ValueError):
+            pass  # not in render_value's shape: the whole content's parse below words the error
+        else:
+            if stop == end and section.source[end] == "\n":  # the value is the whole content
+                return value
     if kind is None:
         raise section.error("has no '- Type:' line", path)
     if kind == "text":
@@ -656,16 +666,17 @@ def checkpoint_from(sections: Sequence[Section], serde: Serde, path: Where = Non
     metadata: dict[str, Any] = {}
     for section in sections[1:]:
         value = parse_value(section, serde, path)
-        if section.title == "Run Metadata":
+        title = section.title
+        if title.startswith("Channel: "):  # most sections of a graph with many channels
+            checkpoint["channel_values"][read_text(title[9:]) or ""] = value
+        elif title == "Run Metadata":
             metadata = value
-        elif section.title == "Channel Versions":
+        elif title == "Channel Versions":
             checkpoint["channel_versions"] = value
-        elif section.title == "Versions Seen":
+        elif title == "Versions Seen":
             checkpoint["versions_seen"] = value
-        elif section.title == "Other Fields":
+        elif title == "Other Fields":
             checkpoint.update(value)
-        elif section.title.startswith("Channel: "):
-            checkpoint["channel_values"][read_text(section.title[9:]) or ""] = value
         else:
             raise section.error("is not a section of a checkpoint", path)
     return StoredCheckpoint(
