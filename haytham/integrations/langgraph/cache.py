@@ -34,7 +34,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from haytham.format.guard import MAX_DOCUMENT_BYTES, open_folder, read_file_stat, read_small_in
-from haytham.format.layout import LANGGRAPH_WRITES_SUFFIX
 from haytham.integrations.langgraph import files
 
 RACY_NS = 100_000_000
@@ -57,14 +56,17 @@ def _settled(st: os.stat_result, now_ns: int) -> bool:
 
 
 class _Listing:
-    """The names of a namespace folder's files as listed, their set and its checkpoint ids
-    once asked for (a cold ``get_tuple`` of the newest needs neither: ``ThreadFiles.newest``)."""
+    """The names of a namespace folder's files as listed; their set, the folder's checkpoint
+    ids and its newest, each once asked for (a cold ``get_tuple`` of the newest needs only
+    the last: ``ThreadFiles.newest``)."""
 
-    __slots__ = ("_names", "ids", "listed")
+    __slots__ = ("_names", "ids", "listed", "newest")
 
     def __init__(self, listed: list[str]) -> None:
         self.listed = listed
         self.ids: list[str] | None = None
+        self.newest: tuple[str | None, bool] | None = None
+        """``files.newest_checkpoint`` of the names."""
         self._names: frozenset[str] | None = None
 
     @property
@@ -128,16 +130,14 @@ class ThreadFiles:
 
     def newest(self, folder: str | Path) -> tuple[str | None, bool]:
         """The newest checkpoint id of a namespace folder (None without one) and whether its
-        pending writes are beside it, without sorting every id when the folder was not
-        listed before (``files.newest_checkpoint``)."""
+        pending writes are beside it, without sorting every id (``files.newest_checkpoint``),
+        found once for a folder kept unchanged."""
         found = self._listed(folder)
         if found is None:
             return None, False
-        if found.ids is None:
-            return files.newest_checkpoint(found.listed)
-        if not found.ids:
-            return None, False
-        return found.ids[-1], found.ids[-1] + LANGGRAPH_WRITES_SUFFIX in found.names
+        if found.newest is None:  # two threads may both find it: the same answer
+            found.newest = files.newest_checkpoint(found.listed)
+        return found.newest
 
     def names(self, folder: str | Path) -> frozenset[str]:
         """The names of a namespace folder's files (none for a folder that does not exist)."""
