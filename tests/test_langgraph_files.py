@@ -349,6 +349,36 @@ def test_a_folders_checkpoint_ids_and_its_newest_are_as_defined(names: set[str])
     assert lgfiles.newest_checkpoint(frozenset(names)) == newest
 
 
+_STEMS = st.text(alphabet="ab-.", min_size=1, max_size=4)
+"""Short names whose stems are prefixes of each other and sort around ``.md`` (``a-b.md`` <
+``a-b`` < ``a.md``)."""
+
+
+@PROPERTY
+@given(
+    ids=st.lists(_STEMS, min_size=17, max_size=40),
+    writes=st.sets(st.integers(0, 39)),
+    others=st.lists(_STEMS | st.sampled_from(["zzz", ".md", ".a.md.tmp"]), max_size=8),
+    order=st.randoms(use_true_random=False),
+)
+def test_the_newest_of_a_folder_of_many_names_in_any_order_is_as_defined(
+    ids: list[str], writes: set[int], others: list[str], order: Any
+) -> None:
+    """Folders of more names than ``newest_checkpoint``'s sample, ids that are prefixes of
+    each other among them and names of no checkpoint between theirs, listed in any order:
+    the floor taken from the first names changes how many names the pass keeps, never the
+    answer."""
+    names = {f"{i}.md" for i in ids} | {f"{ids[n]}.writes.md" for n in writes if n < len(ids)} | set(others)
+    listed = sorted(names)
+    order.shuffle(listed)
+    expected = _ids_by_definition(names)
+    newest = (expected[-1], expected[-1] + ".writes.md" in names) if expected else (None, False)
+    assert lgfiles.newest_checkpoint(listed) == newest
+    assert (
+        lgfiles.newest_checkpoint(sorted(names)) == newest == lgfiles.newest_checkpoint(sorted(names)[::-1])
+    )
+
+
 def test_the_newest_of_ids_that_are_prefixes_of_each_other_is_the_greatest_id() -> None:
     """``a-1`` is newer than ``a`` though ``a.md`` sorts after ``a-1.md``: the fast answer
     sees the other name starting with ``a`` and leaves it to the sort."""
@@ -357,6 +387,10 @@ def test_the_newest_of_ids_that_are_prefixes_of_each_other_is_the_greatest_id() 
     uuids = ["1f1e-0001.md", "1f1e-0001.writes.md", "1f1e-0002.md", ".1f1e-0003.md.tmp"]
     assert lgfiles.newest_checkpoint(uuids) == ("1f1e-0002", False)
     assert lgfiles.newest_checkpoint(["a.writes.md", "a.md", "a.writes.writes.md"]) == ("a", True)
+    # the floor (the greatest of the first 16 names, here a-2, of no checkpoint) lies above the
+    # stem of the greatest name (a.md): a-1.md, between them, was not kept, and a-1 is newer
+    tricky = ["a-2", *(f"0{n:02d}.md" for n in range(15)), "a.md", "a-1.md"]
+    assert lgfiles.newest_checkpoint(tricky) == ("a-1", False)
 
 
 @PROPERTY

@@ -33,6 +33,7 @@ import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -123,30 +124,54 @@ def newest_checkpoint(names: Collection[str]) -> tuple[str | None, bool]:
     """``checkpoint_ids(names)[-1]`` (None when there is none), and whether the folder holds
     that checkpoint's pending writes (``{id}.writes.md`` among ``names``), without sorting
     every name or making a set of them: what a ``get_tuple`` of the newest checkpoint needs of
-    a folder of hundreds of files.
+    a folder of hundreds of files, in one pass over the names.
 
-    The greatest name is ``{x}.md`` or ``{x}.writes.md`` of some ``x``. When ``x`` is an id
-    (``{x}.md`` is a name, not hidden, not a writes file's) and no name is greater than ``x``
-    but those two, ``x`` is the greatest id: any id ``y > x`` makes the name ``{y}.md > x``
-    (``y`` either has ``x`` as a proper prefix or is greater at their first difference), and
-    that name is neither ``{x}.md`` (``y != x``) nor ``{x}.writes.md`` (``y`` would be
-    ``{x}.writes``, whose ``.md`` is a writes file's name, so no id). One pass keeps the names
-    greater than ``x``; in any other case (another file, ids that are prefixes of each other)
-    the answer is ``checkpoint_ids``'s."""
+    The pass keeps the names greater than a ``floor``: the stem (``_stem``) of the greatest
+    of the first few names, which lies near the top (a folder lists its names in no order
+    of theirs), so that few are kept. The greatest name, ``last``, is among them when any is.
+    ``last`` is ``{x}.md`` or ``{x}.writes.md`` of some ``x``; when ``x`` is an id (``{x}.md``
+    is a name, not hidden, not a writes file's), ``x >= floor`` (so every name greater than
+    ``x`` was kept) and no name is greater than ``x`` but those two, ``x`` is the greatest
+    id: any id ``y > x`` makes the name ``{y}.md > x`` (``y`` either has ``x`` as a proper
+    prefix or is greater at their first difference), and that name is neither ``{x}.md``
+    (``y != x``) nor ``{x}.writes.md`` (``y`` would be ``{x}.writes``, whose ``.md`` is a
+    writes file's name, so no id). In any other case (another file, ids that are prefixes
+    of each other) the answer is ``checkpoint_ids``'s."""
     writes = LANGGRAPH_WRITES_SUFFIX
     if not names:
         return None, False
-    last = max(names)
-    candidate = last[: -len(writes)] if last.endswith(writes) else last[:-3] if last.endswith(".md") else ""
-    checkpoint, pending = candidate + ".md", candidate + writes
-    if candidate and candidate[0] != "." and not checkpoint.endswith(writes):
-        above = [name for name in names if name > candidate]
-        if checkpoint in above and len(above) == 1 + (pending in above):
-            return candidate, pending in above
+    floor = _stem(max(islice(names, _SAMPLE)))
+    kept = [name for name in names if name > floor]
+    if kept:
+        last = max(kept)
+        candidate = _stem(last)
+        checkpoint, pending = candidate + ".md", candidate + writes
+        if (
+            last.endswith(".md")
+            and candidate >= floor
+            and candidate[:1] not in ("", ".")
+            and not checkpoint.endswith(writes)
+        ):
+            above = [name for name in kept if name > candidate]
+            if checkpoint in above and len(above) == 1 + (pending in above):
+                return candidate, pending in above
     ids = checkpoint_ids(names)
     if not ids:
         return None, False
     return ids[-1], ids[-1] + writes in names
+
+
+_SAMPLE = 16
+"""How many of a folder's names ``newest_checkpoint`` takes its floor from: the greatest of
+16 names in no particular order is greater than all but about a seventeenth of the rest."""
+
+
+def _stem(name: str) -> str:
+    """The ``x`` of a checkpoint's name ``{x}.md`` or its writes' ``{x}.writes.md``; any
+    other name as it is."""
+    if name.endswith(LANGGRAPH_WRITES_SUFFIX):
+        return name[: -len(LANGGRAPH_WRITES_SUFFIX)]
+    return name[:-3] if name.endswith(".md") else name
 
 
 # ------------------------------------------------------------------------------ values
