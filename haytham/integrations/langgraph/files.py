@@ -45,7 +45,7 @@ from haytham.format.layout import (
 )
 from haytham.format.patterns import lazy
 from haytham.format.values import read_fenced_text, read_text, write_fenced, write_text, write_title
-from haytham.store.names import MAX_NAME_LENGTH, check_name
+from haytham.store.names import MAX_NAME_LENGTH, check_name, is_safe_name
 
 # ------------------------------------------------------------------------------- names
 
@@ -120,7 +120,9 @@ def checkpoint_ids(names: Collection[str]) -> list[str]:
 
 
 def newest_checkpoint_id(names: Collection[str]) -> str | None:
-    """``checkpoint_ids(names)[-1]`` (None when there is none), without sorting every name:
+    """The greatest of ``checkpoint_ids(names)`` that is a safe name, as every id haytham
+    writes is (None when there is none): a file a person put in the folder under another
+    name is passed over, not taken for the newest checkpoint. Without sorting every name:
     what a ``get_tuple`` of the newest checkpoint needs of a folder of hundreds of files.
 
     The greatest name is ``{x}.md`` or ``{x}.writes.md`` of some id ``x``. When no other name
@@ -136,12 +138,11 @@ def newest_checkpoint_id(names: Collection[str]) -> str | None:
     candidate = last[: -len(writes)] if last.endswith(writes) else last[:-3] if last.endswith(".md") else ""
     checkpoint = candidate + ".md"
     safe = _SAFE_ID.fullmatch(candidate) is not None and not checkpoint.endswith(writes)
-    if safe and checkpoint in names:
+    if safe and checkpoint in names and is_safe_name(candidate):
         expected = 1 + (candidate + writes in names)
         if ("\n" + "\n".join(names)).count("\n" + candidate) == expected:
             return candidate
-    ids = checkpoint_ids(names)
-    return ids[-1] if ids else None
+    return next((i for i in reversed(checkpoint_ids(names)) if is_safe_name(i)), None)
 
 
 _SAFE_ID = lazy(r"[A-Za-z0-9][A-Za-z0-9._-]*")
