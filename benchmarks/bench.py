@@ -481,6 +481,11 @@ def s2(root: Path, sizes: Sizes, repeats: int) -> None:
     )
 
 
+STARTUP_WARM_RUNS = 11
+"""Runs of each side of a warm start-up figure at least: a run takes a tenth of a second, and
+with three a single run disturbed by another process moved the median by a quarter."""
+
+
 def startup(what: str, argv: list[str], repeats: int, before: Callable[[], Any] | None = None) -> None:
     """``argv`` beside ``python -c pass``, warm (its files in the page cache) and cold (the page
     cache dropped before each side, so both read the interpreter and their modules from disk)."""
@@ -496,14 +501,18 @@ def startup(what: str, argv: list[str], repeats: int, before: Callable[[], Any] 
 
         return prepare
 
+    warm_runs = max(3 * repeats, STARTUP_WARM_RUNS)
     for state in ("warm", "cold"):
         mine, base = alternate(
-            repeats, lambda: run_process(argv), lambda: run_process(floor), before=prepared(state == "cold")
+            warm_runs if state == "warm" else repeats,
+            lambda: run_process(argv),
+            lambda: run_process(floor),
+            before=prepared(state == "cold"),
         )
         row("S3", f"{what}, {state}", mine, base, 4, "<= 4x python -c pass")
     mine_cpu: list[float] = []
     base_cpu: list[float] = []
-    for _ in range(repeats):  # warm, interleaved: CPU time (user + sys) instead of wall time
+    for _ in range(warm_runs):  # warm, interleaved: CPU time (user + sys) instead of wall time
         for command, times in ((argv, mine_cpu), (floor, base_cpu)):
             prepared(False)()
             times.append(process_cpu(command))
@@ -519,7 +528,9 @@ def s3(root: Path, sizes: Sizes, repeats: int) -> None:
     )
     version = haytham("--version")
     run_process(version)
-    mine, floor = alternate(repeats, lambda: run_process(version), lambda: run_process(py("pass")))
+    mine, floor = alternate(
+        max(3 * repeats, STARTUP_WARM_RUNS), lambda: run_process(version), lambda: run_process(py("pass"))
+    )
     row("S3", "haytham --version, warm", mine, floor, 3, "<= 3x python -c pass")
     startup(
         "haytham status P S (7x3 session)",

@@ -17,6 +17,7 @@ if _typing.TYPE_CHECKING:
     from haytham.compare import AgentDiff, Comparison
     from haytham.errors import (
         AgentImportError,
+        AgentTimeout,
         AlreadyExistsError,
         CollectorError,
         DocumentError,
@@ -88,6 +89,7 @@ _HOMES: dict[str, str] = {
     "SyncConflict": "haytham.errors",
     "WorkerStopped": "haytham.errors",
     "ReviewConflictError": "haytham.errors",
+    "AgentTimeout": "haytham.errors",
     "AlreadyExistsError": "haytham.errors",
     "DocumentError": "haytham.errors",
     "GitError": "haytham.errors",
@@ -161,6 +163,7 @@ __all__ = [
     "AgentOutput",
     "AgentResult",
     "AgentRun",
+    "AgentTimeout",
     "AlreadyExistsError",
     "Attempt",
     "CheckpointManager",

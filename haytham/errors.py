@@ -200,6 +200,11 @@ class LockTimeout(PathError, TimeoutError):
     """Waiting for a session's lock took longer than the configured timeout."""
 
 
+class AgentTimeout(HaythamError, TimeoutError):
+    """An agent's try took longer than its ``timeout:``; it counts as a transient failure
+    (``haytham.run.retry``)."""
+
+
 class StaleReviewError(PathError):
     """A review was refused because the review file is no longer the version it was written
     against (edited by hand or brought by git since): nothing was written.

@@ -538,3 +538,38 @@ def test_a_stat_beyond_64_bits_still_keys_a_session(base: Path) -> None:
         assert derived.still(str(folder), wide(inode), names, "") == found[0]
         keys.append(found[0])
     assert keys[0] != keys[1]
+
+
+def _site(folder: Path, version: str | None, module: str = "yaml", distribution: str = "PyYAML") -> str:
+    """A site folder holding ``module`` (a package) and, when ``version``, the dist-info an
+    installer writes beside it; the package's ``__init__.py``, as ``find_spec`` gives it."""
+    package = folder / module
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(f"# installed in {folder.name}\n", "utf-8")
+    if version is not None:
+        (folder / f"{distribution}-{version}.dist-info").mkdir()
+    return str(package / "__init__.py")
+
+
+def test_two_installs_of_one_parser_release_give_one_stamp(tmp_path: Path) -> None:
+    """A parser is known by its release, not by where it was installed: two environments
+    (a pipx haytham, a project's venv) that share a tree would otherwise throw each other's
+    index away at every alternation. Without a dist-info beside it, by its file's stat."""
+    first = _site(tmp_path / "venv-a", "6.0.4", distribution="pyyaml")
+    second = _site(tmp_path / "venv-b", "6.0.4", distribution="PyYAML")  # older pips kept the case
+    newer = _site(tmp_path / "venv-c", "6.0.5")
+    bare = _site(tmp_path / "checkout", None)
+    identity = _index.parser_identity
+    assert identity("yaml", first) == identity("yaml", second) == "yaml==6.0.4"
+    assert identity("yaml", newer) == "yaml==6.0.5"
+    assert identity("yaml", bare).startswith(f"yaml={bare}:")
+    (tmp_path / "venv-a" / "PyYAML-6.0.3.dist-info").mkdir()  # two releases claim the folder: by stat
+    assert identity("yaml", first).startswith(f"yaml={first}:")
+
+
+def test_the_stamp_knows_the_installed_parsers_by_their_release() -> None:
+    from importlib.metadata import version
+
+    import yaml
+
+    assert _index.parser_identity("yaml", str(yaml.__file__)) == f"yaml=={version('pyyaml')}"

@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - CI installs the extra
         raise
     pytest.skip("LangGraph is not installed: pip install 'haytham[langgraph]'", allow_module_level=True)
 
-from haytham.errors import DocumentError
+from haytham.errors import DocumentError, UnsafeNameError
 from haytham.integrations.langgraph import HaythamSaver
 from haytham.integrations.langgraph import files as lgfiles
 from haytham.store.names import check_name
@@ -344,9 +344,23 @@ def test_a_folders_checkpoint_ids_and_its_newest_are_as_defined(names: set[str])
     greatest name) give what the definition gives, whatever else the folder holds."""
     ids = _ids_by_definition(names)
     assert lgfiles.checkpoint_ids(names) == ids
-    newest = (ids[-1], ids[-1] + ".writes.md" in names) if ids else (None, False)
-    assert lgfiles.newest_checkpoint(sorted(names, reverse=True)) == newest  # a listing's list
-    assert lgfiles.newest_checkpoint(frozenset(names)) == newest
+    assert lgfiles.newest_checkpoint(sorted(names, reverse=True)) == _newest_by_definition(names)
+    assert lgfiles.newest_checkpoint(frozenset(names)) == _newest_by_definition(names)
+
+
+def _newest_by_definition(names: set[str]) -> tuple[str | None, bool]:
+    """The greatest checkpoint id of a folder that is a safe name (a file a person named
+    otherwise is passed over), and whether its writes file is there."""
+    safe = [i for i in _ids_by_definition(names) if _is_safe(i)]
+    return (safe[-1], safe[-1] + ".writes.md" in names) if safe else (None, False)
+
+
+def _is_safe(name: str) -> bool:
+    try:
+        check_name("checkpoint_id", name)
+    except UnsafeNameError:
+        return False
+    return True
 
 
 _STEMS = st.text(alphabet="ab-.", min_size=1, max_size=4)
@@ -358,7 +372,7 @@ _STEMS = st.text(alphabet="ab-.", min_size=1, max_size=4)
 @given(
     ids=st.lists(_STEMS, min_size=17, max_size=40),
     writes=st.sets(st.integers(0, 39)),
-    others=st.lists(_STEMS | st.sampled_from(["zzz", ".md", ".a.md.tmp"]), max_size=8),
+    others=st.lists(_STEMS | st.sampled_from(["zzz", ".md", ".a.md.tmp", "zz by hand.md"]), max_size=8),
     order=st.randoms(use_true_random=False),
 )
 def test_the_newest_of_a_folder_of_many_names_in_any_order_is_as_defined(
@@ -371,8 +385,7 @@ def test_the_newest_of_a_folder_of_many_names_in_any_order_is_as_defined(
     names = {f"{i}.md" for i in ids} | {f"{ids[n]}.writes.md" for n in writes if n < len(ids)} | set(others)
     listed = sorted(names)
     order.shuffle(listed)
-    expected = _ids_by_definition(names)
-    newest = (expected[-1], expected[-1] + ".writes.md" in names) if expected else (None, False)
+    newest = _newest_by_definition(names)
     assert lgfiles.newest_checkpoint(listed) == newest
     assert (
         lgfiles.newest_checkpoint(sorted(names)) == newest == lgfiles.newest_checkpoint(sorted(names)[::-1])

@@ -327,3 +327,27 @@ def test_a_process_that_only_reads_imports_only_the_read_path(tmp_path: Path) ->
         assert heavy not in imported
     assert "haytham.integrations.langgraph.review" not in imported
     assert not any(m.startswith(("langgraph.types", "langsmith")) for m in imported)
+
+
+def test_prune_leaves_a_hand_made_file_it_cannot_name_and_prunes_the_rest(tmp_path: Path) -> None:
+    """A file a person put in a namespace folder, whose name is no checkpoint id haytham
+    writes (a space in it), is neither read as a checkpoint nor deleted by ``prune``: the
+    prune goes on past it (it raised UnsafeNameError half-way before)."""
+    saver = HaythamSaver(tmp_path, P)
+    ids = _thread(saver, 3)
+    folder = saver.session_dir("long") / "langgraph" / "root"
+    hand_made = folder / "0 notes by hand.md"  # sorts before every id: "older" than all
+    hand_made.write_text("# my notes\n", "utf-8")
+    saver.prune(["long"])
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["0 notes by hand.md", f"{ids[-1]}.md", f"{ids[-1]}.writes.md"]
+    )
+    assert hand_made.read_text("utf-8") == "# my notes\n"
+    later = folder / "zz notes by hand.md"  # sorts after every id: the greatest name
+    later.write_text("# more notes\n", "utf-8")
+    for reader in (saver, HaythamSaver(tmp_path, P)):  # warm, and cold (the newest from the names)
+        newest = reader.get_tuple(THREAD)
+        assert newest is not None and newest.checkpoint["id"] == ids[-1]
+        assert [t.checkpoint["id"] for t in reader.list(THREAD)] == [ids[-1]]
+    saver.prune(["long"])
+    assert later.read_text("utf-8") == "# more notes\n" and (folder / f"{ids[-1]}.md").exists()

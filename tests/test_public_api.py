@@ -61,6 +61,25 @@ def test_every_error_class_is_defined_in_errors_py() -> None:
     assert sorted(set(found)) == []
 
 
+def test_every_exception_haytham_defines_is_a_haytham_error() -> None:
+    """One base class: a caller that catches ``HaythamError`` catches every error haytham
+    raises on purpose. The generated schema checks' exceptions are fastjsonschema's own
+    (``haytham.format.checks``), caught inside the schema module and never raised out."""
+    found = []
+    for module in pkgutil.walk_packages(haytham.__path__, "haytham."):
+        if module.name == "haytham.__main__" or module.name.startswith("haytham.format.checks"):
+            continue
+        for value in vars(importlib.import_module(module.name)).values():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__.startswith("haytham.")
+                and not issubclass(value, errors.HaythamError)
+            ):
+                found.append(f"{value.__module__}.{value.__name__}")
+    assert sorted(set(found)) == []
+
+
 def test_moved_errors_keep_their_old_import_paths() -> None:
     from haytham.git.repository import GitError
     from haytham.run.runner import WorkflowChangedError

@@ -31,6 +31,7 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
+from haytham.errors import AgentTimeout
 from haytham.format.policy import AgentPolicy, RetryPolicy
 from haytham.records import AgentTry, TryOutcome
 from haytham.store.clock import format_timestamp, utc_now
@@ -73,10 +74,6 @@ class SystemClock:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
-
-
-class AgentTimeout(TimeoutError):
-    """A try took longer than the agent's ``timeout:``; it counts as a transient failure."""
 
 
 def status_of(error: BaseException) -> int | None:

@@ -33,9 +33,9 @@ What decides a remembered result, and so is in the stamp:
 - the schemas and their generated predicates, by content, with the enumerations and bounds
   they are filled with (``haytham.format.schema.schemas_digest``): a changed schema or status
   list changes what is valid;
-- the third-party parsers (mistune, PyYAML, jsonschema, fastjsonschema), each by the name,
-  size and modification time of the file that defines it, found without importing it, and
-  the Python version.
+- the third-party parsers (mistune, PyYAML, jsonschema, fastjsonschema), each by its release
+  (the version of the dist-info installed beside it; ``parser_identity``), found without
+  importing it, and the Python version.
 
 Not in the stamp: the rest of haytham's source. A fix in the command line, the web pages,
 the runner or a message leaves every remembered result as true as it was. A workflow
@@ -94,8 +94,35 @@ def identity(st: os.stat_result) -> str:
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
-_PARSERS = ("mistune", "yaml", "jsonschema", "fastjsonschema")
-"""The third-party modules whose results the index keeps (markdown, YAML, the schemas')."""
+_PARSERS = {
+    "mistune": "mistune",
+    "yaml": "pyyaml",
+    "jsonschema": "jsonschema",
+    "fastjsonschema": "fastjsonschema",
+}
+"""The third-party modules whose results the index keeps (markdown, YAML, the schemas'), each
+with the distribution that ships it."""
+
+
+def parser_identity(module: str, origin: str) -> str:
+    """What a parser's results are taken to depend on: its release, ``{module}=={version}``,
+    when the folder it is installed in holds the one ``{distribution}-{version}.dist-info``
+    of it that installers write, so that two environments with the same release (a pipx
+    haytham and a project's venv over one tree) keep one index instead of throwing each
+    other's away; else the path, size and modification time of ``origin``, the file that
+    defines it. Found without importing it, nor ``importlib.metadata`` (18 ms of a start)."""
+    package = os.path.dirname(origin) if os.path.basename(origin).startswith("__init__.") else origin
+    wanted = _PARSERS[module]
+    with contextlib.suppress(OSError):
+        versions = [
+            entry[: -len(".dist-info")].partition("-")[2]
+            for entry in os.listdir(os.path.dirname(package))
+            if entry.endswith(".dist-info") and entry.partition("-")[0].lower() == wanted
+        ]
+        if len(versions) == 1 and versions[0]:
+            return f"{module}=={versions[0]}"
+    st = os.stat(origin)
+    return f"{module}={origin}:{st.st_size}:{st.st_mtime_ns}"
 
 
 @functools.cache
@@ -110,7 +137,7 @@ def stamp(format_dir: Path | None = None) -> str:
     ``format_dir`` is where the schemas ship (``haytham/format``, the default): a copy of
     that folder gives the stamp another haytham would have. The schemas are hashed by content
     (a few kilobytes, read once a process), so reinstalling the same schemas keeps the index;
-    a parser by a ``stat`` of its defining file, so importing it is not needed.
+    a parser by its release (``parser_identity``), so importing it is not needed.
     """
     import hashlib  # imported by a digest: OpenSSL costs 3 ms of a start (issue 26)
 
@@ -123,8 +150,7 @@ def stamp(format_dir: Path | None = None) -> str:
             spec = importlib.util.find_spec(name)
             origin = spec.origin if spec is not None else None
             if origin:
-                st = os.stat(origin)
-                digest.update(f"{name}={origin}:{st.st_size}:{st.st_mtime_ns};".encode())
+                digest.update(f"{parser_identity(name, origin)};".encode())
     return digest.hexdigest()[:20]
 
 

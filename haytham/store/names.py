@@ -67,6 +67,16 @@ def check_name(kind: str, name: object) -> str:
     return name
 
 
+def is_safe_name(name: str) -> bool:
+    """Whether ``check_name`` takes ``name``: for a name found in a folder (a person may put
+    any file there), which a reader passes over rather than refuses."""
+    try:
+        check_name("name", name)
+    except UnsafeNameError:
+        return False
+    return True
+
+
 def check_path_name(kind: str, name: object) -> str:
     """Return ``name`` if it can safely name an existing directory, else raise UnsafeNameError.
 

@@ -46,7 +46,7 @@ from haytham.format.layout import (
 )
 from haytham.format.patterns import lazy
 from haytham.format.values import read_fenced_text, read_text, write_fenced, write_text, write_title
-from haytham.store.names import MAX_NAME_LENGTH, check_name
+from haytham.store.names import MAX_NAME_LENGTH, check_name, is_safe_name
 
 # ------------------------------------------------------------------------------- names
 
@@ -121,10 +121,12 @@ def checkpoint_ids(names: Collection[str]) -> list[str]:
 
 
 def newest_checkpoint(names: Collection[str]) -> tuple[str | None, bool]:
-    """``checkpoint_ids(names)[-1]`` (None when there is none), and whether the folder holds
-    that checkpoint's pending writes (``{id}.writes.md`` among ``names``), without sorting
-    every name or making a set of them: what a ``get_tuple`` of the newest checkpoint needs of
-    a folder of hundreds of files, in one pass over the names.
+    """The greatest of ``checkpoint_ids(names)`` that is a safe name, as every id haytham
+    writes is (None when there is none: a file a person put in the folder under another name
+    is passed over, not taken for the newest checkpoint), and whether the folder holds that
+    checkpoint's pending writes (``{id}.writes.md`` among ``names``). Without sorting every
+    name or making a set of them: what a ``get_tuple`` of the newest checkpoint needs of a
+    folder of hundreds of files, in one pass over the names.
 
     The pass keeps the names greater than a ``floor``: the stem (``_stem``) of the greatest
     of the first few names, which lies near the top (a folder lists its names in no order
@@ -136,7 +138,8 @@ def newest_checkpoint(names: Collection[str]) -> tuple[str | None, bool]:
     prefix or is greater at their first difference), and that name is neither ``{x}.md``
     (``y != x``) nor ``{x}.writes.md`` (``y`` would be ``{x}.writes``, whose ``.md`` is a
     writes file's name, so no id). In any other case (another file, ids that are prefixes
-    of each other) the answer is ``checkpoint_ids``'s."""
+    of each other, a greatest id that is no safe name) the answer is found among
+    ``checkpoint_ids``'s."""
     writes = LANGGRAPH_WRITES_SUFFIX
     if not names:
         return None, False
@@ -153,12 +156,10 @@ def newest_checkpoint(names: Collection[str]) -> tuple[str | None, bool]:
             and not checkpoint.endswith(writes)
         ):
             above = [name for name in kept if name > candidate]
-            if checkpoint in above and len(above) == 1 + (pending in above):
+            if checkpoint in above and len(above) == 1 + (pending in above) and is_safe_name(candidate):
                 return candidate, pending in above
-    ids = checkpoint_ids(names)
-    if not ids:
-        return None, False
-    return ids[-1], ids[-1] + writes in names
+    newest = next((i for i in reversed(checkpoint_ids(names)) if is_safe_name(i)), None)
+    return newest, newest is not None and newest + writes in names
 
 
 _SAMPLE = 16

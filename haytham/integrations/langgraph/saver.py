@@ -58,7 +58,7 @@ from haytham.format.layout import (
 from haytham.integrations.langgraph import files
 from haytham.integrations.langgraph.cache import OpenFolder, ThreadFiles
 from haytham.store import fs
-from haytham.store.names import check_name, check_user_id
+from haytham.store.names import check_name, check_user_id, is_safe_name
 
 _Paths = list[Path]
 _Writes = list[files.StoredWrite]
@@ -369,7 +369,8 @@ class HaythamSaver(BaseCheckpointSaver[int]):
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: keep only each namespace's newest checkpoint (and remove what a
-        killed writer left); ``delete``: delete the threads. Other strategies: ValueError."""
+        killed writer left; a file under a name no checkpoint has is a person's, and stays);
+        ``delete``: delete the threads. Other strategies: ValueError."""
         if strategy not in ("keep_latest", "delete"):
             raise ValueError(f"unknown prune strategy {strategy!r} (expected keep_latest or delete)")
         for thread_id in thread_ids:
@@ -381,7 +382,8 @@ class HaythamSaver(BaseCheckpointSaver[int]):
                 continue
             with self._locked(directory.name):
                 for folder in _namespace_dirs(directory):
-                    for checkpoint_id in self._ids(folder)[:-1]:
+                    ids = [i for i in self._ids(folder) if is_safe_name(i)]  # no other file is one
+                    for checkpoint_id in ids[:-1]:
                         self._remove_checkpoint(folder, checkpoint_id)
                     fs.remove_leftovers(folder)
 
