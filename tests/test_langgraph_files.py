@@ -345,7 +345,7 @@ def test_a_folders_checkpoint_ids_and_its_newest_are_as_defined(names: set[str])
     ids = _ids_by_definition(names)
     assert lgfiles.checkpoint_ids(names) == ids
     assert lgfiles.newest_checkpoint(sorted(names, reverse=True)) == _newest_by_definition(names)
-    assert lgfiles.newest_checkpoint(frozenset(names)) == _newest_by_definition(names)
+    assert lgfiles.newest_checkpoint(list(names)) == _newest_by_definition(names)
 
 
 def _newest_by_definition(names: set[str]) -> tuple[str | None, bool]:
@@ -400,9 +400,16 @@ def test_the_newest_of_ids_that_are_prefixes_of_each_other_is_the_greatest_id() 
     uuids = ["1f1e-0001.md", "1f1e-0001.writes.md", "1f1e-0002.md", ".1f1e-0003.md.tmp"]
     assert lgfiles.newest_checkpoint(uuids) == ("1f1e-0002", False)
     assert lgfiles.newest_checkpoint(["a.writes.md", "a.md", "a.writes.writes.md"]) == ("a", True)
-    # the floor (the greatest of the first 16 names, here a-2, of no checkpoint) lies above the
-    # stem of the greatest name (a.md): a-1.md, between them, was not kept, and a-1 is newer
-    tricky = ["a-2", *(f"0{n:02d}.md" for n in range(15)), "a.md", "a-1.md"]
+    # the floor (the greatest of the first and last 8 names, here a-2, of no checkpoint) lies
+    # above the stem of the greatest name (a.md): a-1.md, between them, was not kept, and a-1
+    # is newer
+    tricky = [
+        "a-2",
+        *(f"0{n:02d}.md" for n in range(7)),
+        "a.md",
+        "a-1.md",
+        *(f"1{n:02d}.md" for n in range(8)),
+    ]
     assert lgfiles.newest_checkpoint(tricky) == ("a-1", False)
 
 

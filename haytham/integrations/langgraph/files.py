@@ -33,7 +33,7 @@ import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -120,7 +120,7 @@ def checkpoint_ids(names: Collection[str]) -> list[str]:
     return ids
 
 
-def newest_checkpoint(names: Collection[str]) -> tuple[str | None, bool]:
+def newest_checkpoint(names: Sequence[str]) -> tuple[str | None, bool]:
     """The greatest of ``checkpoint_ids(names)`` that is a safe name, as every id haytham
     writes is (None when there is none: a file a person put in the folder under another name
     is passed over, not taken for the newest checkpoint), and whether the folder holds that
@@ -129,8 +129,9 @@ def newest_checkpoint(names: Collection[str]) -> tuple[str | None, bool]:
     folder of hundreds of files, in one pass over the names.
 
     The pass keeps the names greater than a ``floor``: the stem (``_stem``) of the greatest
-    of the first few names, which lies near the top (a folder lists its names in no order
-    of theirs), so that few are kept. The greatest name, ``last``, is among them when any is.
+    of the first and last few names as listed, which lies near the top whether the folder
+    lists its names in no order of theirs (ext4's hash order) or by age either way, so that
+    few are kept. The greatest name, ``last``, is among them when any is.
     ``last`` is ``{x}.md`` or ``{x}.writes.md`` of some ``x``; when ``x`` is an id (``{x}.md``
     is a name, not hidden, not a writes file's), ``x >= floor`` (so every name greater than
     ``x`` was kept) and no name is greater than ``x`` but those two, ``x`` is the greatest
@@ -143,7 +144,7 @@ def newest_checkpoint(names: Collection[str]) -> tuple[str | None, bool]:
     writes = LANGGRAPH_WRITES_SUFFIX
     if not names:
         return None, False
-    floor = _stem(max(islice(names, _SAMPLE)))
+    floor = _stem(max(chain(names[:_SAMPLE], names[-_SAMPLE:])))
     kept = [name for name in names if name > floor]
     if kept:
         last = max(kept)
@@ -162,9 +163,10 @@ def newest_checkpoint(names: Collection[str]) -> tuple[str | None, bool]:
     return newest, newest is not None and newest + writes in names
 
 
-_SAMPLE = 16
-"""How many of a folder's names ``newest_checkpoint`` takes its floor from: the greatest of
-16 names in no particular order is greater than all but about a seventeenth of the rest."""
+_SAMPLE = 8
+"""How many names at each end of a listing ``newest_checkpoint`` takes its floor from: the
+greatest of 16 names in no particular order is greater than all but about a seventeenth of
+the rest, and a listing by age, oldest or newest first, holds the greatest at one end."""
 
 
 def _stem(name: str) -> str:
