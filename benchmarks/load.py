@@ -20,8 +20,8 @@ per second, and each server's resident memory (``VmRSS``) after a warm-up before
 round and after each round, with the goals "no error", "p99 within 10x static", "memory flat"
 (grown by at most 10%); beside it how many sessions the writer added to the tree meanwhile,
 and the memory grown per session added (what a server keeps grows with the tree: the
-watcher's watches, its bounded caches filling; docs/architecture.md). Medians over rounds, with min-max. Nothing is asserted; the test
-suite does not run it.
+watcher's watches, its bounded caches filling; docs/architecture.md). Medians over rounds,
+with min-max. Nothing is asserted; the test suite does not run it.
 """
 
 from __future__ import annotations
