@@ -17,9 +17,11 @@ writer process saves phases into the tree (three agent outputs and a checkpoint 
 changes under the server). The two servers alternate, which goes first changing each round.
 Reported: errors (any answer that is not 200, or no answer), p50 and p99 latency, requests
 per second, and each server's resident memory (``VmRSS``) after a warm-up before the first
-round and after the last, with the goals "no error", "p99 within 10x static", "memory flat"
-(grown by at most 10%). Medians over rounds, with min-max. Nothing is asserted; the test
-suite does not run it.
+round and after each round, with the goals "no error", "p99 within 10x static", "memory flat"
+(grown by at most 10%); beside it how many sessions the writer added to the tree meanwhile,
+and the memory grown per session added (what a server keeps grows with the tree: the
+watcher's watches, its bounded caches filling; docs/architecture.md). Medians over rounds,
+with min-max. Nothing is asserted; the test suite does not run it.
 """
 
 from __future__ import annotations
@@ -98,6 +100,11 @@ def make_tree(root: Path, sessions: int) -> Path:
             manifest.write_text(manifest.read_text("utf-8").replace(template, name), "utf-8")
     done.touch()
     return base
+
+
+def sessions_in(base: Path) -> int:
+    """How many session folders the tree holds now (the writer adds some each round)."""
+    return sum(1 for entry in os.scandir(base / P / "sessions") if entry.is_dir())
 
 
 def page_mix(sessions: int, requests: int, seed: int = 26) -> list[str]:
@@ -295,6 +302,7 @@ def figure(
         for server in servers:  # warm: each page once, then the memory it holds
             load(server, sorted(set(paths)), concurrency)
         rss = {server.name: [server.rss_mb()] for server in servers}
+        tree = [sessions_in(base)]
         rounds: dict[str, list[Round]] = {server.name: [] for server in servers}
         saved: list[int] = []
         for number in range(repeats):
@@ -304,6 +312,7 @@ def figure(
                 rounds[server.name].append(load(server, paths, concurrency))
                 saved.append(stopped(saving, stop) if writer else 0)
                 rss[server.name].append(server.rss_mb())
+        tree.append(sessions_in(base))
     finally:
         haytham.stop()
         if static is not None:
@@ -315,6 +324,8 @@ def figure(
         f"a writer saving ({statistics.median(saved):.0f} phases a round)" if writer else "no writer"
     )
     where = f"{sessions:,} sessions, {requests} requests {concurrency} at a time, {saving_note}"
+    grown_kb = (rss["haytham serve"][-1] - rss["haytham serve"][0]) * 1024
+    added_kb = f"{grown_kb / (tree[-1] - tree[0]):.0f}" if tree[-1] > tree[0] else "-"
     fewer = statistics.median(r.per_second for r in peer) / statistics.median(r.per_second for r in mine)
     errors_mine, errors_peer = sum(r.errors for r in mine), sum(r.errors for r in peer)
     return [
@@ -361,7 +372,8 @@ def figure(
             f"{growth['haytham serve']:+.0%}",
             f"flat (<= +{RSS_GROWTH_LIMIT:.0%})",
             "yes" if growth["haytham serve"] <= RSS_GROWTH_LIMIT else "NO",
-            f"{repeats} rounds of {requests} requests",
+            f"{repeats} rounds of {requests} requests; the tree grew from {tree[0]:,} to {tree[-1]:,} "
+            f"sessions (the writer's), {added_kb} KB a session added",
         ),
     ]
 

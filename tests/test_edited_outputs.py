@@ -206,3 +206,24 @@ def test_a_fork_of_a_session_with_a_corrected_output_writes_the_manifest_its_fil
     assert [r.status for r in manifest.phases] == [p.state for p in view.phases]
     assert manifest.status == view.state
     assert [i for i in manager.validate_session(P, "fork-1") if i.field == "Phase Status"] == []
+
+
+def test_the_process_digests_stay_within_their_bound_while_a_listing_learns_every_phase(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-running server digests the phases of every session a writer makes (issue 26,
+    S14): the process's shared digests hold at most ``max_entries`` phases, however many it
+    saw, while each listing's ``IndexedDigests`` still hands every phase it computed to its
+    index."""
+    monkeypatch.setattr(_progress, "RACY_NS", -(10**15))
+    manager = CheckpointManager(base)
+    folders = [manager.phase_dir(P, S, number) for number in (1, 2, 3, 6, 7)]
+    shared = _progress.OutputDigests(max_entries=2, learns=False)
+    for _ in range(2):  # two listings: the second learns each phase again, nothing is kept twice
+        listing = _progress.IndexedDigests(None, shared=shared)
+        for folder in folders:
+            _progress.outputs_digest_of(folder, cache=listing)
+        assert len(listing.learnt()) == len(folders)
+        assert len(shared) == 2
+    assert not _progress.DIGESTS.learns  # the process's own digests are the bounded kind
+    assert len(_progress.OutputDigests(max_entries=2)) == 0

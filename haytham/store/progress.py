@@ -98,13 +98,30 @@ class OutputDigests:
     The entries have the shape of ``Index.entries`` (``{path: (identity, digest)}``), so a
     caller that keeps them in the SQLite index passes ``index.entries(DIGEST_KIND)`` to the
     constructor and stores ``learnt()`` back (``Index.store(DIGEST_KIND, ...)``).
+
+    ``learns=False`` (the process's ``DIGESTS``, which nobody asks for ``learnt``) keeps no
+    such record: a long-running ``haytham serve`` whose tree keeps growing then holds at most
+    ``max_entries`` phases here, not one record for every phase folder it ever digested
+    (issue 26: S14's resident memory grew with every session a writer made).
     """
 
-    def __init__(self, known: Mapping[str, tuple[str, str]] | None = None, max_entries: int = 20_000) -> None:
+    def __init__(
+        self,
+        known: Mapping[str, tuple[str, str]] | None = None,
+        max_entries: int = 20_000,
+        *,
+        learns: bool = True,
+    ) -> None:
         self.max_entries = max_entries
+        self.learns = learns
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, tuple[str, str]] = OrderedDict(known or {})
         self._learnt: dict[str, tuple[str, str, int]] = {}
+
+    def __len__(self) -> int:
+        """How many phase folders this holds anything of (remembered or learnt)."""
+        with self._lock:
+            return len(self._entries.keys() | self._learnt.keys())
 
     def recall(self, key: str, identity: str) -> str | None:
         """The digest remembered for ``key`` while its files have ``identity``, else None."""
@@ -121,7 +138,8 @@ class OutputDigests:
         with self._lock:
             self._entries[key] = (identity, digest)
             self._entries.move_to_end(key)
-            self._learnt[key] = (identity, digest, newest_ns)
+            if self.learns:
+                self._learnt[key] = (identity, digest, newest_ns)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
 
@@ -168,9 +186,11 @@ class IndexedDigests(OutputDigests):
 
 DIGEST_KIND = "outputs_digest"
 """The kind of the index entries that keep ``OutputDigests`` (``Index.entries``)."""
-DIGESTS = OutputDigests()
+DIGESTS = OutputDigests(learns=False)
 """The process's outputs digests: every manager, command and page of the process shares them
-(an entry is keyed by what the files are, so it never says what another process changed)."""
+(an entry is keyed by what the files are, so it never says what another process changed).
+At most ``max_entries`` (20,000) phases, least recently used out first, and nothing
+``learnt``: each listing's ``IndexedDigests`` records what it computed for its index."""
 
 
 @frozen
