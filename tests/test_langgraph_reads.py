@@ -351,3 +351,47 @@ def test_prune_leaves_a_hand_made_file_it_cannot_name_and_prunes_the_rest(tmp_pa
         assert [t.checkpoint["id"] for t in reader.list(THREAD)] == [ids[-1]]
     saver.prune(["long"])
     assert later.read_text("utf-8") == "# more notes\n" and (folder / f"{ids[-1]}.md").exists()
+
+
+def test_a_save_makes_its_swap_durable_after_letting_the_sessions_lock_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``put`` and ``put_writes`` fsync the namespace folder (what makes their file's swap
+    durable) once the session's lock is free, so that the next writer, which waited for the
+    lock, writes meanwhile; each still does it before it returns."""
+    import fcntl
+
+    saver = HaythamSaver(tmp_path, P)
+    _thread(saver, 1)  # the session exists
+    lock_file = saver.session_dir("long") / ".haytham.lock"
+    folder = saver.session_dir("long") / "langgraph" / "root"
+    seen: list[str] = []
+    real = fs.fsync_dir
+
+    def observed(directory: Any) -> None:  # the real fsync, with a look at the lock first
+        if Path(directory) == folder:
+            probe = os.open(lock_file, os.O_RDWR)
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                seen.append("free")
+            except BlockingIOError:
+                seen.append("held")
+            finally:
+                os.close(probe)  # lets the probe's lock go
+        real(directory)
+
+    monkeypatch.setattr(fs, "fsync_dir", observed)
+    _thread(saver, 2)  # two checkpoints, each with a task's writes
+    assert seen == ["free"] * 4
+
+
+def test_a_folder_deleted_before_its_fsync_has_nothing_left_to_make_durable(tmp_path: Path) -> None:
+    """A thread deleted (``delete_thread``) between a save's swap and its folder's fsync: the
+    save does not fail for it; any other refusal of the fsync still raises."""
+    from haytham.errors import StorageError
+    from haytham.integrations.langgraph import saver as saver_module
+
+    saver_module._sync_folder(tmp_path / "deleted")  # no error
+    (tmp_path / "a file").write_text("", "utf-8")
+    with pytest.raises(StorageError):  # any other refusal: a file where the folder should be
+        saver_module._sync_folder(tmp_path / "a file" / "root")

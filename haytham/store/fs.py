@@ -161,20 +161,24 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
         raise storage_error(error, directory, "write") from error
 
 
-def atomic_write(path: Path, text: str | bytes) -> None:
+def atomic_write(path: Path, text: str | bytes, *, sync_folder: bool = True) -> None:
     """Write ``text`` (as UTF-8) to ``path`` durably; the old content stays until the swap.
+
+    ``sync_folder=False`` leaves the fsync of ``path``'s folder, which makes the swap itself
+    durable, to the caller (``fsync_dir``): one that holds a lock while it writes does it
+    after letting the lock go, so that the next writer's own writing overlaps it.
 
     StorageError names ``path`` when the file system refuses (no space, read-only, ...);
     UnsafePathError when ``path`` or a folder on the way is a symlink (see the module).
     """
     check_no_symlink(path)
     try:
-        _atomic_write(path, text)
+        _atomic_write(path, text, sync_folder)
     except OSError as error:
         raise storage_error(error, path, "write") from error
 
 
-def _atomic_write(path: Path, text: str | bytes) -> None:
+def _atomic_write(path: Path, text: str | bytes, sync_folder: bool = True) -> None:
     data = text.encode("utf-8") if isinstance(text, str) else text
     directory = os.path.dirname(path) or "."
     tmp = _tmp_name(directory, path)
@@ -193,7 +197,8 @@ def _atomic_write(path: Path, text: str | bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_dir(directory)
+    if sync_folder:
+        fsync_dir(directory)
 
 
 @contextlib.contextmanager

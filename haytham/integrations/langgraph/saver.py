@@ -79,6 +79,16 @@ def _namespace_dirs(thread_dir: Path) -> _Paths:
     return _subfolders(thread_dir / LANGGRAPH_DIR)
 
 
+def _sync_folder(directory: Path) -> None:
+    """Make a write's swap in ``directory`` durable (``fs.atomic_write``'s last step), once
+    the session's lock is let go: the writer that waited for the lock writes its file
+    meanwhile, and the file system commits both swaps at once where it can. The call still
+    returns only when its file is durable. A folder gone since (the thread deleted) has
+    nothing left to make durable."""
+    with contextlib.suppress(FileNotFoundError):
+        fs.fsync_dir(directory)
+
+
 class HaythamSaver(BaseCheckpointSaver[int]):
     """A ``BaseCheckpointSaver`` whose threads are haytham sessions of ``project``.
 
@@ -251,7 +261,8 @@ class HaythamSaver(BaseCheckpointSaver[int]):
         with self._locked_session(thread_id):
             directory = self._namespace_dir(thread_id, checkpoint_ns)
             fs.make_dirs(directory)
-            fs.atomic_write(directory / name, text)
+            fs.atomic_write(directory / name, text, sync_folder=False)
+        _sync_folder(directory)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -286,7 +297,8 @@ class HaythamSaver(BaseCheckpointSaver[int]):
                 thread_id, checkpoint_ns, checkpoint_id, list(kept.values()), self.serde
             )
             fs.make_dirs(directory)
-            fs.atomic_write(path, text)
+            fs.atomic_write(path, text, sync_folder=False)
+        _sync_folder(directory)
         interrupts = [value for channel, value in writes if channel == INTERRUPT]
         if self.review and interrupts and checkpoint_ns == "":
             from haytham.integrations.langgraph.review import open_review
