@@ -1997,13 +1997,18 @@ def _timed(action: Callable[[], Any]) -> float:
     return time.perf_counter() - began
 
 
+S14_ROUNDS = 5
+"""Rounds of 200 requests a server at least: the p99 of a thousand requests, not of six hundred."""
+
+
 def s14(root: Path, sizes: Sizes, repeats: int) -> None:
     """Under load (issue 26): ``haytham serve`` beside a static server of the same pages'
     bytes, 200 requests 4 at a time while a writer saves (benchmarks/load.py)."""
     import load
 
     FLOORS["S14"] = "peer: Python's http.server serving each page's bytes saved from haytham serve"
-    for what, mine, peer, ratio, goal, met, note in load.figure(root, sizes.tree_small, repeats=repeats):
+    rounds = max(repeats, S14_ROUNDS)
+    for what, mine, peer, ratio, goal, met, note in load.figure(root, sizes.tree_small, repeats=rounds):
         ROWS.append(Row("S14", what, mine, peer, ratio, goal, met, note))
 
 
