@@ -69,6 +69,25 @@ def watcher(base: Path) -> Iterator[Watcher]:
     found.close()
 
 
+@pytest.mark.parametrize("spelling", ["as given", "with a trailing slash"])
+def test_a_base_given_either_way_reports_the_session_written_to(base: Path, spelling: str) -> None:
+    """The session an event is in is found by cutting the base off its path (a fifth of a
+    busy listing's time went on ``os.path.relpath``); a base spelt with a trailing slash,
+    which no path joined from it starts with, is still understood."""
+    grow(base, 2)
+    given = os.fspath(base) + ("/" if spelling != "as given" else "")
+    watching = Watcher(Path(given)) if spelling == "as given" else Watcher(given)  # type: ignore[arg-type]
+    try:
+        assert watching.changed_sessions() is None
+        review = review_file(base, "s-001")
+        review.write_text(approved(review.read_text("utf-8")), "utf-8")
+        changed = watching.changed_sessions()
+        assert changed is not None
+        assert {os.path.normpath(f) for f in changed} == {folder(base, "s-001")}
+    finally:
+        watching.close()
+
+
 def test_a_write_in_place_and_an_editors_write_and_rename_are_reported(base: Path, watcher: Watcher) -> None:
     review = review_file(base, "s-001")
     review.write_text(approved(review.read_text("utf-8")), "utf-8")

@@ -116,6 +116,7 @@ class Watcher:
 
     def __init__(self, base_dir: Path) -> None:
         self.base = os.fspath(base_dir)
+        self._prefix = os.path.join(self.base, "")
         self.lock = threading.RLock()
         """Held while the events are read and ``verified`` and ``recent`` read or updated
         (``look``, ``settle``); never while a listing checks sessions, so listings overlap."""
@@ -236,15 +237,23 @@ class Watcher:
                 return False
         return True
 
+    def _below_base(self, path: str) -> str:
+        """``path`` relative to the base directory (not the base itself). Every path here is
+        the base joined with names (a watch's folder, an event's name), so it is cut, not
+        worked out by ``os.path.relpath``, whose normalising took a fifth of a listing's time
+        on a server whose tree a writer kept changing (S14)."""
+        prefix = self._prefix
+        return path[len(prefix) :] if path.startswith(prefix) else os.path.relpath(path, self.base)
+
     def _depth(self, path: str) -> int:
-        return 0 if path == self.base else os.path.relpath(path, self.base).count(os.sep) + 1
+        return 0 if path == self.base else self._below_base(path).count(os.sep) + 1
 
     def _sessions_of(self, path: str) -> set[str]:
         """The session folders ``path`` may be in or be (both readings of a name such as
         ``sessions/sessions/x``: a session of the root or a project named ``sessions``)."""
         if path == self.base:
             return set()
-        parts = os.path.relpath(path, self.base).split(os.sep)
+        parts = self._below_base(path).split(os.sep)
         found = set()
         if len(parts) >= 2 and parts[0] == SESSIONS_DIR:
             found.add(os.path.join(self.base, *parts[:2]))
