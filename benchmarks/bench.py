@@ -486,6 +486,10 @@ STARTUP_WARM_RUNS = 11
 with three a single run disturbed by another process moved the median by a quarter."""
 
 
+def startup_warm_runs(repeats: int) -> int:
+    return max(3 * repeats, STARTUP_WARM_RUNS)
+
+
 def startup(what: str, argv: list[str], repeats: int, before: Callable[[], Any] | None = None) -> None:
     """``argv`` beside ``python -c pass``, warm (its files in the page cache) and cold (the page
     cache dropped before each side, so both read the interpreter and their modules from disk)."""
@@ -501,7 +505,7 @@ def startup(what: str, argv: list[str], repeats: int, before: Callable[[], Any] 
 
         return prepare
 
-    warm_runs = max(3 * repeats, STARTUP_WARM_RUNS)
+    warm_runs = startup_warm_runs(repeats)
     for state in ("warm", "cold"):
         mine, base = alternate(
             warm_runs if state == "warm" else repeats,
@@ -529,7 +533,7 @@ def s3(root: Path, sizes: Sizes, repeats: int) -> None:
     version = haytham("--version")
     run_process(version)
     mine, floor = alternate(
-        max(3 * repeats, STARTUP_WARM_RUNS), lambda: run_process(version), lambda: run_process(py("pass"))
+        startup_warm_runs(repeats), lambda: run_process(version), lambda: run_process(py("pass"))
     )
     row("S3", "haytham --version, warm", mine, floor, 3, "<= 3x python -c pass")
     startup(

@@ -190,6 +190,11 @@ def snapshot(haytham: Server, paths: Sequence[str], folder: Path) -> dict[str, s
     return files
 
 
+def p99_of(latencies: Sequence[float]) -> float:
+    """The 99th percentile of ``latencies`` (at least two)."""
+    return statistics.quantiles(latencies, n=100, method="inclusive")[98]
+
+
 @dataclass
 class Round:
     latencies: list[float]
@@ -204,7 +209,7 @@ class Round:
 
     @property
     def p99(self) -> float:
-        return statistics.quantiles(self.latencies, n=100, method="inclusive")[98]
+        return p99_of(self.latencies)
 
     @property
     def per_second(self) -> float:
@@ -273,11 +278,7 @@ def by_page(rounds: Sequence[Round]) -> str:
     """The median over rounds of each kind of page's p99 (``kind_of``)."""
     kinds = sorted({kind for r in rounds for kind in r.by_kind})
     p99 = {
-        kind: statistics.median(
-            statistics.quantiles(r.by_kind[kind], n=100, method="inclusive")[98]
-            for r in rounds
-            if len(r.by_kind.get(kind, ())) > 1
-        )
+        kind: statistics.median(p99_of(r.by_kind[kind]) for r in rounds if len(r.by_kind.get(kind, ())) > 1)
         for kind in kinds
     }
     return ", ".join(f"{kind} {value * 1000:.0f} ms" for kind, value in p99.items())
@@ -286,8 +287,7 @@ def by_page(rounds: Sequence[Round]) -> str:
 def pooled_p99(rounds: Sequence[Round]) -> float:
     """The p99 of every request of ``rounds`` together: of 200 requests a round, a round's own
     p99 is its second slowest request, which one stall of the machine decides."""
-    latencies = [latency for r in rounds for latency in r.latencies]
-    return statistics.quantiles(latencies, n=100, method="inclusive")[98]
+    return p99_of([latency for r in rounds for latency in r.latencies])
 
 
 def pooled(rounds: Sequence[Round]) -> str:

@@ -195,7 +195,7 @@ def test_a_history_folder_linked_out_of_the_tree_shows_nothing_of_it(
     ],
 )
 def test_an_entry_id_hashes_the_json_text_of_its_values(values: tuple[object, ...]) -> None:
-    """``_digest`` writes the JSON text itself for speed; it must be ``json.dumps``'s, byte
+    """``_id_of`` writes the JSON text itself for speed; it must be ``json.dumps``'s, byte
     for byte, or every id already written stops verifying."""
     import hashlib
     import json
@@ -208,4 +208,4 @@ def test_an_entry_id_hashes_the_json_text_of_its_values(values: tuple[object, ..
     if original is not None:
         content += ["correction", *original]  # type: ignore[misc]
     expected = hashlib.sha256(json.dumps(content).encode("utf-8")).hexdigest()[:12]
-    assert history._digest(*values) == expected  # type: ignore[arg-type]
+    assert history._id_of(content) == expected

@@ -8,6 +8,7 @@ newest entry.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -47,21 +48,8 @@ def make_entry(
     the checkpoint save of a correction, the corrected agent and its output file's text
     before (``HistoryEntry.original_output``), hashed too.
     """
-    digest = _digest(
-        parent,
-        phase_number,
-        phase_name,
-        attempt,
-        status,
-        timestamp,
-        name,
-        reason,
-        checkpoint_text,
-        feedback_text,
-        original,
-    )
-    return HistoryEntry(
-        digest,
+    entry = HistoryEntry(
+        "",  # the id, which hashes the rest: set below
         parent,
         phase_number,
         phase_name,
@@ -76,38 +64,33 @@ def make_entry(
         None if original is None else original[0],
         None if original is None else original[1],
     )
+    return dataclasses.replace(entry, entry_id=_digest(entry))
 
 
-def _digest(
-    parent: str | None,
-    phase_number: int,
-    phase_name: str,
-    attempt: int,
-    status: str,
-    timestamp: str,
-    name: str | None,
-    reason: str | None,
-    checkpoint_text: str,
-    feedback_text: str | None,
-    original: tuple[str, str] | None = None,
-) -> str:
+def _digest(entry: HistoryEntry) -> str:
     """The 12 hex digits of an entry's id: a hash of everything it records (the JSON text of
-    the list of its values, as ``json.dumps`` writes it)."""
+    the list of its values, as ``json.dumps`` writes it), its own id aside."""
     content: list[object] = [
-        parent,
-        phase_number,
-        phase_name,
-        attempt,
-        status,
-        timestamp,
-        name,
-        reason,
-        checkpoint_text,
+        entry.parent,
+        entry.phase_number,
+        entry.phase_name,
+        entry.attempt,
+        entry.status,
+        entry.timestamp,
+        entry.name,
+        entry.reason,
+        entry.checkpoint_text,
     ]
-    if feedback_text is not None:
-        content += ["review", feedback_text]
+    if entry.kind == "review" and entry.feedback_text is not None:
+        content += ["review", entry.feedback_text]
+    original = _original(entry)
     if original is not None:
         content += ["correction", *original]
+    return _id_of(content)
+
+
+def _id_of(content: list[object]) -> str:
+    """The 12 hex digits of the SHA-256 of ``json.dumps(content)`` (``_json_list``)."""
     return hashlib.sha256(_json_list(content).encode("utf-8")).hexdigest()[:12]
 
 
@@ -300,20 +283,7 @@ def _descendants(entries: list[HistoryEntry], ancestor: str) -> list[HistoryEntr
 
 def verify(entry: HistoryEntry) -> bool:
     """Whether the entry's id is the hash of what it records (it was not cut or changed)."""
-    digest = _digest(
-        entry.parent,
-        entry.phase_number,
-        entry.phase_name,
-        entry.attempt,
-        entry.status,
-        entry.timestamp,
-        entry.name,
-        entry.reason,
-        entry.checkpoint_text,
-        entry.feedback_text if entry.kind == "review" else None,
-        _original(entry),
-    )
-    return digest == entry.entry_id
+    return _digest(entry) == entry.entry_id
 
 
 def _original(entry: HistoryEntry) -> tuple[str, str] | None:

@@ -129,11 +129,11 @@ class Watcher:
         this process learnt of it (``scan._know``), trusted while no event came for the folder,
         so a session being written is read once a change, not on every listing."""
         self.salt = ""
+        """The workflows' salt ``verified`` and ``recent`` were checked with (another one
+        clears them)."""
         self.index = Keeper(Path(base_dir))
         """The index kept open between listings, so that no listing's connection is the last
         to close (``Keeper``)."""
-        """The workflows' salt ``verified`` and ``recent`` were checked with (another one
-        clears them)."""
         self.looks = 0
         """How many ``look``s were taken: each is numbered by this count."""
         self._changed_at: dict[str, int] = {}
@@ -294,7 +294,6 @@ class Watcher:
         for each folder with no event read after ``look`` (a later event means the files
         may have changed after this listing checked them: the next listing checks again)."""
         with self.lock:
-            self._open.discard(look.number)
             current = look.number >= self._all_changed_at
             for key, value in look.verified.items():
                 if verified.get(key) != value and self.verified.get(key) == value:
@@ -309,15 +308,18 @@ class Watcher:
                 for folder, learnt in recent.items():
                     if look.recent.get(folder) is not learnt and self._unchanged(folder, look):
                         self.recent[folder] = learnt
-            if not self._open:
-                self._changed_at.clear()  # every later look is numbered after each of them
+            self._close(look)
 
     def abandon(self, look: Look) -> None:
         """A look whose listing failed: nothing it learnt is kept."""
         with self.lock:
-            self._open.discard(look.number)
-            if not self._open:
-                self._changed_at.clear()
+            self._close(look)
+
+    def _close(self, look: Look) -> None:
+        """``look`` is settled or abandoned (under the lock)."""
+        self._open.discard(look.number)
+        if not self._open:
+            self._changed_at.clear()  # every later look is numbered after each of them
 
     def _unchanged(self, folder: str, look: Look) -> bool:
         return self._changed_at.get(folder, 0) <= look.number

@@ -30,7 +30,6 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
 from pathlib import Path
 
 from haytham.format.guard import MAX_DOCUMENT_BYTES, open_folder, read_file_stat, read_small_in
@@ -80,9 +79,9 @@ class OpenFolder:
     """One namespace folder whose files a read opens by name in the folder (``guard.open_folder``,
     ``guard.read_small_in``): the folder is found inside its tree once, where a read by path
     looks up each file's tree and ``readlink``s its descriptor. The folder is opened at the
-    first file read (a call whose files are all kept opens nothing) and closed by ``close``;
-    a file that cannot be read this way (a symlink, a folder that leads out) is read by its
-    path, under the same guards."""
+    first file read (a call whose files are all kept opens nothing) and closed when the
+    ``with`` block ends; a file that cannot be read this way (a symlink, a folder that leads
+    out) is read by its path, under the same guards."""
 
     __slots__ = ("_fd", "_opened", "_stack", "path")
 
@@ -102,7 +101,10 @@ class OpenFolder:
             return None
         return read_small_in(self._fd, name, MAX_DOCUMENT_BYTES + 1)
 
-    def close(self) -> None:
+    def __enter__(self) -> OpenFolder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
         self._stack.close()
 
 
@@ -164,16 +166,6 @@ class ThreadFiles:
             with self._lock:
                 self._folders[where] = (_key(st), found)
         return found
-
-    @contextlib.contextmanager
-    def folder(self, folder: str | Path) -> Iterator[OpenFolder]:
-        """The folder ``folder`` for ``sections`` to read its files in (``OpenFolder``),
-        closed when the block ends."""
-        opened = OpenFolder(os.fspath(folder))
-        try:
-            yield opened
-        finally:
-            opened.close()
 
     def sections(
         self, path: str | Path, folder: OpenFolder | None = None, *, scan: bool = False

@@ -456,7 +456,7 @@ class HaythamSaver(BaseCheckpointSaver[int]):
                 folders = _namespace_dirs(thread_dir)
             for folder in folders:
                 ids, names = self._files.listing(folder)
-                with self._files.folder(folder) as opened:  # closed when the caller stops, too
+                with OpenFolder(os.fspath(folder)) as opened:  # closed when the caller stops, too
                     for checkpoint_id in reversed(ids):
                         if only_id and checkpoint_id != only_id:
                             continue
